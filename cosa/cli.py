@@ -1,0 +1,427 @@
+"""The ``cosa`` command line.
+
+This is the only module of ``cosa`` that may import ``gemmini``, ``targets``
+and ``algorithms``.  User errors (a FrameworkError) print one line and exit 2;
+a run that fails (time-out without a schedule, a simulation mismatch) exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from workloads import FrameworkError
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
+
+
+class RunFailed(Exception):
+    """A run that completed but failed (mismatch, no schedule in time): exit 1."""
+
+
+def parse_size(text: str) -> int:
+    """'256KiB' / '64K' / '1MiB' / '4096' -> bytes."""
+    m = _SIZE.match(text)
+    if not m:
+        raise FrameworkError(f"cannot parse memory size '{text}' (e.g. 256KiB, 1MiB, 65536)", field="--memory")
+    value = float(m.group(1))
+    unit = (m.group(2) or "B").upper().rstrip("B").rstrip("I")
+    return int(value * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[unit])
+
+
+# --- resolution of names and files ------------------------------------------------------------
+
+def _workloads(sources: list[str]):
+    from workloads import load
+
+    nests = []
+    for src in sources:
+        nests.extend(load(src))
+    return nests
+
+
+def _workload(source: str):
+    from workloads import load_one
+
+    return load_one(source)
+
+
+def _arch(name: str, dataflow: str | None = None):
+    from costmodel import load_arch
+
+    arch = load_arch(name)
+    if dataflow and arch.params.get("dataflow") and arch.params["dataflow"] != dataflow:
+        from costmodel import preset
+
+        p = arch.params
+        arch = preset("gemmini", dim=p["dim"], scratchpad_kib=p["scratchpad_kib"],
+                      accumulator_kib=p["accumulator_kib"], dataflow=dataflow)
+    return arch
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, default=_json_default))
+
+
+def _json_default(obj):
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+def cmd_show(args) -> int:
+    nests = _workloads([args.workload])
+    if args.json:
+        described = [n.describe() for n in nests]
+        _print_json(described[0] if len(described) == 1 else described)
+        return 0
+    from rich.table import Table
+
+    table = Table(title=args.workload)
+    for col in ("layer", "dims", "MACs", "repeat", "tensors (bits, words)"):
+        table.add_column(col)
+    for n in nests:
+        dims = " ".join(f"{d}={b}" for d, b in n.dims.items())
+        tens = ", ".join(f"{t.name}[{t.bits}b] {n.size_words(t):,}" for t in n.tensors)
+        table.add_row(n.name, dims, f"{n.macs:,}", str(n.repeat), tens)
+    _console().print(table)
+    return 0
+
+
+def cmd_arch_show(args) -> int:
+    from costmodel import arch_to_dict
+
+    arch = _arch(args.arch)
+    d = arch_to_dict(arch)
+    if args.json:
+        _print_json(d)
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"{arch.name}: {arch.total_macs_per_cycle} MACs/cycle")
+    for col in ("level", "capacity (B)", "holds", "word bits", "read B/cyc", "write B/cyc", "pJ/B (r/w)", "fanout"):
+        table.add_column(col)
+    for lv in arch.levels:
+        table.add_row(lv.name, "unbounded" if lv.capacity_bytes is None else f"{lv.capacity_bytes:,}",
+                      ",".join(sorted(lv.holds)), str(lv.word_bits or "tensor"),
+                      str(lv.read_bandwidth or "-"), str(lv.write_bandwidth or "-"),
+                      f"{lv.read_energy_pj_per_byte:g}/{lv.write_energy_pj_per_byte:g}",
+                      str(lv.fanout) + (" (" + "x".join(f"{a.name}:{a.size}" for a in lv.spatial_axes) + ")"
+                                        if lv.spatial_axes else ""))
+    _console().print(table)
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from costmodel import evaluate
+    from mappings import format_loopnest, load_mapping
+
+    workload = _workload(args.workload)
+    arch = _arch(args.arch)
+    mapping = load_mapping(args.mapping, arch)
+    cost = evaluate(workload, arch, mapping)
+    if args.json:
+        _print_json(cost.to_dict())
+        return 0
+    console = _console()
+    console.print(format_loopnest(mapping, workload, arch), markup=False, highlight=False)
+    _print_cost(console, cost)
+    return 0
+
+
+def _print_cost(console, cost) -> None:
+    d = cost.to_dict()
+    console.print(f"cycles {d['cycles']:,.0f}  energy {d['energy_pj'] / 1e6:,.3f} uJ  "
+                  f"utilization {d['utilization']:.1%}  DRAM {cost.dram_bytes:,.0f} B  bound by {d.get('bound_by', '?')}")
+
+
+def _schedule_one(workload, arch, args):
+    from cosa.scheduler import schedule
+
+    return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
+                    time_limit_s=args.time_limit, seed=args.seed)
+
+
+def schedule_to_dict(sched) -> dict:
+    """JSON form of a Schedule, as printed by ``cosa schedule --json``."""
+    from mappings import mapping_to_dict
+
+    out = {
+        "workload": sched.workload.name,
+        "arch": sched.arch.name,
+        "scheduler": sched.scheduler,
+        "mapping": mapping_to_dict(sched.mapping, sched.arch),
+        "cost": sched.cost.to_dict(),
+        "solver": sched.stats.to_dict(),
+    }
+    if sched.extra:
+        out.update(sched.extra)
+    if sched.bound is not None:
+        b = sched.bound.to_dict()
+        b["traffic_bytes"] = sched.cost.dram_bytes
+        b["ratio"] = sched.cost.dram_bytes / b["bound_bytes"] if b.get("bound_bytes") else None
+        out["bound"] = b
+    return out
+
+
+def cmd_schedule(args) -> int:
+    from mappings import dump_mapping, format_loopnest
+
+    workload = _workload(args.workload)
+    arch = _arch(args.arch, args.dataflow)
+    sched = _schedule_one(workload, arch, args)
+    if args.output:
+        Path(args.output).write_text(dump_mapping(sched.mapping, arch))
+    if args.json:
+        _print_json(schedule_to_dict(sched))
+        return 0
+    console = _console()
+    s = sched.stats
+    console.print(f"[bold]{workload.name}[/] on [bold]{arch.name}[/] by {sched.scheduler} "
+                  f"({s.solver}, {s.status}, {s.total_s:.2f} s"
+                  + (f", gap {s.gap:.2%}" if s.gap is not None else "") + ")")
+    console.print(format_loopnest(sched.mapping, workload, arch), markup=False, highlight=False)
+    _print_cost(console, sched.cost)
+    if sched.bound is not None:
+        b = sched.bound.to_dict()
+        ratio = sched.cost.dram_bytes / b["bound_bytes"] if b.get("bound_bytes") else float("nan")
+        console.print(f"lower bound {b['bound_bytes']:,.0f} B ({b['binding']}), traffic/bound {ratio:.3f}")
+    if sched.extra.get("tile_args"):
+        console.print(f"vendor tile arguments: {sched.extra['tile_args']}")
+    if args.output:
+        console.print(f"mapping written to {args.output}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from cosa.compare import compare
+    from cosa import report
+
+    nests = _workloads(args.workloads)
+    arch = _arch(args.arch, args.dataflow)
+    schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
+                     time_limit_s=args.time_limit, seed=args.seed,
+                     progress=sys.stdout.isatty() and not args.json)
+    if args.csv:
+        report.write_csv(result, args.csv)
+    if args.plot:
+        report.plot(result, args.plot)
+    if args.json:
+        _print_json(report.to_json(result))
+    else:
+        report.print_table(result)
+    return 0
+
+
+def cmd_bound(args) -> int:
+    from lowerbounds import bound, bound_for_arch
+
+    workload = _workload(args.workload)
+    if args.memory:
+        rep = bound(workload, parse_size(args.memory))
+        arch = None
+    else:
+        arch = _arch(args.arch or "gemmini")
+        rep = bound_for_arch(workload, arch)
+    if args.plot:
+        from cosa import report
+
+        schedules = []
+        if arch is not None:
+            from cosa.scheduler import schedule
+
+            for name in ("cosa", "gemmini-default") if arch.name.startswith("gemmini") else ("cosa",):
+                schedules.append(schedule(workload, arch, scheduler=name, time_limit_s=args.time_limit))
+        report.plot_bound_curve(workload, rep, schedules, args.plot)
+    if args.json:
+        _print_json(rep.to_dict())
+        return 0
+    d = rep.to_dict()
+    console = _console()
+    console.print(f"[bold]{workload.name}[/]: s_HBL = {d['s_hbl']:.4g}, khat = {d['khat']:.4g}")
+    console.print(f"bound {d['bound_words']:,.0f} words / {d['bound_bytes']:,.0f} B "
+                  f"(binding: {d['binding']}); compulsory {d['compulsory_bytes']:,.0f} B")
+    console.print(f"tile: {d['tile']}")
+    return 0
+
+
+def _gemmini_schedule(args, workload, arch):
+    if args.mapping:
+        from mappings import load_mapping
+
+        return load_mapping(args.mapping, arch)
+    from cosa.scheduler import schedule
+
+    return schedule(workload, arch, scheduler=args.scheduler, time_limit_s=args.time_limit, seed=args.seed).mapping
+
+
+def _gemmini_arch(args):
+    from gemmini import GemminiConfig
+
+    config = GemminiConfig(dim=args.dim) if args.dim else GemminiConfig()
+    return config, config.arch(args.dataflow)
+
+
+def cmd_emit(args) -> int:
+    from gemmini import codegen
+
+    workload = _workload(args.workload)
+    config, arch = _gemmini_arch(args)
+    mapping = _gemmini_schedule(args, workload, arch)
+    if args.style == "gemmini-h":
+        source = codegen.emit_gemmini_h(workload, mapping, arch, with_main=args.main)
+    else:
+        program = codegen.generate(workload, mapping, arch, dataflow=args.dataflow)
+        source = codegen.emit_c(program, with_main=args.main)
+    if args.output in (None, "-"):
+        sys.stdout.write(source)
+    else:
+        Path(args.output).write_text(source)
+        print(f"wrote {args.output} ({len(source.splitlines())} lines)", file=sys.stderr)
+    return 0
+
+
+def cmd_run(args) -> int:
+    from gemmini import codegen
+    from gemmini.run import run_workload
+
+    workload = _workload(args.workload)
+    config, arch = _gemmini_arch(args)
+    mapping = _gemmini_schedule(args, workload, arch)
+    program = codegen.generate(workload, mapping, arch, dataflow=args.dataflow)
+    result = run_workload(program, sim=args.sim, seed=args.seed)
+    d = result.to_dict()
+    if args.json:
+        _print_json(d)
+    else:
+        print(f"{workload.name}: {'verified' if d['verified'] else 'MISMATCH'} ({d['mismatches']} mismatches), "
+              f"{d['cycles']:,} cycles, ideal {d['ideal_cycles']:,}, utilization {d['utilization']:.1%}, "
+              f"{d['instructions']:,} instructions, {d['dram_bytes']:,} DRAM bytes [{args.sim}]")
+    if not d["verified"]:
+        raise RunFailed(f"{workload.name}: output differs from the NumPy reference in {d['mismatches']} elements")
+    return 0
+
+
+# --- argument parsing -------------------------------------------------------------------------
+
+def _add_sched_opts(p, default_scheduler="cosa"):
+    p.add_argument("--scheduler", default=default_scheduler,
+                   choices=["cosa", "gemmini-default", "random", "exhaustive"])
+    p.add_argument("--objective", default="latency", choices=["latency", "energy", "edp", "cosa"])
+    p.add_argument("--solver", default="highs", choices=["highs", "gurobi"])
+    p.add_argument("--time-limit", type=float, default=30.0, help="solver time limit, seconds")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="cosa", description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("show", help="describe a workload (file, zoo name, zoo network or ONNX model)")
+    p.add_argument("workload")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("arch", help="architecture commands")
+    asub = p.add_subparsers(dest="arch_command", required=True)
+    q = asub.add_parser("show", help="describe an architecture (preset name or YAML file)")
+    q.add_argument("arch")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_arch_show)
+
+    p = sub.add_parser("evaluate", help="cost of a mapping file")
+    p.add_argument("workload")
+    p.add_argument("--arch", required=True)
+    p.add_argument("--mapping", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("schedule", help="find a schedule (CoSA MIP or a baseline)")
+    p.add_argument("workload")
+    p.add_argument("--arch", default="gemmini")
+    p.add_argument("--dataflow", choices=["ws", "os"], default=None)
+    _add_sched_opts(p)
+    p.add_argument("-o", "--output", help="write the mapping YAML here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_schedule)
+
+    p = sub.add_parser("compare", help="compare schedulers layer by layer")
+    p.add_argument("workloads", nargs="+")
+    p.add_argument("--arch", default="gemmini")
+    p.add_argument("--dataflow", choices=["ws", "os"], default=None)
+    p.add_argument("--schedulers", default="cosa,gemmini-default,random")
+    p.add_argument("--objective", default="latency", choices=["latency", "energy", "edp", "cosa"])
+    p.add_argument("--time-limit", type=float, default=30.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--csv")
+    p.add_argument("--plot")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("bound", help="communication lower bound of a workload")
+    p.add_argument("workload")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--arch")
+    g.add_argument("--memory", help="fast-memory size, e.g. 256KiB")
+    p.add_argument("--time-limit", type=float, default=30.0)
+    p.add_argument("--plot", help="draw the bound curve and the schedules' traffic (PNG)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bound)
+
+    for name, func, helptext in (("emit", cmd_emit, "emit C code for a target"),
+                                 ("run", cmd_run, "generate, run and verify on a simulator")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("target", choices=["gemmini"])
+        p.add_argument("workload")
+        p.add_argument("--mapping", help="mapping YAML (default: schedule with --scheduler)")
+        _add_sched_opts(p)
+        p.add_argument("--dataflow", choices=["ws", "os"], default="ws")
+        p.add_argument("--dim", type=int, default=None, help="systolic array size (default 16)")
+        if name == "emit":
+            p.add_argument("--style", choices=["isa", "gemmini-h"], default="isa")
+            p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")
+            p.add_argument("-o", "--output", default="-")
+        else:
+            p.add_argument("--sim", choices=["isa", "rtl"], default="isa")
+            p.add_argument("--json", action="store_true")
+        p.set_defaults(func=func)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except RunFailed as exc:
+        print(f"cosa: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except FrameworkError as exc:
+        print(f"cosa: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except FileNotFoundError as exc:
+        print(f"cosa: {exc.filename or exc}: no such file", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
