@@ -3,8 +3,12 @@
 from .builders import conv2d, depthwise_conv2d, einsum, matmul
 from .errors import FrameworkError, WorkloadError
 from .ir import ROLES, AffineExpr, LoopNest, Tensor, tensor
+from . import zoo
+from .loaders import dump_short, load, load_one
+from .onnx_loader import load_onnx
 
 __all__ = [
     "AffineExpr", "FrameworkError", "LoopNest", "ROLES", "Tensor", "WorkloadError",
     "conv2d", "depthwise_conv2d", "einsum", "matmul", "tensor",
+    "dump_short", "load", "load_one", "load_onnx", "zoo",
 ]
