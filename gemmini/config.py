@@ -1,0 +1,195 @@
+"""Gemmini hardware parameters and the matching cost-model preset.
+
+One ``GemminiConfig`` describes a Gemmini instance: the DIM x DIM array, the
+scratchpad (rows of DIM int8 = DIM bytes) and the accumulator (rows of DIM
+int32 = 4*DIM bytes), the decoupled command queues and the DMA.  The defaults
+are Gemmini's default configuration (DIM 16, 256 KiB scratchpad in 4 banks,
+64 KiB accumulator in 2 banks, queues 8/8/2, a 16 B/cycle DMA bus with 64 B
+requests).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from .errors import SimulationError
+
+#: Row addresses live in bits [28:0] of a local address; bits 29-31 are flags.
+LOCAL_ROW_BITS = 29
+
+
+@dataclass(frozen=True)
+class GemminiConfig:
+    """A Gemmini instance.
+
+    dim: the array is dim x dim PEs.  sp_kib / acc_kib: scratchpad and
+    accumulator capacity in KiB.  sp_banks / acc_banks: bank counts.
+    ld_queue / ex_queue / st_queue: command queue depths (entries).
+    dma_bytes_per_cycle: DMA bus width (bytes per cycle).  dma_request_bytes:
+    largest DMA request (bytes).  max_mvin_bytes: most bytes of one row moved
+    by one mvin (64 B: 4 DIM-blocks of int8 or 1 block of int32 at DIM 16).
+    dma_latency_cycles: main-memory latency of one DMA request (cycles) and
+    dma_max_inflight: DMA requests in flight at once; both used by the timing
+    model only.  acc_bits / input_bits: accumulator and
+    input/weight word sizes (bits).
+    """
+
+    dim: int = 16
+    sp_kib: int = 256
+    acc_kib: int = 64
+    sp_banks: int = 4
+    acc_banks: int = 2
+    ld_queue: int = 8
+    ex_queue: int = 8
+    st_queue: int = 2
+    dma_bytes_per_cycle: int = 16
+    dma_request_bytes: int = 64
+    max_mvin_bytes: int = 64
+    dma_latency_cycles: int = 0
+    dma_max_inflight: int = 16
+    acc_bits: int = 32
+    input_bits: int = 8
+
+    def __post_init__(self):
+        src = "GemminiConfig"
+        positive = ("dim", "sp_kib", "acc_kib", "sp_banks", "acc_banks", "ld_queue", "ex_queue",
+                    "st_queue", "dma_bytes_per_cycle", "dma_request_bytes", "max_mvin_bytes", "dma_max_inflight")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise SimulationError(f"must be a positive integer, got {value!r}", source=src, field=name)
+        if not isinstance(self.dma_latency_cycles, int) or self.dma_latency_cycles < 0:
+            raise SimulationError(f"must be a non-negative integer, got {self.dma_latency_cycles!r}",
+                                  source=src, field="dma_latency_cycles")
+        if self.input_bits != 8:
+            raise SimulationError(f"only int8 inputs are supported, got {self.input_bits} bits",
+                                  source=src, field="input_bits")
+        if self.acc_bits != 32:
+            raise SimulationError(f"only int32 accumulators are supported, got {self.acc_bits} bits",
+                                  source=src, field="acc_bits")
+        if self.dim > 0xFFFF:
+            raise SimulationError("dim must fit the 16-bit rows/cols fields", source=src, field="dim")
+        if (self.sp_kib * 1024) % self.sp_row_bytes:
+            raise SimulationError(f"{self.sp_kib} KiB is not a whole number of {self.sp_row_bytes}-byte rows",
+                                  source=src, field="sp_kib")
+        if (self.acc_kib * 1024) % self.acc_row_bytes:
+            raise SimulationError(f"{self.acc_kib} KiB is not a whole number of {self.acc_row_bytes}-byte rows",
+                                  source=src, field="acc_kib")
+        if self.sp_rows % self.sp_banks:
+            raise SimulationError(f"{self.sp_rows} scratchpad rows do not split into {self.sp_banks} banks",
+                                  source=src, field="sp_banks")
+        if self.acc_rows % self.acc_banks:
+            raise SimulationError(f"{self.acc_rows} accumulator rows do not split into {self.acc_banks} banks",
+                                  source=src, field="acc_banks")
+        if self.sp_rows >= 1 << LOCAL_ROW_BITS or self.acc_rows >= 1 << LOCAL_ROW_BITS:
+            raise SimulationError(f"more than 2^{LOCAL_ROW_BITS} rows cannot be addressed",
+                                  source=src, field="sp_kib")
+
+    # --- derived sizes ---------------------------------------------------
+    @property
+    def input_bytes(self) -> int:
+        """Bytes of one input/weight word."""
+        return self.input_bits // 8
+
+    @property
+    def acc_bytes(self) -> int:
+        """Bytes of one accumulator word."""
+        return self.acc_bits // 8
+
+    @property
+    def sp_row_bytes(self) -> int:
+        """Bytes of one scratchpad row (DIM int8)."""
+        return self.dim * self.input_bytes
+
+    @property
+    def acc_row_bytes(self) -> int:
+        """Bytes of one accumulator row (DIM int32)."""
+        return self.dim * self.acc_bytes
+
+    @property
+    def sp_rows(self) -> int:
+        """Scratchpad rows in all banks."""
+        return self.sp_kib * 1024 // self.sp_row_bytes
+
+    @property
+    def acc_rows(self) -> int:
+        """Accumulator rows in all banks."""
+        return self.acc_kib * 1024 // self.acc_row_bytes
+
+    @property
+    def bank_rows(self) -> int:
+        """Rows of one scratchpad bank."""
+        return self.sp_rows // self.sp_banks
+
+    @property
+    def acc_bank_rows(self) -> int:
+        """Rows of one accumulator bank."""
+        return self.acc_rows // self.acc_banks
+
+    @property
+    def sp_addr_bits(self) -> int:
+        """Bits of a scratchpad row address (14 for the default config)."""
+        return max(1, math.ceil(math.log2(self.sp_rows)))
+
+    @property
+    def acc_addr_bits(self) -> int:
+        """Bits of an accumulator row address (10 for the default config)."""
+        return max(1, math.ceil(math.log2(self.acc_rows)))
+
+    @property
+    def max_mvin_cols_sp(self) -> int:
+        """Most int8 columns one mvin moves into the scratchpad (64 at DIM 16)."""
+        return max(self.max_mvin_bytes // self.input_bytes, self.dim)
+
+    @property
+    def max_mvin_cols_acc(self) -> int:
+        """Most int32 columns one mvin moves into the accumulator (16 at DIM 16)."""
+        return max(self.max_mvin_bytes // self.acc_bytes, self.dim)
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """MACs per cycle of the whole array."""
+        return self.dim * self.dim
+
+    def ideal_cycles(self, macs: int) -> float:
+        """Gemmini's own accounting: MACs / (DIM*DIM)."""
+        return macs / self.peak_macs_per_cycle
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    # --- the cost-model view ---------------------------------------------
+    def arch(self, dataflow: str = "ws"):
+        """The matching ``costmodel.presets.gemmini`` architecture for ``dataflow`` ("ws" or "os")."""
+        if dataflow not in ("ws", "os"):
+            raise SimulationError(f"dataflow must be 'ws' or 'os', got {dataflow!r}",
+                                  source="GemminiConfig.arch", field="dataflow")
+        from costmodel import presets  # the preset lives with the cost model
+
+        return presets.gemmini(dim=self.dim, scratchpad_kib=self.sp_kib, accumulator_kib=self.acc_kib,
+                               dataflow=dataflow, sp_banks=self.sp_banks, acc_banks=self.acc_banks)
+
+    @classmethod
+    def from_arch(cls, arch, **overrides) -> "GemminiConfig":
+        """The config of a ``costmodel.presets.gemmini`` architecture (read from ``arch.params``)."""
+        params = getattr(arch, "params", None) or {}
+        missing = [k for k in ("dim", "scratchpad_kib", "accumulator_kib") if k not in params]
+        if missing:
+            raise SimulationError(f"not a Gemmini preset: arch.params lacks {missing}",
+                                  source=f"arch {getattr(arch, 'name', arch)!s}", field="params")
+        fields = dict(dim=int(params["dim"]), sp_kib=int(params["scratchpad_kib"]),
+                      acc_kib=int(params["accumulator_kib"]))
+        if "sp_banks" in params:
+            fields["sp_banks"] = int(params["sp_banks"])
+        if "acc_banks" in params:
+            fields["acc_banks"] = int(params["acc_banks"])
+        fields.update(overrides)
+        return cls(**fields)
+
+
+#: Gemmini's default configuration.
+DEFAULT_CONFIG = GemminiConfig()
+
+#: A small configuration for tests: DIM 4, 4 KiB scratchpad (1024 rows of 4 B), 2 KiB accumulator (128 rows of 16 B).
+SMALL_CONFIG = GemminiConfig(dim=4, sp_kib=4, acc_kib=2)

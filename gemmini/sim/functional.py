@@ -1,0 +1,367 @@
+"""A NumPy functional model of the Gemmini commands we use.
+
+State: the scratchpad (``sp_rows`` rows of DIM int8), the accumulator
+(``acc_rows`` rows of DIM int32), the systolic array's stationary state (WS:
+the DIM x DIM weights; OS: the DIM x DIM int32 PE accumulators), the pending
+preload, and the config registers of the load (one per mvin id), execute and
+store units.  Main memory is a flat little-endian byte array (``numpy.uint8``
+or ``bytearray``) addressed by the commands' main-memory addresses; the model
+reads and writes it in place.
+
+Semantics (see also ``gemmini/isa.py`` and ``gemmini/numerics.py``):
+
+* mvin (id 0/1/2 uses config_ld id 0/1/2): ``rows`` rows of ``cols``
+  elements, row ``r`` read at ``dram + r*stride`` (stride 0 repeats one row).
+  Column block ``b`` (DIM columns each) lands at local row
+  ``row + b*local_stride + r``; columns beyond ``cols`` are left unchanged.
+  Scratchpad mvins read int8 and apply the mvin scale (``scale_round`` to
+  int8).  Accumulator mvins read int32 (int8 when ``shrunk``), unscaled (as
+  in Gemmini's default configuration); with the accumulate bit they add
+  (int32 wrap-around), else they overwrite.
+* mvout (config_st): from the scratchpad, int8 rows; from the accumulator,
+  full int32 rows when the full bit is set, else ``requantize`` (config_st
+  scale, activation, saturate to int8).
+* preload + compute: operands are read as rows (A with the config_ex A
+  stride) and padded with zeros to DIM x DIM, as the execute unit feeds the
+  array.  An operand in the accumulator reads full int32 rows with the full
+  bit, else rows requantized with config_ex's ``acc_scale``.
+  WS: ``compute_preloaded`` loads the preloaded B (garbage: zeros) as the
+  weights, ``compute_accumulated`` keeps the weights; C = A*W + D (D from
+  rs2, garbage = zeros).  OS: ``compute_preloaded`` sets the PE
+  accumulators to the preloaded D (garbage = zeros) and adds A*B;
+  ``compute_accumulated`` adds A*B.  Each compute consumes the preceding
+  preload and writes ``c_rows`` x ``c_cols`` of the result to its C address
+  (rows ``c_stride`` apart); garbage C writes nothing.  OS results are first
+  shifted right by ``os_shift`` (``rounding_shift``).  C in the scratchpad:
+  config_ex activation, then saturate to int8; C in the accumulator: int32,
+  added with the accumulate bit, else overwritten.
+* fence and flush change nothing here (the model runs commands in order).
+
+Any out-of-range address, rows or columns over the limits, a unit used
+before its config command, a compute without a preload, or a feature the
+model does not implement (transposes, config_norm, pooling) raises
+``SimulationError`` naming the command's index in the stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import isa
+from ..config import DEFAULT_CONFIG, GemminiConfig
+from ..errors import IsaError, SimulationError
+from ..numerics import apply_activation, requantize, rounding_shift, saturate, scale_round
+
+SOURCE = "gemmini functional model"
+
+
+@dataclass(frozen=True)
+class LoadConfig:
+    """config_ld state of one mvin id: main-memory stride (bytes), scale, shrunk, local block stride (rows)."""
+
+    stride_bytes: int
+    scale: float
+    shrunk: bool
+    local_stride: int
+
+
+@dataclass(frozen=True)
+class ExecuteConfig:
+    """config_ex state."""
+
+    dataflow: str
+    activation: int
+    a_transpose: bool
+    b_transpose: bool
+    a_stride: int
+    acc_scale: float
+    c_stride: int
+    os_shift: int
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """config_st state: main-memory stride (bytes), activation and scale of accumulator read-outs."""
+
+    stride_bytes: int
+    activation: int
+    acc_scale: float
+
+
+@dataclass
+class ExecResult:
+    """What ``execute`` returns.
+
+    memory: the main memory (the same object that was passed in, updated).
+    scratchpad: int8 [sp_rows, DIM]; accumulator: int32 [acc_rows, DIM] (copies of the final state).
+    instructions: commands executed (fences included).  counts: commands by name.
+    array_macs: MACs the array performed on the (zero-padded) DIM x DIM blocks
+    (DIM*DIM*DIM per compute); useful_macs: MACs on the commands' real rows and columns.
+    """
+
+    memory: object
+    scratchpad: np.ndarray
+    accumulator: np.ndarray
+    instructions: int
+    counts: dict[str, int] = field(default_factory=dict)
+    array_macs: int = 0
+    useful_macs: int = 0
+
+
+class Machine:
+    """One Gemmini instance's architectural state; ``step`` executes one command."""
+
+    def __init__(self, config: GemminiConfig | None = None):
+        self.config = config or DEFAULT_CONFIG
+        dim = self.config.dim
+        self.scratchpad = np.zeros((self.config.sp_rows, dim), dtype=np.int8)
+        self.accumulator = np.zeros((self.config.acc_rows, dim), dtype=np.int32)
+        self.load_configs: dict[int, LoadConfig] = {}
+        self.execute_config: ExecuteConfig | None = None
+        self.store_config: StoreConfig | None = None
+        self.weights: np.ndarray | None = None  # WS: the stationary DIM x DIM block (int64)
+        self.weight_cols = 0  # WS: columns of the stationary block that hold real weights
+        self.pe_acc: np.ndarray | None = None  # OS: the DIM x DIM PE accumulators (int64, kept in int32 range)
+        self.pending_preload: dict | None = None
+        self.counts: dict[str, int] = {}
+        self.instructions = 0
+        self.array_macs = 0
+        self.useful_macs = 0
+
+    # --- driving ---------------------------------------------------------------
+    def run(self, commands, memory) -> ExecResult:
+        mem = _as_bytes(memory)
+        for index, cmd in enumerate(isa.decode_stream(commands)):
+            self.step(cmd, mem, index)
+        return ExecResult(memory=memory, scratchpad=self.scratchpad.copy(), accumulator=self.accumulator.copy(),
+                          instructions=self.instructions, counts=dict(self.counts), array_macs=self.array_macs,
+                          useful_macs=self.useful_macs)
+
+    def step(self, cmd: isa.Command, memory: np.ndarray, index: int = 0) -> None:
+        """Execute one command on ``memory`` (a uint8 array); ``index`` names it in errors."""
+        try:
+            fields = isa.validate(cmd, self.config)
+        except IsaError as exc:
+            raise SimulationError(exc.reason, source=SOURCE, field=exc.field, index=index) from None
+        name = fields["name"]
+        handler = getattr(self, f"_do_{name}", None)
+        if handler is None:
+            raise SimulationError(f"{name} is not modelled", source=SOURCE, field="funct", index=index)
+        handler(fields, memory, index)
+        self.instructions += 1
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    # --- config ----------------------------------------------------------------
+    def _do_config_ex(self, f, memory, index):
+        previous = self.execute_config
+        self.execute_config = ExecuteConfig(f["dataflow"], f["activation"], f["a_transpose"], f["b_transpose"],
+                                            f["a_stride"], f["acc_scale"], f["c_stride"], f["os_shift"])
+        if previous is not None and previous.dataflow != f["dataflow"]:
+            # switching dataflow leaves no usable array state behind; changing strides or scales keeps it
+            self.weights = None
+            self.pe_acc = None
+            self.pending_preload = None
+
+    def _do_config_ld(self, f, memory, index):
+        self.load_configs[f["id"]] = LoadConfig(f["stride_bytes"], f["scale"], f["shrunk"], f["local_stride"])
+
+    def _do_config_st(self, f, memory, index):
+        if f["pool_fields"]:
+            raise SimulationError("pooling fields of config_st are not modelled", source=SOURCE, field="rs1",
+                                  index=index)
+        if f["activation"] > 1:
+            raise SimulationError(f"activation {f['activation']} is not modelled", source=SOURCE,
+                                  field="activation", index=index)
+        self.store_config = StoreConfig(f["stride_bytes"], f["activation"], f["acc_scale"])
+
+    # --- data movement -----------------------------------------------------------
+    def _do_mvin(self, f, memory, index):
+        ld = self.load_configs.get(f["id"])
+        if ld is None:
+            raise SimulationError(f"{f['name']} before any config_ld with id {f['id']}", source=SOURCE,
+                                  field="config_ld", index=index)
+        local, rows, cols, dim = f["local"], f["rows"], f["cols"], self.config.dim
+        elem_bytes = 4 if local.is_acc and not ld.shrunk else 1
+        data = _read_rows(memory, f["dram_addr"], rows, cols * elem_bytes, ld.stride_bytes, index)
+        values = data.view("<i4" if elem_bytes == 4 else np.int8).reshape(rows, cols)
+        if not local.is_acc:
+            values = scale_round(values, ld.scale, out_bits=8)
+        blocks = -(-cols // dim)
+        limit = self.config.acc_rows if local.is_acc else self.config.sp_rows
+        last = local.row + (blocks - 1) * ld.local_stride + rows - 1
+        if last >= limit:
+            memory_name = "accumulator" if local.is_acc else "scratchpad"
+            raise SimulationError(f"{cols} columns in {blocks} blocks {ld.local_stride} rows apart reach row {last}"
+                                  f" of the {limit}-row {memory_name}", source=SOURCE, field="local", index=index)
+        for block in range(blocks):
+            lo, hi = block * dim, min(cols, (block + 1) * dim)
+            first = local.row + block * ld.local_stride
+            chunk = values[:, lo:hi]
+            if local.is_acc:
+                target = self.accumulator[first:first + rows, :hi - lo]
+                if local.accumulate:
+                    chunk = target.astype(np.int64) + chunk
+                self.accumulator[first:first + rows, :hi - lo] = np.asarray(chunk, dtype=np.int64).astype(np.int32)
+            else:
+                self.scratchpad[first:first + rows, :hi - lo] = chunk
+
+    _do_mvin2 = _do_mvin
+    _do_mvin3 = _do_mvin
+
+    def _do_mvout(self, f, memory, index):
+        st = self.store_config
+        if st is None:
+            raise SimulationError("mvout before any config_st", source=SOURCE, field="config_st", index=index)
+        local, rows, cols = f["local"], f["rows"], f["cols"]
+        if local.is_acc:
+            block = self.accumulator[local.row:local.row + rows, :cols]
+            out = block.astype("<i4") if local.full else requantize(block, st.acc_scale, st.activation)
+        else:
+            out = self.scratchpad[local.row:local.row + rows, :cols]
+        _write_rows(memory, f["dram_addr"], np.ascontiguousarray(out).view(np.uint8).reshape(rows, -1),
+                    st.stride_bytes, index)
+
+    # --- the array -------------------------------------------------------------
+    def _execute_config(self, name, index) -> ExecuteConfig:
+        ex = self.execute_config
+        if ex is None:
+            raise SimulationError(f"{name} before any config_ex", source=SOURCE, field="config_ex", index=index)
+        if ex.a_transpose or ex.b_transpose:
+            raise SimulationError("transposed operands are not modelled", source=SOURCE, field="a_transpose",
+                                  index=index)
+        return ex
+
+    def _do_preload(self, f, memory, index):
+        self._execute_config("preload", index)
+        if self.pending_preload is not None:
+            raise SimulationError("two preloads without a compute in between", source=SOURCE, field="preload",
+                                  index=index)
+        self.pending_preload = f
+
+    def _do_compute_preloaded(self, f, memory, index):
+        self._compute(f, memory, index, preloaded=True)
+
+    def _do_compute_accumulated(self, f, memory, index):
+        self._compute(f, memory, index, preloaded=False)
+
+    def _compute(self, f, memory, index, preloaded: bool):
+        ex = self._execute_config(f["name"], index)
+        pre = self.pending_preload
+        if pre is None:
+            raise SimulationError(f"{f['name']} without a preceding preload", source=SOURCE, field="preload",
+                                  index=index)
+        self.pending_preload = None
+        dim = self.config.dim
+        a = self._read_operand(f["a"], f["a_rows"], f["a_cols"], ex.a_stride, ex, index, "a_local")
+        second = self._read_operand(f["bd"], f["bd_rows"], f["bd_cols"], 1, ex, index, "bd_local")
+        if ex.dataflow == "ws":
+            if preloaded:
+                self.weights = self._read_operand(pre["bd"], pre["bd_rows"], pre["bd_cols"], 1, ex, index, "bd_local")
+                self.weight_cols = 0 if pre["bd"].is_garbage else pre["bd_cols"]
+            elif self.weights is None:
+                raise SimulationError("compute_accumulated before any weights were loaded", source=SOURCE,
+                                      field="compute_accumulated", index=index)
+            result = a @ self.weights + second
+            self.useful_macs += f["a_rows"] * f["a_cols"] * self.weight_cols
+        else:
+            if preloaded:
+                self.pe_acc = self._read_operand(pre["bd"], pre["bd_rows"], pre["bd_cols"], 1, ex, index, "bd_local")
+            elif self.pe_acc is None:
+                raise SimulationError("compute_accumulated before any compute_preloaded", source=SOURCE,
+                                      field="compute_accumulated", index=index)
+            self.pe_acc = _wrap(self.pe_acc + a @ second)
+            result = rounding_shift(self.pe_acc, ex.os_shift)
+            self.useful_macs += f["a_rows"] * f["a_cols"] * f["bd_cols"]
+        self.array_macs += dim * dim * dim
+        self._write_c(pre, _wrap(result), ex, index)
+
+    def _read_operand(self, local: isa.LocalAddr, rows: int, cols: int, stride: int, ex: ExecuteConfig,
+                      index: int, field: str) -> np.ndarray:
+        """A DIM x DIM int64 block: ``rows`` x ``cols`` read from ``local`` (rows ``stride`` apart), zero padded."""
+        dim = self.config.dim
+        block = np.zeros((dim, dim), dtype=np.int64)
+        if local.is_garbage:
+            return block
+        row_ids = local.row + stride * np.arange(rows)
+        limit = self.config.acc_rows if local.is_acc else self.config.sp_rows
+        if row_ids[-1] >= limit:
+            raise SimulationError(f"{rows} rows {stride} apart from {local} reach row {row_ids[-1]}, outside "
+                                  f"{limit} rows", source=SOURCE, field=field, index=index)
+        if local.is_acc:
+            values = self.accumulator[row_ids, :cols]
+            if not local.full:
+                values = requantize(values, ex.acc_scale, 0)
+        else:
+            values = self.scratchpad[row_ids, :cols]
+        block[:rows, :cols] = values
+        return block
+
+    def _write_c(self, pre: dict, result: np.ndarray, ex: ExecuteConfig, index: int) -> None:
+        c: isa.LocalAddr = pre["c"]
+        if c.is_garbage:
+            return
+        rows, cols = pre["c_rows"], pre["c_cols"]
+        row_ids = c.row + ex.c_stride * np.arange(rows)
+        limit = self.config.acc_rows if c.is_acc else self.config.sp_rows
+        if row_ids[-1] >= limit:
+            raise SimulationError(f"{rows} C rows {ex.c_stride} apart from {c} reach row {row_ids[-1]}, outside "
+                                  f"{limit} rows", source=SOURCE, field="c_local", index=index)
+        values = result[:rows, :cols]
+        if c.is_acc:
+            if c.accumulate:
+                values = self.accumulator[row_ids, :cols].astype(np.int64) + values
+            self.accumulator[row_ids, :cols] = _wrap(values).astype(np.int32)
+        else:
+            self.scratchpad[row_ids, :cols] = saturate(apply_activation(values, ex.activation), 8)
+
+    # --- misc ------------------------------------------------------------------
+    def _do_flush(self, f, memory, index):
+        pass  # no TLB in the model
+
+    def _do_fence(self, f, memory, index):
+        pass  # commands already complete in order
+
+
+def _wrap(values) -> np.ndarray:
+    """int64 values wrapped to the int32 range (two's complement), kept as int64."""
+    return np.asarray(values, dtype=np.int64).astype(np.int32).astype(np.int64)
+
+
+def _as_bytes(memory) -> np.ndarray:
+    if isinstance(memory, np.ndarray):
+        if memory.dtype != np.uint8 or memory.ndim != 1:
+            raise SimulationError(f"main memory must be a 1-D uint8 array, got {memory.dtype} {memory.shape}",
+                                  source=SOURCE, field="memory")
+        return memory
+    if isinstance(memory, bytearray):
+        return np.frombuffer(memory, dtype=np.uint8)
+    raise SimulationError(f"main memory must be a numpy uint8 array or a bytearray, got {type(memory).__name__}",
+                          source=SOURCE, field="memory")
+
+
+def _check_span(memory: np.ndarray, addr: int, rows: int, row_bytes: int, stride: int, index: int) -> None:
+    end = addr + (rows - 1) * stride + row_bytes
+    if end > memory.size:
+        raise SimulationError(f"main-memory bytes 0x{addr:x}..0x{end - 1:x} ({rows} rows of {row_bytes} B, stride "
+                              f"{stride} B) are outside the {memory.size}-byte memory", source=SOURCE,
+                              field="dram_addr", index=index)
+
+
+def _read_rows(memory, addr, rows, row_bytes, stride, index) -> np.ndarray:
+    _check_span(memory, addr, rows, row_bytes, stride, index)
+    starts = addr + stride * np.arange(rows)
+    return np.ascontiguousarray(memory[starts[:, None] + np.arange(row_bytes)[None, :]])
+
+
+def _write_rows(memory, addr, data: np.ndarray, stride, index) -> None:
+    rows, row_bytes = data.shape
+    _check_span(memory, addr, rows, row_bytes, stride, index)
+    starts = addr + stride * np.arange(rows)
+    memory[starts[:, None] + np.arange(row_bytes)[None, :]] = data
+
+
+def execute(commands, memory, config: GemminiConfig | None = None) -> ExecResult:
+    """Run a command stream on a fresh machine; ``memory`` (uint8 array or bytearray) is updated in place."""
+    return Machine(config).run(commands, memory)
