@@ -16,8 +16,10 @@ class SimulationError(FrameworkError, ValueError):
     """A Gemmini command, program or simulation failed (root of the family).
 
     ``index``: position of the offending command in its stream (None when the
-    error is not tied to one command).
+    error is not tied to one command).  The command line exits 1 (a failed run).
     """
+
+    exit_code = 1
 
     def __init__(self, reason: str, *, source: str | None = None, field: str | None = None,
                  index: int | None = None):
@@ -32,4 +34,6 @@ class IsaError(SimulationError):
 
 
 class CodegenError(SimulationError):
-    """A workload, mapping or configuration the code generator cannot turn into a program."""
+    """A workload, mapping or configuration the code generator cannot turn into a program (bad input: exit 2)."""
+
+    exit_code = 2
