@@ -68,7 +68,8 @@ def _arch(name: str, dataflow: str | None = None):
 def _console():
     from rich.console import Console
 
-    return Console()
+    # a pipe or CI log gets a wide, plain table instead of rich's 80-column default
+    return Console() if sys.stdout.isatty() else Console(width=160, color_system=None)
 
 
 def _print_json(obj) -> None:
@@ -123,7 +124,7 @@ def cmd_arch_show(args) -> int:
         table.add_row(lv.name, "unbounded" if lv.capacity_bytes is None else f"{lv.capacity_bytes:,}",
                       ",".join(sorted(lv.holds)), str(lv.word_bits or "tensor"),
                       str(lv.read_bandwidth or "-"), str(lv.write_bandwidth or "-"),
-                      f"{lv.read_energy_pj_per_byte:g}/{lv.write_energy_pj_per_byte:g}",
+                      f"{lv.read_energy_pj_per_byte:.3g}/{lv.write_energy_pj_per_byte:.3g}",
                       str(lv.fanout) + (" (" + "x".join(f"{a.name}:{a.size}" for a in lv.spatial_axes) + ")"
                                         if lv.spatial_axes else ""))
     _console().print(table)
@@ -418,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     except FrameworkError as exc:
         print(f"cosa: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # output piped into `head`
+        return 0
     except FileNotFoundError as exc:
         print(f"cosa: {exc.filename or exc}: no such file", file=sys.stderr)
         return EXIT_BAD_INPUT
