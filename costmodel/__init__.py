@@ -1,5 +1,13 @@
 """Architectures and the analytical cost model."""
 
 from .arch import Arch, ArchError, Level, SpatialAxis
+from .archio import arch_from_dict, arch_to_dict, describe_arch, dump_arch, load_arch
+from .cost import Access, Cost
+from .evaluate import evaluate
+from .presets import list_presets, preset
+from .trace import trace
 
-__all__ = ["Arch", "ArchError", "Level", "SpatialAxis"]
+__all__ = [
+    "Access", "Arch", "ArchError", "Cost", "Level", "SpatialAxis", "arch_from_dict", "arch_to_dict",
+    "describe_arch", "dump_arch", "evaluate", "list_presets", "load_arch", "preset", "trace",
+]

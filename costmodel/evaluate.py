@@ -1,0 +1,214 @@
+"""The analytical cost model: ``evaluate(workload, arch, mapping) -> Cost``.
+
+Definitions (all counts in words of the level's word size, summed over all
+instances of the level; ``trace`` counts the same quantities literally):
+
+* The tile of tensor ``t`` resident in one instance of level ``l`` is the set of
+  its elements touched by the loops of levels ``l`` and deeper (temporal and
+  spatial), clipped to the stored tensor (halo elements in the padding are
+  never moved).  ``t`` is *held* at ``l`` when the level may hold its role and
+  the mapping does not bypass it there; level 0 always holds everything.
+  Between two consecutive holders ``p`` (outer, the parent) and ``c`` (inner):
+* **Reuse and refill.**  As the temporal loops above ``c`` advance, the tile
+  needed by an instance of ``c`` changes only when a loop the tensor depends
+  on advances; loops it does not depend on inside the innermost such loop
+  reuse it.  A changed tile is loaded whole (as Gemmini's code generator
+  does), even where a sliding window overlaps the previous one.  A tile equal
+  as a set to the previous one (a window shift undone by a reset, or two
+  windows clipped to the same border elements) is not reloaded.
+* **Inputs and weights.**  fills[c] = writes[c] = words of all loaded tiles.
+  reads[p] = words the parent sends: with multicast, the children of one
+  parent instance that load at the same step receive one read per distinct
+  word (the union of their tiles).  Spatial fan-out at a level whose
+  ``multicast`` is False sends each child its own copy.
+* **Outputs.**  Accumulators start at zero.  When an output tile is replaced,
+  each child reads its partial sums out (reads[c]) and they are reduced on the
+  way up (spatial reduction across the children of one parent instance sharing
+  the same words, at fan-out levels that multicast; elsewhere each child's
+  words arrive separately), so writes[p] counts the words written back.  When
+  a group of children returns to a tile it has visited before, the partial
+  sums are read back from the parent once per distinct word (reads[p] =
+  fills[c] = those words, also counted in writes[c]); on the first visit
+  nothing is loaded.  Every resident tile is written back at the end.
+* **MAC side.**  At the innermost holder of ``t``, every temporal iteration
+  (cycle) reads each operand word needed by the MAC units below one instance
+  once (multicast across the units).  Outputs: each distinct output word
+  updated in a cycle (after reduction across the units) is one write, and a
+  read unless the word starts at zero in its residency (first update of a
+  word that was not loaded).
+* Footprint: the largest resident tile of one instance, in words and bytes.
+
+Exactness: these counts equal the literal trace (``costmodel.trace``) for
+any mapping, with strides, dilations, groups, bypass, multicast and spatial
+reduction, with one approximation: when clipping at a padded border makes
+some siblings of a multicast group keep their tiles while others move, the
+parent is charged the union of all siblings' tiles (the trace: only the
+moving ones').  Output tiles are assumed equal-or-disjoint (true for every
+one-to-one output index).
+
+Latency: compute_cycles = temporal iterations / macs_per_cycle of a unit
+(MACs over the MAC units actually used).  Each level's transfer cycles = bytes
+read from one instance / read_bandwidth + bytes written / write_bandwidth (a
+port serves both in turn; unlimited bandwidth costs 0).  Levels with
+``double_buffered`` overlap their transfers with compute, the others stall it:
+cycles = max(compute, overlapped transfers) + sum(non-overlapped transfers).
+
+Energy: sum over levels and tensors of (reads * read pJ/B + writes * write pJ/B)
+* bytes per word, plus MACs * energy per MAC.  Utilization = ideal cycles
+(MACs / peak MACs per cycle) / cycles.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mappings import MappingError
+
+from .cost import Access, Cost
+from .tiling import NestLoop, nest_loops, tile_counts
+
+
+def _validate(workload, arch, mapping) -> None:
+    """The shared validator when present, plus the checks the counting relies on."""
+    try:
+        from mappings.validate import validate
+    except ImportError:  # the validator lands separately; the checks below still hold
+        validate = None
+    if validate is not None:
+        validate(mapping, workload, arch)
+    src = f"mapping of {workload.name} on {arch.name}"
+    if len(mapping.levels) != len(arch.levels):
+        raise MappingError(f"has {len(mapping.levels)} levels, the architecture has {len(arch.levels)}",
+                           source=src, field="levels")
+    for i, lm in enumerate(mapping.levels):
+        for d in list(lm.temporal) + list(lm.spatial):
+            if d not in workload.dims:
+                raise MappingError(f"unknown dimension '{d}'; known: {list(workload.dims)}", source=src,
+                                   field=f"levels[{i}]")
+    for d, bound in workload.dims.items():
+        if mapping.factor(d) != bound:
+            raise MappingError(f"factors of '{d}' multiply to {mapping.factor(d)}, its bound is {bound}",
+                               source=src, field=f"factors.{d}")
+
+
+def holders(workload, arch, mapping, tensor) -> list[int]:
+    """Levels that keep ``tensor``, outer to inner (level 0 always does)."""
+    return [0] + [i for i in range(1, len(arch.levels)) if mapping.stores(i, tensor, arch)]
+
+
+class LoopGroups:
+    """The loop groups of the nest that each counting step needs."""
+
+    def __init__(self, arch, loops: tuple[NestLoop, ...]):
+        self.arch, self.loops = arch, loops
+        self.temporal = [lp for lp in loops if not lp.spatial]
+
+    def temporal_above(self, level: int) -> list[NestLoop]:
+        return [lp for lp in self.temporal if lp.level < level]
+
+    def spatial_between(self, lo: int, hi: int) -> list[NestLoop]:
+        return [lp for lp in self.loops if lp.spatial and lo <= lp.level < hi]
+
+    def at_or_below(self, level: int) -> list[NestLoop]:
+        return [lp for lp in self.loops if lp.level >= level]
+
+    def fan(self, lo: int, hi: int) -> tuple[list[NestLoop], list[NestLoop]]:
+        """Spatial loops of levels lo..hi-1 split into (multicast, separate copies)."""
+        loops = self.spatial_between(lo, hi)
+        return ([lp for lp in loops if self.arch.levels[lp.level].multicast],
+                [lp for lp in loops if not self.arch.levels[lp.level].multicast])
+
+
+def access_counts(workload, arch, mapping):
+    """(accesses[level index][tensor name] -> Access, footprint_words[level index][tensor name])."""
+    nlev = len(arch.levels)
+    groups = LoopGroups(arch, nest_loops(mapping, list(workload.dims)))
+    acc = {i: {t.name: [0, 0, 0] for t in workload.tensors} for i in range(nlev)}  # reads, writes, fills
+    foot = {i: {t.name: 0 for t in workload.tensors} for i in range(nlev)}
+    for t in workload.tensors:
+        chain = holders(workload, arch, mapping, t)
+        whole = tile_counts(t, [], [], groups.loops)
+        foot[0][t.name] = whole.max_words
+        resident = {0: whole.changes}  # words of all residencies per level (F_inst)
+        for p, c in zip(chain, chain[1:]):
+            steps = groups.temporal_above(c)
+            inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(c))
+            mc, separate = groups.fan(p, c)
+            grp = tile_counts(t, steps, groups.spatial_between(0, p) + separate, groups.at_or_below(c) + mc,
+                              member_loops=mc)
+            foot[c][t.name] = inst.max_words
+            resident[c] = inst.changes
+            if t.is_output:
+                loads = grp.changes - grp.distinct
+                acc[c][t.name][2] += loads
+                acc[c][t.name][1] += loads
+                acc[p][t.name][0] += loads
+                acc[c][t.name][0] += inst.changes  # partial sums read out for the write-back
+                acc[p][t.name][1] += grp.changes  # after reduction across the children
+            else:
+                acc[c][t.name][2] += inst.changes
+                acc[c][t.name][1] += inst.changes
+                acc[p][t.name][0] += grp.changes
+        inner = chain[-1]
+        mc, separate = groups.fan(inner, nlev + 1)
+        mac = tile_counts(t, groups.temporal, groups.spatial_between(0, inner) + separate, mc, reuse=False).changes
+        if t.is_output:
+            zero_start = resident[inner] - acc[inner][t.name][2]
+            acc[inner][t.name][1] += mac
+            acc[inner][t.name][0] += mac - zero_start
+        else:
+            acc[inner][t.name][0] += mac
+    accesses = {i: {name: Access(*v) for name, v in per.items()} for i, per in acc.items()}
+    return accesses, foot
+
+
+def evaluate(workload, arch, mapping) -> Cost:
+    """Accesses, latency, energy and utilization of ``mapping`` (see the module docstring)."""
+    _validate(workload, arch, mapping)
+    accesses, foot = access_counts(workload, arch, mapping)
+    tensors = {t.name: t for t in workload.tensors}
+    iterations = math.prod(lp.factor for lp in nest_loops(mapping, list(workload.dims)) if not lp.spatial)
+    compute_cycles = math.ceil(iterations / arch.macs_per_cycle)
+
+    transfer, overlapped, energy = {}, {}, {}
+    for i, lv in enumerate(arch.levels):
+        read_bytes = sum(a.reads * lv.bytes_per_word(tensors[n]) for n, a in accesses[i].items())
+        write_bytes = sum(a.writes * lv.bytes_per_word(tensors[n]) for n, a in accesses[i].items())
+        per_instance = arch.instances(i)
+        cycles = 0.0
+        if lv.read_bandwidth:
+            cycles += read_bytes / per_instance / lv.read_bandwidth
+        if lv.write_bandwidth:
+            cycles += write_bytes / per_instance / lv.write_bandwidth
+        transfer[lv.name] = cycles
+        overlapped[lv.name] = bool(lv.double_buffered)
+        energy[lv.name] = read_bytes * lv.read_energy_pj_per_byte + write_bytes * lv.write_energy_pj_per_byte
+    energy["MAC"] = workload.macs * arch.mac_energy_pj
+
+    hidden = max([compute_cycles] + [c for n, c in transfer.items() if overlapped[n]])
+    cycles = hidden + sum(c for n, c in transfer.items() if not overlapped[n])
+    terms = {"compute": float(compute_cycles)}
+    terms.update({f"{n} bandwidth": c for n, c in transfer.items()})
+    bound_by = max(terms, key=lambda k: (terms[k], k == "compute"))
+
+    ideal = workload.macs / arch.total_macs_per_cycle
+    names = arch.level_names
+    lv0 = arch.levels[0]
+    dram_bytes = sum((a.reads + a.writes) * lv0.bytes_per_word(tensors[n]) for n, a in accesses[0].items())
+    return Cost(
+        cycles=float(cycles),
+        energy_pj=float(sum(energy.values())),
+        utilization=float(ideal / cycles) if cycles else 0.0,
+        accesses={names[i]: per for i, per in accesses.items()},
+        footprint_words={names[i]: per for i, per in foot.items()},
+        footprint_bytes={names[i]: {n: w * arch.levels[i].bytes_per_word(tensors[n]) for n, w in per.items()}
+                         for i, per in foot.items()},
+        compute_cycles=int(compute_cycles),
+        transfer_cycles=transfer,
+        overlapped=overlapped,
+        bound_by=bound_by,
+        energy_breakdown_pj=energy,
+        dram_bytes=float(dram_bytes),
+        macs=workload.macs,
+        ideal_cycles=float(ideal),
+    )

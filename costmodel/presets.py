@@ -1,0 +1,222 @@
+"""Architecture presets: gemmini (WS and OS), simba, eyeriss, cpu and cluster.
+
+Energy figures come from ``costmodel.energy`` (Horowitz, ISSCC 2014, 45 nm)
+unless a preset says otherwise; each preset names the source of its sizes and
+bandwidths.  Latency convention (``costmodel.evaluate``): a level marked
+``double_buffered`` overlaps its transfers with compute; on-chip buffers are
+marked so only where the software really splits them in two, because the
+validator and the schedulers then give each half of the capacity.
+"""
+
+from __future__ import annotations
+
+from workloads import ROLES
+
+from .arch import Arch, ArchError, Level, SpatialAxis
+from .cosa_arch import from_cosa_v02
+from .energy import (DRAM_PJ_PER_BYTE, FP32_MAC_PJ, INT8_MAC_PJ, REGISTER_PJ_PER_BYTE, sram_pj_per_byte)
+
+ALL = frozenset(ROLES)
+
+
+def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64, dataflow: str = "ws",
+            sp_banks: int = 4, acc_banks: int = 2) -> Arch:
+    """Gemmini (ucb-bar/gemmini's default configuration; see its README and configs).
+
+    Levels: DRAM (128-bit DMA bus: 16 B/cycle), Scratchpad (int8 inputs and
+    weights), Accumulator (int32 outputs, fans out to the DIM x DIM array),
+    Registers (one PE: the stationary weight in WS, the output in OS).
+    The vendor's weight-stationary tiling double-buffers the scratchpad and
+    the accumulator (it plans with half of each) while its DMA overlaps
+    execution; output-stationary uses them whole.  Energies: Horowitz ISSCC
+    2014 (SRAM by capacity, DRAM, int8 MAC); Gemmini publishes none.
+    """
+    dataflow = str(dataflow).lower()
+    src = "preset gemmini"
+    if dataflow not in ("ws", "os"):
+        raise ArchError(f"dataflow must be 'ws' or 'os', got {dataflow!r}", source=src, field="dataflow")
+    for label, value in (("dim", dim), ("scratchpad_kib", scratchpad_kib), ("accumulator_kib", accumulator_kib),
+                         ("sp_banks", sp_banks), ("acc_banks", acc_banks)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ArchError(f"must be a positive integer, got {value!r}", source=src, field=label)
+    ws = dataflow == "ws"
+    sp_bytes, acc_bytes = scratchpad_kib * 1024, accumulator_kib * 1024
+    if ws:
+        rows = SpatialAxis("rows", dim, roles=frozenset({"input", "weight"}), window_dims=False)
+    else:
+        rows = SpatialAxis("rows", dim, roles=frozenset({"input", "output"}), window_dims=True)
+    cols = SpatialAxis("cols", dim, roles=frozenset({"weight", "output"}))
+    levels = (
+        Level("DRAM", None, ALL, read_bandwidth=16.0, write_bandwidth=16.0,
+              read_energy_pj_per_byte=DRAM_PJ_PER_BYTE, write_energy_pj_per_byte=DRAM_PJ_PER_BYTE,
+              double_buffered=ws),
+        Level("Scratchpad", sp_bytes, frozenset({"input", "weight"}), word_bits=8,
+              read_energy_pj_per_byte=sram_pj_per_byte(sp_bytes), write_energy_pj_per_byte=sram_pj_per_byte(sp_bytes),
+              fanout=1, double_buffered=ws),
+        Level("Accumulator", acc_bytes, frozenset({"output"}), word_bits=32,
+              read_energy_pj_per_byte=sram_pj_per_byte(acc_bytes),
+              write_energy_pj_per_byte=sram_pj_per_byte(acc_bytes),
+              fanout=dim * dim, spatial_axes=(rows, cols), double_buffered=ws),
+        Level("Registers", 1 if ws else 4, frozenset({"weight"}) if ws else frozenset({"output"}),
+              word_bits=8 if ws else 32, read_energy_pj_per_byte=REGISTER_PJ_PER_BYTE,
+              write_energy_pj_per_byte=REGISTER_PJ_PER_BYTE, fanout=1),
+    )
+    return Arch(
+        name="gemmini" if ws else "gemmini-os", levels=levels, macs_per_cycle=1, mac_energy_pj=INT8_MAC_PJ,
+        dataflow=dataflow, source="Gemmini default config (ucb-bar/gemmini); energies Horowitz ISSCC 2014",
+        params={"dim": dim, "scratchpad_kib": scratchpad_kib, "accumulator_kib": accumulator_kib,
+                "sp_banks": sp_banks, "acc_banks": acc_banks, "dataflow": dataflow},
+    )
+
+
+# CoSA's Simba-like architecture (ucb-bar/cosa configs/arch/simba.yaml, the v0.2 form), innermost first:
+# (name, entries, instances, word-bits, extra fields).  1,024 MACs per cycle; DRAM 20 words/cycle.
+_SIMBA_STORAGE = (
+    ("Registers", 1, 1024, 8, {"cluster-size": 64, "num-ports": 2, "num-banks": 8}),
+    ("AccumulationBuffer", 64, 128, 24, {"cluster-size": 8, "network-word-bits": 16, "num-ports": 2,
+                                         "num-banks": 2}),
+    ("WeightBuffer", 16384, 128, 8, {"block-size": 8, "num-ports": 1, "num-banks": 8}),
+    ("InputBuffer", 4096, 16, 8, {"block-size": 8, "num-ports": 2, "num-banks": 1}),
+    ("GlobalBuffer", 65536, 1, 8, {"block-size": 8, "num-ports": 2, "num-banks": 256}),
+    ("DRAM", None, 1, 8, {"technology": "DRAM", "block-size": 64, "bandwidth": 20.0}),
+)
+
+
+def simba_v02_document() -> dict:
+    """The v0.2 ``arch`` mapping of CoSA's Simba (the form ``load_arch`` reads from files)."""
+    storage = []
+    for name, entries, instances, bits, extra in _SIMBA_STORAGE:
+        st = {"name": name, "instances": instances, "word-bits": bits, **extra}
+        if entries is not None:
+            st["entries"] = entries
+        storage.append(st)
+    return {"arithmetic": {"instances": 1024, "word-bits": 8}, "storage": storage}
+
+
+def simba() -> Arch:
+    """CoSA's Simba-like accelerator: 16 PEs x 8 vector units x 8 lanes = 1,024 int8 MACs per cycle.
+
+    Sizes, instances and the DRAM bandwidth (20 words/cycle) from CoSA's
+    simba.yaml; which level holds which tensor from CoSA's mapspace; energies
+    from Horowitz ISSCC 2014 by capacity (CoSA's Accelergy tables are not
+    reproduced).  Its on-chip buffers are not double-buffered (Timeloop does
+    not halve them); DRAM transfers overlap compute as in Timeloop.
+    """
+    arch = from_cosa_v02(simba_v02_document(), source="preset simba", name="simba")
+    return arch
+
+
+def eyeriss(pe_rows: int = 12, pe_cols: int = 14, glb_kib: int = 108) -> Arch:
+    """An Eyeriss-like row-stationary accelerator (Chen et al., ISSCC 2016 / JSSC 2017).
+
+    12 x 14 PEs of 16-bit MACs; a 108 KB global buffer for input feature maps
+    and partial sums (filters go from DRAM straight to the PEs); per PE a
+    224-word filter scratchpad, a 12-word input scratchpad and a 24-word psum
+    scratchpad; a 64-bit off-chip data bus (8 B/cycle).  Energies follow the
+    paper's normalized costs (DRAM 200x, global buffer 6x, register file 1x a
+    16-bit MAC), with a 16-bit MAC taken as 1 pJ (between Horowitz's 8-bit and
+    32-bit figures).
+    """
+    mac_pj = 1.0
+    per_byte = mac_pj / 2  # the normalized costs are per 16-bit word
+    pes = pe_rows * pe_cols
+    levels = (
+        Level("DRAM", None, ALL, read_bandwidth=8.0, write_bandwidth=8.0,
+              read_energy_pj_per_byte=200 * per_byte, write_energy_pj_per_byte=200 * per_byte,
+              double_buffered=True),
+        Level("GlobalBuffer", glb_kib * 1024, frozenset({"input", "output"}), word_bits=16,
+              read_energy_pj_per_byte=6 * per_byte, write_energy_pj_per_byte=6 * per_byte, fanout=pes),
+        Level("FilterSpad", 224 * 2, frozenset({"weight"}), word_bits=16,
+              read_energy_pj_per_byte=per_byte, write_energy_pj_per_byte=per_byte),
+        Level("InputSpad", 12 * 2, frozenset({"input"}), word_bits=16,
+              read_energy_pj_per_byte=per_byte, write_energy_pj_per_byte=per_byte),
+        Level("PsumSpad", 24 * 2, frozenset({"output"}), word_bits=16,
+              read_energy_pj_per_byte=per_byte, write_energy_pj_per_byte=per_byte),
+    )
+    return Arch("eyeriss", levels, macs_per_cycle=1, mac_energy_pj=mac_pj,
+                source="Eyeriss (Chen et al., ISSCC 2016, JSSC 2017)",
+                params={"pe_rows": pe_rows, "pe_cols": pe_cols, "glb_kib": glb_kib})
+
+
+def cpu(cores: int = 8, simd_lanes: int = 16, fma_per_cycle: int = 2, l1_kib: int = 32, l2_kib: int = 1024,
+        l3_mib: int = 16, dram_bytes_per_cycle: float = 20.0) -> Arch:
+    """A multicore CPU: DRAM, a shared L3 fanning out to the cores, private L2 and L1, SIMD lanes.
+
+    Fan-out: L3 -> ``cores`` private L2/L1 pairs; L1 -> ``simd_lanes`` fp32
+    lanes, each doing ``fma_per_cycle`` FMAs per cycle (two FMA ports).
+    Bandwidths per instance (bytes/cycle): L1 128 read / 64 write (two 64-byte
+    loads, one store), L2 64, L3 32 per core, DRAM ``dram_bytes_per_cycle``
+    (about 60 GB/s at 3 GHz): representative of a current x86 server core.
+    Caches are not double-buffered; hardware prefetching overlaps DRAM
+    transfers with compute.  Energies: Horowitz ISSCC 2014 (SRAM by capacity,
+    DRAM, fp32 FMA).
+    """
+    l1, l2, l3 = l1_kib * 1024, l2_kib * 1024, l3_mib * 1024 * 1024
+    levels = (
+        Level("DRAM", None, ALL, read_bandwidth=dram_bytes_per_cycle, write_bandwidth=dram_bytes_per_cycle,
+              read_energy_pj_per_byte=DRAM_PJ_PER_BYTE, write_energy_pj_per_byte=DRAM_PJ_PER_BYTE,
+              double_buffered=True),
+        Level("L3", l3, ALL, read_bandwidth=32.0 * cores, write_bandwidth=32.0 * cores,
+              read_energy_pj_per_byte=sram_pj_per_byte(l3), write_energy_pj_per_byte=sram_pj_per_byte(l3),
+              fanout=cores),
+        Level("L2", l2, ALL, read_bandwidth=64.0, write_bandwidth=64.0,
+              read_energy_pj_per_byte=sram_pj_per_byte(l2), write_energy_pj_per_byte=sram_pj_per_byte(l2)),
+        Level("L1", l1, ALL, read_bandwidth=128.0, write_bandwidth=64.0,
+              read_energy_pj_per_byte=sram_pj_per_byte(l1), write_energy_pj_per_byte=sram_pj_per_byte(l1),
+              fanout=simd_lanes),
+    )
+    return Arch("cpu", levels, macs_per_cycle=fma_per_cycle, mac_energy_pj=FP32_MAC_PJ, frequency_hz=3e9,
+                source="representative x86 server core; energies Horowitz ISSCC 2014",
+                params={"cores": cores, "simd_lanes": simd_lanes, "fma_per_cycle": fma_per_cycle,
+                        "l1_kib": l1_kib, "l2_kib": l2_kib, "l3_mib": l3_mib})
+
+
+def cluster(nodes: int = 4, link_bytes_per_cycle: float = 4.0, network_pj_per_byte: float = 80.0,
+            node_dram_gib: int = 64, **cpu_args) -> Arch:
+    """A cluster: a network level outermost with ``nodes`` CPU nodes (``cpu`` preset) below it.
+
+    The network holds the whole problem (the distributed data) and fans out
+    to the nodes' DRAM (``node_dram_gib`` each).  Link: 4 B/cycle per node
+    (about 100 Gb/s at 3 GHz, an InfiniBand EDR port); energy about 10 pJ/bit
+    for a switched electrical link: representative figures, not measured.
+    """
+    node = cpu(**cpu_args)
+    dram = node.levels[0]
+    node_dram = Level("DRAM", node_dram_gib * 1024 ** 3, ALL, read_bandwidth=dram.read_bandwidth,
+                      write_bandwidth=dram.write_bandwidth, read_energy_pj_per_byte=dram.read_energy_pj_per_byte,
+                      write_energy_pj_per_byte=dram.write_energy_pj_per_byte, fanout=dram.fanout,
+                      double_buffered=True)
+    network = Level("Network", None, ALL, read_bandwidth=link_bytes_per_cycle * nodes,
+                    write_bandwidth=link_bytes_per_cycle * nodes, read_energy_pj_per_byte=network_pj_per_byte,
+                    write_energy_pj_per_byte=network_pj_per_byte, fanout=nodes, double_buffered=True)
+    return Arch("cluster", (network, node_dram) + node.levels[1:], macs_per_cycle=node.macs_per_cycle,
+                mac_energy_pj=node.mac_energy_pj, frequency_hz=node.frequency_hz,
+                source="cpu nodes on a switched network; representative figures",
+                params={"nodes": nodes, "link_bytes_per_cycle": link_bytes_per_cycle, **node.params})
+
+
+_PRESETS = {
+    "gemmini": lambda **kw: gemmini(**kw),
+    "gemmini-ws": lambda **kw: gemmini(**{**kw, "dataflow": "ws"}),
+    "gemmini-os": lambda **kw: gemmini(**{**kw, "dataflow": "os"}),
+    "simba": lambda **kw: simba(**kw),
+    "eyeriss": lambda **kw: eyeriss(**kw),
+    "cpu": lambda **kw: cpu(**kw),
+    "cluster": lambda **kw: cluster(**kw),
+}
+
+
+def list_presets() -> list[str]:
+    """Names ``preset`` accepts."""
+    return list(_PRESETS)
+
+
+def preset(name: str, **kwargs) -> Arch:
+    """The preset called ``name`` (``list_presets()``), with keyword overrides of its arguments."""
+    key = str(name).lower()
+    if key not in _PRESETS:
+        raise ArchError(f"unknown preset '{name}'; known: {list_presets()}", source="preset", field="name")
+    try:
+        return _PRESETS[key](**kwargs)
+    except TypeError as exc:
+        raise ArchError(f"bad arguments {sorted(kwargs)}: {exc}", source=f"preset {key}", field="arguments") from None

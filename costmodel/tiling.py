@@ -1,0 +1,275 @@
+"""Exact tile counting for the analytical cost model.
+
+A mapping unrolls into a tiled loop nest (``Mapping.loops``).  Every loop ``j``
+of dim ``d`` has a *stride*: the product of the factors of ``d`` in the loops
+inside it, so the position of ``d`` is ``sum_j stride_j * x_j``.  For one tensor
+and one memory level the loops fall in three groups:
+
+* ``step_loops``: temporal loops outside the tile (levels above it), outer to
+  inner; each of their iterations may bring a new tile;
+* ``instance_loops``: spatial loops outside the tile; they select the instance
+  (or the group of instances) and never change during the run;
+* ``set_loops``: the loops whose whole range forms the tile (levels at and
+  below it; for a multicast group also the spatial loops that fan out to it).
+
+The tile is the set of tensor elements ``(idx_0(pos), idx_1(pos), ...)`` over
+all values of the ``set_loops``, clipped to the tensor's stored ``shape`` when
+it has one (padding: halo elements outside the stored tensor are never moved).
+
+Tensor axes that share loop dims form a *component*; the tile is the product
+of its components' sets, and the components depend on disjoint loops, so sums
+over positions factor into products of per-component sums.  This keeps the
+count exact (distinct elements under strides and dilations, clipping at the
+padded borders) at a cost of one small enumeration per component.
+
+Reuse rule (whole-tile refill): a tile is loaded whole whenever it differs
+from the resident one.  Consecutive iterations of the step loops give the same
+tile when only loops irrelevant to the tensor changed; the innermost relevant
+step loop therefore sets the number of loads.  Consecutive tiles that coincide
+as sets although a relevant loop changed (a sliding window whose shift is
+undone by a reset inner loop, or windows clipped to the same border elements)
+are detected and not reloaded either.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+
+class NestLoop(NamedTuple):
+    """One loop of the tiled nest with its stride (in iterations of its dim)."""
+
+    level: int
+    dim: str
+    factor: int
+    spatial: bool
+    stride: int
+
+
+def nest_loops(mapping, dims: Sequence[str]) -> tuple[NestLoop, ...]:
+    """The tiled loop nest, outer to inner, with each loop's stride."""
+    loops = list(mapping.loops(list(dims)))
+    out = []
+    for j, lp in enumerate(loops):
+        stride = math.prod(q.factor for q in loops[j + 1:] if q.dim == lp.dim)
+        out.append(NestLoop(lp.level, lp.dim, lp.factor, lp.spatial, stride))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class TileCounts:
+    """Sums of tile sizes (words) over one tensor's tiles at one level.
+
+    changes: words loaded over the run, summed over instances (whole-tile refill
+    whenever the tile differs from the resident one, the first load included).
+    distinct: words of the distinct tiles, summed over instances (each tile once).
+    max_words: the largest tile.
+    """
+
+    changes: int
+    distinct: int
+    max_words: int
+
+
+class _Component:
+    """Tensor axes that share loop dims, with the base set of the tile."""
+
+    def __init__(self, tensor, axes: list[int], set_loops: Sequence[NestLoop]):
+        self.axes = axes
+        self.dims = frozenset(d for a in axes for d in tensor.indices[a].dims)
+        self.coef = {d: np.array([tensor.indices[a].coef(d) for a in axes], dtype=np.int64) for d in self.dims}
+        self.offset = np.array([tensor.indices[a].offset for a in axes], dtype=np.int64)
+        if tensor.shape is not None:
+            self.hi = np.array([tensor.shape[a] for a in axes], dtype=np.int64)
+        else:
+            self.hi = None  # no stored shape: every index value exists, nothing is clipped
+        self.single = len(axes) == 1
+        mine = [lp for lp in set_loops if lp.dim in self.dims]
+        if self.single:  # 1-D sets: sorted unique values (fast path, the common case)
+            values = np.zeros(1, dtype=np.int64)
+            for lp in mine:
+                step = np.arange(lp.factor, dtype=np.int64) * int(lp.stride * self.coef[lp.dim][0])
+                values = (values[:, None] + step[None, :]).ravel()
+                if len(values) > 4096:
+                    values = np.unique(values)
+            values = np.unique(values)
+            self.values = values
+            self.base = values[:, None]
+            self.contiguous = int(values[-1] - values[0]) + 1 == len(values)
+        else:
+            base = np.zeros((1, len(axes)), dtype=np.int64)
+            for lp in mine:
+                step = np.arange(lp.factor, dtype=np.int64)[:, None] * (lp.stride * self.coef[lp.dim])[None, :]
+                base = np.unique((base[:, None, :] + step[None, :, :]).reshape(-1, len(axes)), axis=0)
+            self.base = base
+
+    # --- shifts ---------------------------------------------------------------
+    def shifts(self, loops: Sequence[NestLoop], fixed: np.ndarray | None = None) -> np.ndarray:
+        """Axis shifts for every combination of ``loops`` values (rows, C order)."""
+        shift = self.offset[None, :] if fixed is None else (self.offset + fixed)[None, :]
+        for lp in loops:
+            step = np.arange(lp.factor, dtype=np.int64)[:, None] * (lp.stride * self.coef[lp.dim])[None, :]
+            shift = (shift[:, None, :] + step[None, :, :]).reshape(-1, len(self.axes))
+        return shift
+
+    # --- sizes and equality -----------------------------------------------------
+    def sizes(self, shift: np.ndarray) -> np.ndarray:
+        """Words of the tile (in-bounds elements) for each row of shifts."""
+        if self.hi is None:
+            return np.full(len(shift), len(self.base), dtype=np.int64)
+        if self.single:
+            s = shift[:, 0]
+            hi = int(self.hi[0])
+            return np.searchsorted(self.values, hi - s, "left") - np.searchsorted(self.values, -s, "left")
+        out = np.empty(len(shift), dtype=np.int64)
+        for i, s in enumerate(shift):
+            coords = self.base + s
+            out[i] = int(np.all((coords >= 0) & (coords < self.hi), axis=1).sum())
+        return out
+
+    def _clipped(self, s: np.ndarray) -> set:
+        coords = self.base + s
+        if self.hi is not None:
+            coords = coords[np.all((coords >= 0) & (coords < self.hi), axis=1)]
+        return set(map(tuple, coords.tolist()))
+
+    def equal(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """Whether the tile at each row of ``before`` shifts equals the one at ``after``."""
+        same = np.all(before == after, axis=1)
+        if self.hi is None:
+            return same  # a nonempty finite set moved by a nonzero shift is a different set
+        if self.single and self.contiguous:
+            b0, b1, hi = int(self.values[0]), int(self.values[-1]), int(self.hi[0])
+            lo_b, hi_b = np.maximum(0, b0 + before[:, 0]), np.minimum(hi - 1, b1 + before[:, 0])
+            lo_a, hi_a = np.maximum(0, b0 + after[:, 0]), np.minimum(hi - 1, b1 + after[:, 0])
+            empty_b, empty_a = lo_b > hi_b, lo_a > hi_a
+            return same | (empty_b & empty_a) | (~empty_b & ~empty_a & (lo_b == lo_a) & (hi_b == hi_a))
+        out = same.copy()
+        for i in np.nonzero(~same)[0]:
+            out[i] = self._clipped(before[i]) == self._clipped(after[i])
+        return out
+
+
+def components(tensor, set_loops: Sequence[NestLoop]) -> list[_Component]:
+    """Group the tensor's axes into components of shared dims (cached: evaluations repeat them)."""
+    out = []
+    for axes in _axis_groups(tensor):
+        dims = frozenset(d for a in axes for d in tensor.indices[a].dims)
+        out.append(_component(tensor, axes, tuple(lp for lp in set_loops if lp.dim in dims)))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _component(tensor, axes: tuple[int, ...], set_loops: tuple[NestLoop, ...]) -> _Component:
+    return _Component(tensor, list(axes), set_loops)
+
+
+@functools.lru_cache(maxsize=1024)
+def _axis_groups(tensor) -> tuple[tuple[int, ...], ...]:
+    groups: list[tuple[set, list[int]]] = []
+    for a, expr in enumerate(tensor.indices):
+        dims = set(expr.dims)
+        merged = [g for g in groups if g[0] & dims]
+        for g in merged:
+            groups.remove(g)
+            dims |= g[0]
+        axes = sorted([a] + [x for g in merged for x in g[1]])
+        groups.append((dims, axes))
+    return tuple(tuple(axes) for _, axes in groups)
+
+
+def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence[NestLoop],
+                set_loops: Sequence[NestLoop], reuse: bool = True,
+                member_loops: Sequence[NestLoop] = ()) -> TileCounts:
+    """Exact sums of tile sizes over a run (see the module docstring).
+
+    With ``reuse=False`` every iteration of every step loop counts (operands
+    delivered to the MAC units each cycle): ``changes`` is then the sum over all
+    iterations and instances of the tile size.
+
+    ``member_loops`` (a subset of ``set_loops``): spatial loops over the members
+    of a multicast group, whose tile is the union of the members' tiles.  A
+    step then counts the whole union unless every member's own tile equals its
+    previous one.  Exact when the members move together (always without
+    clipping); when clipping makes only some members' tiles repeat, the union
+    of all members is counted although only the moving ones need data.
+    """
+    relevant = tensor.dims
+    comps = components(tensor, set_loops)
+    members = list(member_loops)
+    own = components(tensor, [lp for lp in set_loops if lp not in members]) if members else comps
+    if reuse:
+        last = max((j for j, lp in enumerate(step_loops) if lp.dim in relevant), default=-1)
+    else:
+        last = len(step_loops) - 1
+    steps = list(step_loops[: last + 1])
+
+    def free(loops) -> int:  # loops of dims the tensor does not depend on multiply the count
+        return math.prod(lp.factor for lp in loops if lp.dim not in relevant)
+
+    def comp_loops(comp, loops):
+        return [lp for lp in loops if lp.dim in comp.dims]
+
+    def size_sum(comp, loops) -> int:
+        """Sum of the component's tile sizes over all values of ``loops``."""
+        if comp.hi is None:  # unclipped: every position has the same size
+            return len(comp.base) * math.prod(lp.factor for lp in loops)
+        return int(comp.sizes(comp.shifts(loops)).sum())
+
+    per_comp_all, max_words = [], 1
+    for comp in comps:
+        loops = comp_loops(comp, list(instance_loops) + steps)
+        per_comp_all.append(size_sum(comp, loops))
+        max_words *= len(comp.base) if comp.hi is None else int(comp.sizes(comp.shifts(loops)).max())
+    total = free(list(instance_loops) + steps) * math.prod(per_comp_all)
+    distinct = free(instance_loops) * math.prod(per_comp_all)
+
+    if reuse and total:
+        # Subtract the steps whose tile equals the previous one: loop j increments,
+        # loops j+1..last reset from their last value to 0.
+        for j, lj in enumerate(steps):
+            inner = steps[j + 1:]
+            outer = list(instance_loops) + steps[:j]
+            mult = free(outer) * (lj.factor - 1 if lj.dim not in relevant else 1)
+            prod = mult
+            for comp, comp_own in zip(comps, own):
+                moved = [lp for lp in inner if lp.dim in comp.dims]
+                if lj.dim not in comp.dims and not moved:
+                    prod *= size_sum(comp, comp_loops(comp, outer))
+                    continue
+                reset = np.zeros(len(comp.axes), dtype=np.int64)
+                for lp in moved:
+                    reset += (lp.factor - 1) * lp.stride * comp.coef[lp.dim]
+                grid = comp_loops(comp, outer)
+                if lj.dim in comp.dims:
+                    grid = grid + [lj._replace(factor=lj.factor - 1)]
+                    bump = lj.stride * comp.coef[lj.dim]
+                else:
+                    bump = np.zeros(len(comp.axes), dtype=np.int64)
+                if comp.hi is None:
+                    # Unclipped: the tile moves by bump - reset everywhere (members alike); it repeats
+                    # only when that shift is zero.
+                    prod *= size_sum(comp, grid) if np.all(bump == reset) else 0
+                    if prod == 0:
+                        break
+                    continue
+                before = comp.shifts(grid, reset)
+                after = comp.shifts(grid) + bump[None, :]
+                mine = [lp for lp in members if lp.dim in comp.dims]
+                if mine:  # the union repeats only when every member's own tile repeats
+                    combos = math.prod(lp.factor for lp in mine)
+                    own_before = comp_own.shifts(grid + mine, reset)
+                    own_after = comp_own.shifts(grid + mine) + bump[None, :]
+                    same = comp_own.equal(own_before, own_after).reshape(-1, combos).all(axis=1)
+                else:
+                    same = comp.equal(before, after)
+                prod *= int(comp.sizes(after[same]).sum()) if same.any() else 0
+                if prod == 0:
+                    break
+            total -= prod
+    return TileCounts(changes=int(total), distinct=int(distinct), max_words=int(max_words))
