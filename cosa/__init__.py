@@ -1,5 +1,7 @@
 """The CoSA MIP scheduler, baselines, reports and the ``cosa`` command line."""
 
+from .compare import CompareResult, CompareRow, compare
 from .schedule import Schedule, SchedulingError, SolverStats
+from .scheduler import SCHEDULERS, schedule
 
-__all__ = ["Schedule", "SchedulingError", "SolverStats"]
+__all__ = ["CompareResult", "CompareRow", "SCHEDULERS", "Schedule", "SchedulingError", "SolverStats", "compare", "schedule"]

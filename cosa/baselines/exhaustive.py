@@ -1,0 +1,57 @@
+"""The exhaustive baseline: every factorization, placement and cost-relevant order of a small problem."""
+
+from __future__ import annotations
+
+import time
+
+from workloads import LoopNest
+
+from ..schedule import Schedule, SchedulingError, SolverStats
+from .mapspace import MapSpace
+from .objective import check_objective, objective_key
+
+DEFAULT_LIMIT = 2_000_000
+
+
+def exhaustive(workload: LoopNest, arch, objective: str = "latency", limit: int = DEFAULT_LIMIT) -> Schedule:
+    """The optimum of the mapspace under ``objective`` (ties: fewer DRAM bytes, then the mapping text).
+
+    Raises SchedulingError when the space (``MapSpace.exhaustive_size``: factorizations
+    times pruned orders) exceeds ``limit``, or when no mapping is valid.
+    """
+    from costmodel import evaluate
+    from mappings import MappingError, validate
+
+    src = f"exhaustive({workload.name})"
+    check_objective(objective, src)
+    start = time.perf_counter()
+    space = MapSpace(workload, arch)
+    # the cheap lower bound first: counting a huge space exactly takes long itself
+    size = space.size_lower_bound()
+    if size <= limit:
+        size = space.exhaustive_size()
+    if size > limit:
+        raise SchedulingError(f"the mapspace has at least {size:,} points, more than the limit {limit:,}; "
+                              "use a smaller problem, a larger limit or another scheduler", source=src, field="limit")
+    build_s = time.perf_counter() - start
+    best = None
+    evaluated = invalid = 0
+    for mapping in space.enumerate():
+        try:
+            validate(mapping, workload, arch)
+        except MappingError:  # the quick checks are necessary, not sufficient
+            invalid += 1
+            continue
+        cost = evaluate(workload, arch, mapping)
+        evaluated += 1
+        key = objective_key(cost, mapping, objective)
+        if best is None or key < best[0]:
+            best = (key, mapping, cost)
+    solve_s = time.perf_counter() - start - build_s
+    if best is None:
+        raise SchedulingError("no valid mapping in the whole mapspace", source=src, field="mapping")
+    key, mapping, cost = best
+    stats = SolverStats(solver="exhaustive", status="optimal", build_s=build_s, solve_s=solve_s,
+                        evaluated=evaluated, objective=key[0])
+    extra = {"objective": objective, "space_size": size, "evaluated": evaluated, "invalid": invalid}
+    return Schedule(workload, arch, mapping, cost, "exhaustive", stats, extra)

@@ -1,0 +1,327 @@
+"""The mapspace of a workload on an architecture, shared by the random and exhaustive baselines.
+
+A point of the space is a Mapping: for every dim, an ordered factorization of
+its bound over the slots the arch offers (each level's temporal loop, and its
+spatial fan-out where an axis admits the dim), a loop order per level, and no
+bypass beyond what ``arch.levels[i].holds`` already fixes.
+
+Orders are pruned to the ones that can change the cost:
+
+* only the relative order of loops with a factor > 1 exists in a Mapping;
+* the order at level ``i`` only decides how often tiles held *below* it are
+  refilled, so it is enumerated only where some tensor is stored at a deeper
+  level (the innermost level's order never matters);
+* dims that index exactly the same tensors and are not part of a sliding
+  window are interchangeable, so only one relative order of them is kept
+  (the workload's dim order).
+
+A dim that several spatial axes of a level admit is unrolled on the first of
+them only (no preset has such a dim; the validator accepts any assignment).
+
+``fits`` is a quick necessary check (spatial axis sizes and per-level
+capacities, from tile footprints in bytes); ``mappings.validate`` stays the
+arbiter of validity.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterator
+
+from mappings import LevelMapping, Mapping
+from workloads import LoopNest
+
+from ..schedule import SchedulingError
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where a factor may go: a level's temporal loop or its spatial fan-out
+    (``axis``: index into the level's spatial_axes, None when it has none)."""
+
+    level: int
+    spatial: bool = False
+    axis: int | None = None
+
+
+def prime_factors(n: int) -> list[int]:
+    """Prime factors of ``n`` with multiplicity, ascending (``12 -> [2, 2, 3]``)."""
+    out, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def _compositions(n: int, slots: int) -> Iterator[tuple[int, ...]]:
+    """Every ordered way to write ``n`` as a product of ``slots`` positive factors."""
+    if slots == 1:
+        yield (n,)
+        return
+    for d in _divisors(n):
+        for rest in _compositions(n // d, slots - 1):
+            yield (d,) + rest
+
+
+def _count_compositions(n: int, slots: int) -> int:
+    return math.prod(math.comb(e + slots - 1, slots - 1) for e in Counter(prime_factors(n)).values())
+
+
+class MapSpace:
+    """The mapspace of ``workload`` on ``arch`` (see the module docstring)."""
+
+    def __init__(self, workload: LoopNest, arch):
+        self.workload = workload
+        self.arch = arch
+        self.dims = tuple(workload.dims)
+        n_levels = len(arch.levels)
+        self.slots: dict[str, tuple[Slot, ...]] = {}
+        for d in self.dims:
+            slots = []
+            for i, lv in enumerate(arch.levels):
+                slots.append(Slot(i))
+                if lv.fanout > 1:
+                    if lv.spatial_axes:
+                        axis = next((a for a, ax in enumerate(lv.spatial_axes) if ax.admits(d, workload)), None)
+                        if axis is not None:
+                            slots.append(Slot(i, True, axis))
+                    else:
+                        slots.append(Slot(i, True, None))
+            self.slots[d] = tuple(slots)
+        # tensors stored at each level (held by role; no extra bypass)
+        self.stored = tuple(tuple(t for t in workload.tensors if lv.may_hold(t)) for lv in arch.levels)
+        deepest = max((i for i in range(n_levels) if self.stored[i]), default=0)
+        self.order_levels = tuple(i for i in range(n_levels) if i < deepest)
+        window = workload.window_dims()
+        self.signature = {
+            d: (d,) if d in window else tuple(t.name for t in workload.tensors if d in t.dims) for d in self.dims}
+
+    # --- checks -----------------------------------------------------------------
+    def slot_limit(self, slot: Slot) -> int | None:
+        """Largest product of the factors one slot group may take (None = unbounded)."""
+        if not slot.spatial:
+            return None
+        lv = self.arch.levels[slot.level]
+        return lv.spatial_axes[slot.axis].size if slot.axis is not None else lv.fanout
+
+    def spatial_ok(self, mapping: Mapping) -> bool:
+        """Per level: each axis's product <= its size and the total <= the fanout."""
+        for i, (lv, lm) in enumerate(zip(self.arch.levels, mapping.levels)):
+            if not lm.spatial:
+                continue
+            if lm.fanout_used > lv.fanout:
+                return False
+            per_axis: dict[int | None, int] = {}
+            for d, f in lm.spatial.items():
+                slot = next((s for s in self.slots[d] if s.level == i and s.spatial), None)
+                if slot is None:
+                    return False
+                per_axis[slot.axis] = per_axis.get(slot.axis, 1) * f
+            for axis, product in per_axis.items():
+                if axis is not None and product > lv.spatial_axes[axis].size:
+                    return False
+        return True
+
+    def level_bytes(self, mapping: Mapping, level: int) -> float:
+        """Bytes of the tiles stored in one instance of ``level`` (footprints with halos)."""
+        lv = self.arch.levels[level]
+        extents = mapping.tile_extents(level, self.dims)
+        return sum(t.tile_words(extents) * lv.bytes_per_word(t) for t in self.stored[level]
+                   if t.name not in mapping.levels[level].bypass)
+
+    def level_fits(self, mapping: Mapping, level: int) -> bool:
+        """The level's tiles fit its capacity (twice over when it is double buffered)."""
+        lv = self.arch.levels[level]
+        if lv.capacity_bytes is None:
+            return True
+        buffers = 2 if lv.double_buffered else 1
+        return buffers * self.level_bytes(mapping, level) <= lv.capacity_bytes
+
+    def fits(self, mapping: Mapping) -> bool:
+        return self.spatial_ok(mapping) and all(self.level_fits(mapping, i) for i in range(len(self.arch.levels)))
+
+    # --- building mappings --------------------------------------------------------
+    def build(self, placement: dict[str, tuple[int, ...]], orders: dict[int, tuple[str, ...]] | None = None) -> Mapping:
+        """A Mapping from per-dim factors aligned with ``self.slots[dim]`` and per-level orders."""
+        n_levels = len(self.arch.levels)
+        temporal = [dict() for _ in range(n_levels)]
+        spatial = [dict() for _ in range(n_levels)]
+        for d, factors in placement.items():
+            for slot, f in zip(self.slots[d], factors):
+                if f > 1:
+                    (spatial if slot.spatial else temporal)[slot.level][d] = f
+        orders = orders or {}
+        levels = []
+        for i in range(n_levels):
+            order = orders.get(i) or tuple(d for d in self.dims if d in temporal[i])
+            levels.append(LevelMapping(temporal=temporal[i], spatial=spatial[i], order=order))
+        return Mapping(tuple(levels))
+
+    def canonical_orders(self, temporal_dims: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+        """Orders of ``temporal_dims`` that can differ in cost (one per arrangement of signatures)."""
+        dims = [d for d in self.dims if d in temporal_dims]
+        if len(dims) < 2:
+            yield tuple(dims)
+            return
+        groups: dict[tuple, list[str]] = {}
+        for d in dims:
+            groups.setdefault(self.signature[d], []).append(d)
+        labels = [self.signature[d] for d in dims]
+        seen = set()
+        for perm in itertools.permutations(labels):
+            if perm in seen:
+                continue
+            seen.add(perm)
+            queues = {k: list(v) for k, v in groups.items()}
+            yield tuple(queues[label].pop(0) for label in perm)
+
+    # --- sizes ----------------------------------------------------------------------
+    def factorization_count(self, dim: str) -> int:
+        return _count_compositions(self.workload.dims[dim], len(self.slots[dim]))
+
+    def dim_factorizations(self, dim: str) -> list[tuple[int, ...]]:
+        """Ordered factorizations of one dim over its slots, dropping those over a slot's limit."""
+        slots = self.slots[dim]
+        limits = [self.slot_limit(s) for s in slots]
+        return [c for c in _compositions(self.workload.dims[dim], len(slots))
+                if all(lim is None or f <= lim for f, lim in zip(c, limits))]
+
+    def size_lower_bound(self) -> int:
+        """A cheap lower bound of ``exhaustive_size``: temporal placements only, one order each."""
+        n_levels = len(self.arch.levels)
+        return math.prod(_count_compositions(self.workload.dims[d], n_levels) for d in self.dims)
+
+    def exhaustive_size(self) -> int:
+        """Mappings the exhaustive iterator would consider (factorizations x pruned orders),
+        before the capacity and combined spatial checks remove some."""
+        per_dim = {d: self.dim_factorizations(d) for d in self.dims}
+        # state: per order level, a sorted tuple of (signature, count) of dims with a temporal factor > 1
+        states: Counter = Counter({(): 1})
+        for d in self.dims:
+            patterns: Counter = Counter()
+            for c in per_dim[d]:
+                present = tuple(
+                    lvl for lvl in self.order_levels
+                    if any(f > 1 for s, f in zip(self.slots[d], c) if s.level == lvl and not s.spatial))
+                patterns[present] += 1
+            new_states: Counter = Counter()
+            for state, count in states.items():
+                for present, n in patterns.items():
+                    new_states[state + tuple((lvl, self.signature[d]) for lvl in present)] += count * n
+            states = new_states
+        total = 0
+        for state, count in states.items():
+            orders = 1
+            for lvl in self.order_levels:
+                sigs = Counter(sig for l2, sig in state if l2 == lvl)
+                n = sum(sigs.values())
+                orders *= math.factorial(n) // math.prod(math.factorial(k) for k in sigs.values())
+            total += count * orders
+        return total
+
+    # --- enumeration ------------------------------------------------------------------
+    def enumerate(self, check: bool = True) -> Iterator[Mapping]:
+        """Every mapping of the space with every cost-relevant order; with ``check``, only
+        those that pass ``fits`` (without it, exactly ``exhaustive_size()`` mappings)."""
+        per_dim = [self.dim_factorizations(d) for d in self.dims]
+        for combo in itertools.product(*per_dim):
+            base = self.build(dict(zip(self.dims, combo)))
+            if check and not self.fits(base):
+                continue
+            choices = [list(self.canonical_orders(tuple(base.levels[lvl].temporal))) for lvl in self.order_levels]
+            for picked in itertools.product(*choices):
+                if not any(len(o) > 1 for o in picked):
+                    yield base
+                    continue
+                levels = list(base.levels)
+                for lvl, order in zip(self.order_levels, picked):
+                    lm = levels[lvl]
+                    levels[lvl] = LevelMapping(lm.temporal, lm.spatial, order, lm.bypass)
+                yield Mapping(tuple(levels))
+
+    # --- sampling -------------------------------------------------------------------
+    def sample(self, rng: random.Random) -> Mapping:
+        """One random mapping that passes ``fits``: each prime factor goes to a random
+        slot (spatial slots only while the axis has room), then factors leave
+        over-full levels for the level above until every level fits, outermost first."""
+        n_levels = len(self.arch.levels)
+        placement = {d: [1] * len(self.slots[d]) for d in self.dims}
+        axis_used: dict[tuple[int, int | None], int] = {}
+        level_used = [1] * n_levels
+        for d in self.dims:
+            for p in prime_factors(self.workload.dims[d]):
+                k = rng.randrange(len(self.slots[d]))
+                slot = self.slots[d][k]
+                if slot.spatial:
+                    key = (slot.level, slot.axis)
+                    limit = self.slot_limit(slot)
+                    lv = self.arch.levels[slot.level]
+                    if axis_used.get(key, 1) * p > limit or level_used[slot.level] * p > lv.fanout:
+                        k = self.slots[d].index(Slot(slot.level))
+                    else:
+                        axis_used[key] = axis_used.get(key, 1) * p
+                        level_used[slot.level] *= p
+                placement[d][k] *= p
+        for level in range(1, n_levels):
+            while not self.level_fits(self.build({d: tuple(v) for d, v in placement.items()}), level):
+                relevant = {d for t in self.stored[level] for d in t.dims}
+                movable = [(d, k) for d in self.dims if d in relevant
+                           for k, s in enumerate(self.slots[d]) if s.level >= level and placement[d][k] > 1]
+                if not movable:
+                    break  # nothing left to move out: validate will reject it
+                d, k = movable[rng.randrange(len(movable))]
+                p = prime_factors(placement[d][k])[0]
+                placement[d][k] //= p
+                placement[d][self.slots[d].index(Slot(level - 1))] *= p
+        mapping = self.build({d: tuple(v) for d, v in placement.items()})
+        levels = list(mapping.levels)
+        for lvl in self.order_levels:
+            lm = levels[lvl]
+            order = [d for d in self.dims if d in lm.temporal]
+            rng.shuffle(order)
+            levels[lvl] = LevelMapping(lm.temporal, lm.spatial, tuple(order), lm.bypass)
+        return Mapping(tuple(levels))
+
+
+def random_mapping(workload: LoopNest, arch, rng: random.Random, *, space: MapSpace | None = None,
+                   max_tries: int = 200) -> Mapping:
+    """A random valid mapping (``mappings.validate`` passes), by sampling with repair and rejection.
+
+    Raises SchedulingError after ``max_tries`` rejected samples.
+    """
+    mapping, _ = random_mapping_with_rejections(workload, arch, rng, space=space, max_tries=max_tries)
+    return mapping
+
+
+def random_mapping_with_rejections(workload: LoopNest, arch, rng: random.Random, *, space: MapSpace | None = None,
+                                   max_tries: int = 200) -> tuple[Mapping, int]:
+    """As ``random_mapping``, also returning how many samples were rejected."""
+    from mappings import MappingError, validate
+
+    space = space or MapSpace(workload, arch)
+    last_error = None
+    for tries in range(max_tries):
+        mapping = space.sample(rng)
+        if not space.fits(mapping):
+            continue
+        try:
+            validate(mapping, workload, arch)
+        except MappingError as err:  # reject and draw again
+            last_error = err
+            continue
+        return mapping, tries
+    raise SchedulingError(f"no valid mapping in {max_tries} random samples (last reason: {last_error})",
+                          source=f"workload {workload.name} on arch {arch.name}", field="mapping")

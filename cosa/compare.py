@@ -1,0 +1,328 @@
+"""Compare schedulers layer by layer: one row per (layer, scheduler).
+
+Each layer is scheduled by every requested scheduler through
+``cosa.scheduler.schedule``; the MIP ("cosa") runs first so that the random
+baseline can be given ``random_time_factor`` times its wall time.  Layers run
+in local processes for ``jobs > 1``, or on MPI ranks through
+``mpi4py.futures.MPIPoolExecutor`` when the program runs under MPI (launch
+with ``mpiexec -n N python -m mpi4py.futures -m cosa.cli compare ...``).
+
+Ratios: ``ratio`` is a row's objective value over the best row of its layer
+(1.0 = best; latency: cycles, energy: pJ, edp: cycles*pJ; the MIP's own
+objective "cosa" compares cycles).  ``bound_ratio`` is DRAM traffic over the
+communication lower bound at the level DRAM feeds, when one is available.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import platform
+import sys
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from workloads import FrameworkError, LoopNest
+
+from .schedule import SchedulingError
+
+RANDOM_TIME_FACTOR = 10.0
+"""The random baseline gets this many times the MIP's wall time on the same layer."""
+
+_MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE")
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """One scheduler on one layer.  ``error`` is set (and the numbers are NaN) when it failed."""
+
+    layer: str
+    scheduler: str
+    repeat: int = 1
+    macs: int = 0
+    cycles: float = math.nan
+    energy_pj: float = math.nan
+    utilization: float = math.nan
+    dram_bytes: float = math.nan
+    seconds: float = math.nan
+    objective_value: float = math.nan
+    ratio: float = math.nan
+    bound_bytes: float | None = None
+    bound_ratio: float | None = None
+    status: str = "ok"
+    error: str | None = None
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict:
+        return {
+            "layer": self.layer, "scheduler": self.scheduler, "repeat": self.repeat, "macs": self.macs,
+            "cycles": self.cycles, "energy_pj": self.energy_pj, "utilization": self.utilization,
+            "dram_bytes": self.dram_bytes, "seconds": self.seconds, "objective_value": self.objective_value,
+            "ratio": self.ratio, "bound_bytes": self.bound_bytes, "bound_ratio": self.bound_ratio,
+            "status": self.status, "error": self.error, "extra": self.extra,
+        }
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Rows in layer order, then scheduler order; ``meta``: arch, objective, seed, machine, versions, date."""
+
+    rows: tuple[CompareRow, ...]
+    layers: tuple[str, ...]
+    schedulers: tuple[str, ...]
+    arch: str
+    objective: str
+    meta: dict = field(default_factory=dict)
+
+    def row(self, layer: str, scheduler: str) -> CompareRow:
+        for r in self.rows:
+            if r.layer == layer and r.scheduler == scheduler:
+                return r
+        raise KeyError((layer, scheduler))
+
+    def by_layer(self) -> dict[str, list[CompareRow]]:
+        out: dict[str, list[CompareRow]] = {name: [] for name in self.layers}
+        for r in self.rows:
+            out[r.layer].append(r)
+        return out
+
+
+# --- one layer ------------------------------------------------------------------------------------
+
+def _objective_value(cost, objective: str) -> float:
+    if objective == "energy":
+        return float(cost.energy_pj)
+    if objective == "edp":
+        return float(cost.cycles) * float(cost.energy_pj)
+    return float(cost.cycles)
+
+
+def _run(workload: LoopNest, arch, name: str, objective: str, time_limit_s: float | None, seed: int,
+         random_seconds: float | None, random_samples: int | None):
+    """One scheduler through ``cosa.scheduler.schedule``.  Baselines take the MIP's own
+    objective "cosa" as latency; the random baseline gets its budgets when given."""
+    from .scheduler import schedule
+
+    options = {}
+    if time_limit_s is not None:
+        options["time_limit_s"] = time_limit_s
+    if name == "random" and random_seconds:
+        options["seconds"] = random_seconds
+    if name == "random" and random_samples:
+        options["samples"] = random_samples
+    if objective == "cosa" and name != "cosa":
+        objective = "latency"
+    return schedule(workload, arch, scheduler=name, objective=objective, seed=seed, **options)
+
+
+def _bound_bytes(workload: LoopNest, arch, schedules) -> float | None:
+    """The lower bound on DRAM traffic in bytes: from a schedule's report, else computed here."""
+    for s in schedules:
+        if getattr(s, "bound", None) is not None:
+            value = s.bound.to_dict().get("bound_bytes")
+            if value:
+                return float(value)
+    try:
+        from lowerbounds import bound_for_arch
+    except ImportError:
+        return None
+    try:
+        value = bound_for_arch(workload, arch).to_dict().get("bound_bytes")
+    except FrameworkError:
+        return None
+    return float(value) if value else None
+
+
+def _repeat_safe_name(workload: LoopNest, seen: dict[str, int]) -> str:
+    n = seen.get(workload.name, 0)
+    seen[workload.name] = n + 1
+    return workload.name if n == 0 else f"{workload.name}#{n + 1}"
+
+
+def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], objective: str = "latency",
+                   time_limit_s: float | None = None, seed: int = 0,
+                   random_time_factor: float = RANDOM_TIME_FACTOR, layer: str | None = None,
+                   random_samples: int | None = None) -> list[CompareRow]:
+    """Run every scheduler on one layer; failures become rows with ``error`` set (never raised).
+
+    The random baseline's budget: ``random_time_factor`` x the MIP's seconds when "cosa"
+    ran on the layer, and at most ``random_samples`` samples when given (whichever ends
+    first); with neither, the random baseline's default sample count."""
+    layer = layer or workload.name
+    order = sorted(schedulers, key=lambda s: s != "cosa")  # the MIP first: it sets the random budget
+    results: dict[str, tuple] = {}
+    mip_seconds = None
+    for name in order:
+        random_seconds = random_time_factor * mip_seconds if name == "random" and mip_seconds else None
+        start = time.perf_counter()
+        try:
+            sched = _run(workload, arch, name, objective, time_limit_s, seed, random_seconds, random_samples)
+            # time to solution: the scheduler's own build + solve time (the bound report is not part of it)
+            seconds = sched.stats.total_s or (time.perf_counter() - start)
+            results[name] = (sched, seconds, None)
+            if name == "cosa":
+                mip_seconds = seconds
+        except FrameworkError as err:
+            results[name] = (None, time.perf_counter() - start, str(err))
+    done = [s for s, _, _ in results.values() if s is not None]
+    bound = _bound_bytes(workload, arch, done) if done else None
+    rows = []
+    for name in schedulers:
+        sched, seconds, error = results[name]
+        if sched is None:
+            rows.append(CompareRow(layer, name, workload.repeat, workload.macs, seconds=seconds,
+                                   status="failed", error=error))
+            continue
+        cost = sched.cost
+        extra = dict(sched.extra or {})
+        extra["solver"] = sched.stats.to_dict()
+        rows.append(CompareRow(
+            layer, name, workload.repeat, workload.macs, cycles=float(cost.cycles), energy_pj=float(cost.energy_pj),
+            utilization=float(cost.utilization), dram_bytes=float(cost.dram_bytes), seconds=seconds,
+            objective_value=_objective_value(cost, objective), bound_bytes=bound,
+            bound_ratio=float(cost.dram_bytes) / bound if bound else None, status=sched.stats.status,
+            extra=extra))
+    best = min((r.objective_value for r in rows if r.ok), default=None)
+    return [replace(r, ratio=r.objective_value / best) if r.ok and best else r for r in rows]
+
+
+# --- executors ------------------------------------------------------------------------------------
+
+def under_mpi() -> bool:
+    """True when running under mpiexec with more than one rank and mpi4py importable.
+
+    ``COSA_MPI=1`` forces the MPI executor (``0`` forbids it); otherwise the
+    launcher's environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE, ...) must say more
+    than one rank before mpi4py is even imported.
+    """
+    forced = os.environ.get("COSA_MPI", "").strip().lower()
+    if forced in ("0", "false", "no"):
+        return False
+    if forced not in ("1", "true", "yes"):
+        sizes = []
+        for var in _MPI_ENV:
+            try:
+                sizes.append(int(os.environ.get(var, "1")))
+            except ValueError:
+                continue
+        if max(sizes, default=1) <= 1:
+            return False
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return False
+    return forced in ("1", "true", "yes") or MPI.COMM_WORLD.Get_size() > 1
+
+
+def _executor(jobs: int) -> tuple[Executor | None, str]:
+    if under_mpi():
+        from mpi4py.futures import MPIPoolExecutor
+
+        return MPIPoolExecutor(), "mpi"
+    if jobs > 1:
+        return ProcessPoolExecutor(max_workers=jobs), "processes"
+    return None, "serial"
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("[bold]compare[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("{task.description}"), transient=True)
+
+
+def _resolve(workloads, arch):
+    nests = []
+    for w in workloads:
+        if isinstance(w, LoopNest):
+            nests.append(w)
+        else:
+            from workloads import load
+
+            nests.extend(load(w))
+    if isinstance(arch, str):
+        from costmodel import load_arch
+
+        arch = load_arch(arch)
+    return nests, arch
+
+
+def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), jobs: int = 1,
+            objective: str = "latency", time_limit_s: float | None = None, progress: bool | None = None,
+            seed: int = 0, random_time_factor: float = RANDOM_TIME_FACTOR,
+            random_samples: int | None = None) -> CompareResult:
+    """Schedule every layer with every scheduler and collect the rows.
+
+    ``workloads``: LoopNests, or sources ``workloads.load`` understands (files,
+    zoo names, networks, ONNX).  ``arch``: an Arch or a preset name / YAML file.
+    ``progress``: a rich progress bar (default: when stdout is a terminal).
+    ``random_time_factor``, ``random_samples``: the random baseline's budget (see ``schedule_layer``).
+    """
+    schedulers = tuple(schedulers)
+    src = "compare"
+    if not schedulers:
+        raise SchedulingError("no schedulers given", source=src, field="schedulers")
+    from .scheduler import SCHEDULERS
+
+    unknown = [s for s in schedulers if s not in SCHEDULERS]
+    if unknown:
+        raise SchedulingError(f"unknown scheduler(s) {unknown}; choose from {list(SCHEDULERS)}", source=src,
+                              field="schedulers")
+    if len(set(schedulers)) != len(schedulers):
+        raise SchedulingError(f"schedulers repeat: {list(schedulers)}", source=src, field="schedulers")
+    if not isinstance(jobs, int) or jobs < 1:
+        raise SchedulingError(f"jobs must be a positive integer, got {jobs!r}", source=src, field="jobs")
+    nests, arch = _resolve(workloads, arch)
+    if not nests:
+        raise SchedulingError("no workloads given", source=src, field="workloads")
+    seen: dict[str, int] = {}
+    layers = [_repeat_safe_name(w, seen) for w in nests]
+    progress = sys.stdout.isatty() if progress is None else progress
+    start = time.perf_counter()
+    executor, mode = _executor(jobs) if len(nests) > 1 else (None, "serial")
+    per_layer: dict[int, list[CompareRow]] = {}
+    bar = _progress(progress)
+    try:
+        if bar is not None:
+            bar.start()
+            task = bar.add_task("", total=len(nests))
+        args = lambda k: (nests[k], arch, schedulers, objective, time_limit_s, seed, random_time_factor, layers[k],
+                          random_samples)
+        if executor is None:
+            for k in range(len(nests)):
+                if bar is not None:
+                    bar.update(task, description=layers[k])
+                per_layer[k] = schedule_layer(*args(k))
+                if bar is not None:
+                    bar.advance(task)
+        else:
+            with executor:
+                futures = {executor.submit(schedule_layer, *args(k)): k for k in range(len(nests))}
+                from concurrent.futures import as_completed
+
+                for fut in as_completed(futures):
+                    k = futures[fut]
+                    per_layer[k] = fut.result()
+                    if bar is not None:
+                        bar.update(task, description=layers[k])
+                        bar.advance(task)
+    finally:
+        if bar is not None:
+            bar.stop()
+    rows = tuple(r for k in range(len(nests)) for r in per_layer[k])
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",
+        "python": platform.python_version(),
+        "seed": seed, "jobs": jobs, "executor": mode, "time_limit_s": time_limit_s,
+        "random_time_factor": random_time_factor, "random_samples": random_samples, "wall_s": time.perf_counter() - start,
+    }
+    return CompareResult(rows, tuple(layers), schedulers, getattr(arch, "name", str(arch)), objective, meta)
