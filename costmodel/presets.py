@@ -41,6 +41,7 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
             raise ArchError(f"must be a positive integer, got {value!r}", source=src, field=label)
     ws = dataflow == "ws"
     sp_bytes, acc_bytes = scratchpad_kib * 1024, accumulator_kib * 1024
+    stationary_bytes = 1 if ws else 4
     if ws:
         rows = SpatialAxis("rows", dim, roles=frozenset({"input", "weight"}), window_dims=False)
     else:
@@ -57,9 +58,14 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
               read_energy_pj_per_byte=sram_pj_per_byte(acc_bytes),
               write_energy_pj_per_byte=sram_pj_per_byte(acc_bytes),
               fanout=dim * dim, spatial_axes=(rows, cols), double_buffered=ws),
-        Level("Registers", 1 if ws else 4, frozenset({"weight"}) if ws else frozenset({"output"}),
-              word_bits=8 if ws else 32, read_energy_pj_per_byte=REGISTER_PJ_PER_BYTE,
-              write_energy_pj_per_byte=REGISTER_PJ_PER_BYTE, fanout=1),
+        # The stationary operand (WS weights, OS partial sums) shifts through the array one row per
+        # cycle, so one PE gets a new word every DIM cycles (its reads feed the MAC every cycle and
+        # are not a bottleneck); the PE's second register lets the next preload overlap the current
+        # compute (double buffered).
+        Level("Registers", 2 * stationary_bytes, frozenset({"weight"}) if ws else frozenset({"output"}),
+              word_bits=8 if ws else 32, write_bandwidth=stationary_bytes / dim,
+              read_energy_pj_per_byte=REGISTER_PJ_PER_BYTE, write_energy_pj_per_byte=REGISTER_PJ_PER_BYTE,
+              fanout=1, double_buffered=True),
     )
     return Arch(
         name="gemmini" if ws else "gemmini-os", levels=levels, macs_per_cycle=1, mac_energy_pj=INT8_MAC_PJ,
