@@ -258,7 +258,8 @@ def cmd_bound(args) -> int:
         return 0
     d = rep.to_dict()
     console = _console()
-    console.print(f"[bold]{workload.name}[/]: s_HBL = {d['s_hbl']:.4g}, khat = {d['khat']:.4g}")
+    fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # None: unbounded memory or no finite exponent
+    console.print(f"[bold]{workload.name}[/]: s_HBL = {fmt(d['s_hbl'])}, khat = {fmt(d['khat'])}")
     console.print(f"bound {d['bound_words']:,.0f} words / {d['bound_bytes']:,.0f} B "
                   f"(binding: {d['binding']}); compulsory {d['compulsory_bytes']:,.0f} B")
     console.print(f"tile: {d['tile']}")
