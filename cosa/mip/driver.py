@@ -1,0 +1,221 @@
+"""Build, solve, decode, validate exactly, cut and re-solve: the CoSA scheduler."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+from mappings.validate import violations
+
+from ..schedule import Schedule, SchedulingError, SolverStats
+from .decode import add_capacity_cut, decode
+from .formulation import OBJECTIVES, CosaWeights, build
+from .polish import objective_value, polish_orders
+from .problem import build_problem, prime_factors
+from .solve import SOLVERS, solve
+
+MAX_CUT_ROUNDS = 16
+NOGOOD_CUTS_PER_LEVEL = 2
+EDP_ROUNDS = 3
+
+
+def _evaluator():
+    """costmodel.evaluate, or None while the cost model is not installed."""
+    try:
+        from costmodel import evaluate
+    except ImportError:
+        return None
+    return evaluate
+
+
+def _check_min_utilization(problem, min_utilization: float, src: str) -> None:
+    """Explain why the fan-out cannot be filled to ``min_utilization`` (before the solver says 'infeasible')."""
+    arch, wl = problem.arch, problem.workload
+    need = math.log2(arch.total_macs_per_cycle / arch.macs_per_cycle * min_utilization)
+    best = 0.0
+    for slot in problem.slots:
+        fits = [p for d in slot.dims for p, mult in problem.primes[d].items() for _ in range(mult) if p <= slot.size]
+        best += min(math.log2(slot.size), sum(math.log2(p) for p in fits))
+    if best + 1e-9 < need:
+        too_big = sorted({(p, d) for d in problem.dims for p in prime_factors(problem.bounds[d])
+                          if all(p > s.size for s in problem.slots)}, key=lambda x: (-x[0], x[1]))
+        why = ("; prime factors larger than every spatial axis: "
+               + ", ".join(f"{p} of {d}" for p, d in too_big)) if too_big else ""
+        raise SchedulingError(
+            f"fan-out constraint cannot be met: min_utilization={min_utilization:g} needs "
+            f"{2 ** need:.0f} of {arch.total_macs_per_cycle // arch.macs_per_cycle} spatial instances busy, but the "
+            f"loop factors of {wl.name} fill at most {2 ** best:.0f}{why}", source=src, field="min_utilization")
+
+
+def _diagnose_infeasible(form, src: str) -> SchedulingError:
+    """Name the constraint family that makes the model infeasible (capacity of a level or fan-out)."""
+    m = form.model
+    arch = form.problem.arch
+    families = [(f"capacity of level {i} ({arch.levels[i].name})", f"{arch.levels[i].name}.capacity_bytes", f"cap_{i}")
+                for i in range(len(arch.levels)) if m.component(f"cap_{i}") is not None]
+    if m.component("min_util") is not None:
+        families.append(("fan-out (min_utilization)", "min_utilization", "min_util"))
+    for label, field, name in families:
+        others = [n for _, _, n in families if n != name]
+        for n in others:
+            m.component(n).deactivate()
+        result = solve(m, "highs", time_limit_s=10.0, mip_gap=1.0, seed=0, source=src)
+        for n in others:
+            m.component(n).activate()
+        if result.status == "infeasible":
+            return SchedulingError(f"{label} cannot be met by any placement of the loop factors", source=src,
+                                   field=field)
+    return SchedulingError("the MIP is infeasible (no single constraint family explains it)", source=src)
+
+
+def mip_schedule(workload, arch, objective: str = "latency", solver: str = "highs", time_limit_s: float = 60.0,
+                 mip_gap: float = 0.01, seed: int = 0, weights: CosaWeights | None = None,
+                 order_levels="all", polish: bool = True, min_utilization: float | None = None) -> Schedule:
+    """Schedule ``workload`` on ``arch`` with the CoSA MIP.
+
+    Returns a Schedule whose mapping passed ``mappings.validate``.  ``polish``
+    refines loop orders with the exact cost model (factors unchanged).
+    ``min_utilization``: optional lower bound on the fraction of the spatial
+    instances used.  Raises SchedulingError when no valid mapping exists or
+    the time limit passes with no incumbent.
+    """
+    src = f"schedule of {workload.name} on {arch.name}"
+    if objective not in OBJECTIVES:
+        raise SchedulingError(f"objective must be one of {list(OBJECTIVES)}, got {objective!r}", source=src,
+                              field="objective")
+    if solver not in SOLVERS:
+        raise SchedulingError(f"unknown solver '{solver}'; choose one of {list(SOLVERS)}", source=src, field="solver")
+    if not isinstance(time_limit_s, (int, float)) or not time_limit_s > 0:
+        raise SchedulingError(f"time_limit_s must be a positive number of seconds, got {time_limit_s!r}", source=src,
+                              field="time_limit_s")
+    if not isinstance(mip_gap, (int, float)) or not mip_gap >= 0:
+        raise SchedulingError(f"mip_gap must be a number >= 0, got {mip_gap!r}", source=src, field="mip_gap")
+    t0 = time.perf_counter()
+    problem = build_problem(workload, arch, order_levels)
+    if min_utilization is not None:
+        if not 0 < min_utilization <= 1:
+            raise SchedulingError(f"min_utilization must be in (0, 1], got {min_utilization!r}", source=src,
+                                  field="min_utilization")
+        _check_min_utilization(problem, min_utilization, src)
+    evaluate = _evaluator()
+    first = "latency" if objective == "edp" else objective
+    form = build(problem, first, weights)
+    if min_utilization is not None:
+        _add_min_utilization(form, min_utilization)
+    build_s = time.perf_counter() - t0
+    deadline = t0 + time_limit_s
+    solve_s = 0.0
+    cuts = 0
+    cuts_at: dict[int, int] = {}
+    rounds = 0
+    evaluated = 0
+    polished = False
+    best = None  # (key, mapping, cost, result)
+    reference = None
+    objective_of_round = first
+    while True:
+        remaining = max(deadline - time.perf_counter(), 0.05)
+        result = solve(form.model, solver, remaining, mip_gap, seed, src, size=form.size())
+        solve_s += result.solve_s
+        if not result.has_solution:
+            if result.status == "infeasible":
+                raise _diagnose_infeasible(form, src)
+            if result.status == "time_limit":
+                raise SchedulingError(f"time limit of {time_limit_s:g} s reached with no incumbent "
+                                      f"(model: {form.size()[0]} variables); raise time_limit_s", source=src,
+                                      field="time_limit_s")
+            raise SchedulingError(f"solver {solver} stopped with status '{result.status}' and no solution",
+                                  source=src, field="solver")
+        mapping = decode(form)
+        found = violations(mapping, workload, arch)
+        capacity = [e for e in found if (e.field or "").endswith(".capacity")]
+        if found and len(capacity) == len(found) and cuts < MAX_CUT_ROUNDS:
+            level = arch.level_index(capacity[0].field.rsplit(".", 1)[0])
+            cuts += 1
+            cuts_at[level] = cuts_at.get(level, 0) + 1
+            if cuts_at[level] <= NOGOOD_CUTS_PER_LEVEL:
+                add_capacity_cut(form, mapping, level)
+            else:
+                # no-good cuts converge slowly when the model is far off: shrink the level's
+                # budget by the observed overflow and rebuild
+                problem = _shrink_capacity(problem, mapping, level)
+                t1 = time.perf_counter()
+                form = build(problem, objective_of_round, weights, reference=reference)
+                if min_utilization is not None:
+                    _add_min_utilization(form, min_utilization)
+                build_s += time.perf_counter() - t1
+            continue
+        if found:
+            raise SchedulingError(f"the decoded mapping is invalid after {cuts} cut(s): {found[0]}", source=src)
+        cost = None
+        if evaluate is not None:
+            cost = evaluate(workload, arch, mapping)
+            evaluated += 1
+            if polish and objective != "cosa" and not _prediction_exact(form, result, cost, objective):
+                mapping, cost, n = polish_orders(workload, arch, mapping, evaluate, objective, cost=cost)
+                evaluated += n
+                polished = True
+        key = objective_value(cost, objective) if cost is not None else result.objective
+        if best is None or key < best[0]:
+            best = (key, mapping, cost, result)
+        rounds += 1
+        if objective != "edp" or cost is None or rounds >= EDP_ROUNDS or time.perf_counter() >= deadline:
+            break
+        # EDP: minimize E/E0 + D/D0 around the incumbent (a majorizer of log E + log D), then repeat
+        new_reference = (float(cost.energy_pj), float(cost.cycles))
+        if reference is not None and new_reference == reference:
+            break
+        reference = new_reference
+        objective_of_round = "edp"
+        t1 = time.perf_counter()
+        form = build(problem, "edp", weights, reference=reference)
+        if min_utilization is not None:
+            _add_min_utilization(form, min_utilization)
+        build_s += time.perf_counter() - t1
+    key, mapping, cost, result = best
+    nvars, nint, ncons = form.size()
+    stats = SolverStats(solver=solver, status=result.status, variables=nvars, binaries=nint, constraints=ncons,
+                        gap=result.gap, objective=result.objective, build_s=build_s, solve_s=solve_s, cuts=cuts,
+                        seed=seed, evaluated=evaluated)
+    extra = {"objective": objective, "order_levels": list(problem.order_levels), "polished": polished,
+             "rounds": rounds, "last_round_objective": objective_of_round}
+    return Schedule(workload, arch, mapping, cost, "cosa", stats, extra)
+
+
+def _shrink_capacity(problem, mapping, level: int):
+    """The problem with level ``level``'s budget scaled by usable bytes / bytes the decoded tiles need
+    (never below the true usable capacity, which is exact and safe)."""
+    from mappings.validate import tile_bytes
+
+    lv = problem.arch.levels[level]
+    usable = lv.capacity_bytes / (2 if lv.double_buffered else 1)
+    need = sum(tile_bytes(mapping, problem.workload, problem.arch, level).values())
+    capacity = list(problem.capacity)
+    capacity[level] = max(usable, capacity[level] * min(usable / need, 1.0))
+    return dataclasses.replace(problem, capacity=tuple(capacity))
+
+
+def _prediction_exact(form, result, cost, objective: str, tolerance: float = 0.005) -> bool:
+    """Whether the MIP's latency objective already equals the cost model's cycles (then the
+    loop orders it chose are optimal for the cost model too and need no polishing)."""
+    if objective != "latency" or result.objective is None:
+        return False
+    problem = form.problem
+    ideal = math.prod(problem.bounds.values()) / problem.arch.total_macs_per_cycle
+    predicted = result.objective * ideal
+    return abs(predicted - float(cost.cycles)) <= tolerance * float(cost.cycles)
+
+
+def _add_min_utilization(form, min_utilization: float) -> None:
+    import pyomo.environ as pe
+
+    m = form.model
+    problem = form.problem
+    arch = problem.arch
+    need = math.log2(arch.total_macs_per_cycle / arch.macs_per_cycle * min_utilization)
+    used = sum(math.log2(p) * var for (a, d, p), var in form.nS.items())
+    m.min_util = pe.Constraint(expr=used >= need - 1e-7)
+
+
+__all__ = ["mip_schedule"]

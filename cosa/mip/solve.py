@@ -1,0 +1,123 @@
+"""Solver back ends through Pyomo: HiGHS (default, no licence) and Gurobi (when licensed).
+
+One run is single-threaded with a fixed seed, so the same model gives the
+same solution.  A time limit returns the incumbent with its status and gap.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import pyomo.environ as pe  # noqa: F401  (registers the solver plug-ins)
+from pyomo.contrib.solver.common.factory import SolverFactory
+
+from ..schedule import SchedulingError
+
+SOLVERS = ("highs", "gurobi")
+
+GUROBI_PIP_LIMITS = "the pip licence allows 2,000 variables and 2,000 linear constraints"
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """What one solver call found.
+
+    ``status``: "optimal", "time_limit", "infeasible", "unbounded" or "error";
+    ``has_solution``: an incumbent was loaded into the model; ``gap``: relative
+    MIP gap of the incumbent (0 when proven optimal); ``solve_s``: seconds.
+    """
+
+    solver: str
+    status: str
+    has_solution: bool
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    solve_s: float
+    message: str = ""
+
+
+def gurobi_available() -> bool:
+    """True when gurobipy imports and a licence is found (a size-limited pip licence counts)."""
+    try:
+        import gurobipy  # noqa: F401
+    except ImportError:
+        return False
+    try:
+        return bool(SolverFactory("gurobi_direct").available())
+    except Exception:  # noqa: BLE001  (any licence failure means "not available")
+        return False
+
+
+def _status(result) -> str:
+    term = str(result.termination_condition).rsplit(".", 1)[-1]
+    return {
+        "convergenceCriteriaSatisfied": "optimal",
+        "maxTimeLimit": "time_limit",
+        "iterationLimit": "iteration_limit",
+        "provenInfeasible": "infeasible",
+        "locallyInfeasible": "infeasible",
+        "infeasibleOrUnbounded": "infeasible",
+        "unbounded": "unbounded",
+    }.get(term, term)
+
+
+def _gap(objective, bound) -> float | None:
+    if objective is None or bound is None or not all(map(math.isfinite, (objective, bound))):
+        return None
+    return abs(objective - bound) / max(abs(objective), 1e-12)
+
+
+def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: float = 0.01, seed: int = 0,
+          source: str = "", size: tuple[int, int, int] | None = None) -> SolveResult:
+    """Solve ``model`` in place; load the incumbent when there is one.
+
+    Raises SchedulingError for an unknown solver, a solver that is not
+    installed or licensed, and a model over Gurobi's size-limited licence
+    (``size`` = (variables, integer variables, constraints) for the message).
+    """
+    if solver not in SOLVERS:
+        raise SchedulingError(f"unknown solver '{solver}'; choose one of {list(SOLVERS)}", source=source, field="solver")
+    if time_limit_s is None or time_limit_s <= 0:
+        raise SchedulingError(f"time_limit_s must be positive, got {time_limit_s!r}", source=source, field="time_limit_s")
+    if mip_gap is None or mip_gap < 0:
+        raise SchedulingError(f"mip_gap must be >= 0, got {mip_gap!r}", source=source, field="mip_gap")
+    if solver == "gurobi":
+        try:
+            import gurobipy  # noqa: F401
+        except ImportError:
+            raise SchedulingError("solver 'gurobi' needs gurobipy (pip install gurobipy) and a licence; "
+                                  "use solver='highs'", source=source, field="solver") from None
+        opt = SolverFactory("gurobi_direct")
+        options = {"Seed": int(seed), "Threads": 1}
+    else:
+        opt = SolverFactory("highs")
+        options = {"random_seed": int(seed), "output_flag": False}
+    start = time.perf_counter()
+    try:
+        result = opt.solve(model, time_limit=float(time_limit_s), rel_gap=float(mip_gap), threads=1,
+                           load_solutions=False, raise_exception_on_nonoptimal_result=False,
+                           solver_options=options)
+    except Exception as exc:  # noqa: BLE001  (translated below; real bugs keep their text)
+        text = str(exc)
+        if solver == "gurobi" and ("size-limited" in text or "too large" in text.lower()):
+            nvars, nint, ncons = size or (0, 0, 0)
+            raise SchedulingError(
+                f"the model has {nvars} variables ({nint} integer) and {ncons} constraints, over Gurobi's "
+                f"size-limited licence ({GUROBI_PIP_LIMITS}); use solver='highs' or a full licence",
+                source=source, field="solver") from None
+        if solver == "gurobi" and ("licen" in text.lower()):
+            raise SchedulingError(f"Gurobi licence problem: {text}", source=source, field="solver") from None
+        raise
+    elapsed = time.perf_counter() - start
+    status = _status(result)
+    has_solution = str(result.solution_status).rsplit(".", 1)[-1] in ("feasible", "optimal")
+    if has_solution:
+        result.solution_loader.load_vars()
+    objective = result.incumbent_objective if has_solution else None
+    bound = result.objective_bound
+    bound = float(bound) if bound is not None else None
+    gap = 0.0 if status == "optimal" and has_solution and mip_gap == 0 else _gap(objective, bound)
+    return SolveResult(solver, status, has_solution, objective, bound, gap, elapsed)

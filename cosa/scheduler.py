@@ -1,0 +1,87 @@
+"""``schedule``: one entry point for the CoSA MIP and the baselines."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .schedule import Schedule, SchedulingError
+
+SCHEDULERS = ("cosa", "gemmini-default", "random", "exhaustive")
+
+
+def _attach_bound(result: Schedule) -> Schedule:
+    """Fill ``Schedule.bound`` from ``lowerbounds.bound_for_arch`` when that package provides it.
+
+    Only a missing package or function is tolerated; errors inside the bound
+    computation propagate (they are bugs to fix, not conditions to hide).
+    """
+    try:
+        import lowerbounds
+        bound_for_arch = lowerbounds.bound_for_arch
+    except (ImportError, AttributeError):
+        return result
+    return dataclasses.replace(result, bound=bound_for_arch(result.workload, result.arch))
+
+
+def schedule(workload, arch, objective: str = "latency", solver: str = "highs", time_limit_s: float = 60.0,
+             mip_gap: float = 0.01, seed: int = 0, scheduler: str = "cosa", bound: bool = True,
+             **options) -> Schedule:
+    """Schedule ``workload`` (a LoopNest) on ``arch`` (an Arch); the mapping is validated exactly.
+
+    scheduler: "cosa" (the MIP; ``solver`` "highs" or "gurobi", ``time_limit_s``,
+    ``mip_gap`` relative, ``seed``; options: ``weights`` (CosaWeights for
+    objective "cosa"), ``order_levels`` ("all", "outer" or level indices),
+    ``polish`` (loop-order refinement by the cost model, default True),
+    ``min_utilization``), "gemmini-default" (the vendor's tiling),
+    "random" (options ``samples``/``seconds``), "exhaustive" (option ``limit``).
+    objective: "latency" (cycles), "energy" (pJ), "edp" (cycles * pJ), or for
+    the MIP also "cosa" (CoSA's weighted log-domain objective).
+    bound: attach ``lowerbounds.bound_for_arch`` as ``Schedule.bound`` (False
+    skips it, e.g. when timing schedulers).
+    Raises SchedulingError for unknown names, infeasible problems and
+    time-outs without an incumbent.
+    """
+    src = f"schedule of {getattr(workload, 'name', '?')} on {getattr(arch, 'name', '?')}"
+    if scheduler == "cosa":
+        from .mip import mip_schedule
+
+        allowed = {"weights", "order_levels", "polish", "min_utilization"}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'cosa'; known: {sorted(allowed)}",
+                                  source=src, field="options")
+        result = mip_schedule(workload, arch, objective=objective, solver=solver, time_limit_s=time_limit_s,
+                              mip_gap=mip_gap, seed=seed, **options)
+    elif scheduler == "gemmini-default":
+        from .baselines import gemmini_default
+
+        _no_options(options, scheduler, src)
+        result = gemmini_default(workload, arch)
+    elif scheduler == "random":
+        from .baselines import random_search
+
+        allowed = {"samples", "seconds"}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'random'; known: {sorted(allowed)}",
+                                  source=src, field="options")
+        result = random_search(workload, arch, seed=seed, objective=objective, **options)
+    elif scheduler == "exhaustive":
+        from .baselines import exhaustive
+
+        allowed = {"limit"}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'exhaustive'; known: {sorted(allowed)}",
+                                  source=src, field="options")
+        result = exhaustive(workload, arch, objective=objective, **options)
+    else:
+        raise SchedulingError(f"unknown scheduler '{scheduler}'; choose one of {list(SCHEDULERS)}", source=src,
+                              field="scheduler")
+    return _attach_bound(result) if bound else result
+
+
+def _no_options(options: dict, scheduler: str, src: str) -> None:
+    if options:
+        raise SchedulingError(f"scheduler '{scheduler}' takes no options, got {sorted(options)}", source=src,
+                              field="options")
