@@ -1,0 +1,447 @@
+"""The command program of a tiling plan, as loop IR (see ``codegen_ir``).
+
+Structure (outer to inner), following the mapping:
+
+* configuration: config_ex (dataflow, A stride), config_ld for mvin (inputs),
+  mvin2 (weights) and mvin3 (row broadcasts: bias, zero padding), config_st
+  (output stride, scale, ReLU);
+* the temporal loops of levels 0, 1 and 2 in the mapping's orders;
+* a scratchpad tile (inputs, weights) is moved in right inside the innermost
+  level-0 loop that changes it, into the other half of the scratchpad when
+  double buffered (the decoupled load queue then fills one half while the
+  array reads the other);
+* an accumulator tile is opened right inside the innermost level-0/1 loop
+  that changes the output (on the first visit the bias is moved in as DIM
+  broadcast rows per column block, which the first compute writing each row
+  adds as its D operand; partial sums are moved back in on later visits) and
+  closed at the end of that loop's body (scaled int8 mvout on the last visit,
+  full 32-bit spill otherwise);
+* inside the level-2 loops, one array block: WS preloads the weight block
+  (only when it changed since the last preload: the weights stay in the PEs)
+  and streams the level-3 rows in computes of at most DIM rows; OS streams
+  the level-3 reduction through the PEs and writes the block once.
+"""
+
+from __future__ import annotations
+
+from .codegen_ir import (AccAddr, Assign, Cmd, Comment, Const, DramAddr, Expr, For, Garbage, SpAddr, Var,
+                         all_of, cmp, emin, lit, loop, negate, select, when)
+from .codegen_tiling import INPUT_DIMS, OUTPUT_DIMS, WEIGHT_DIMS, Plan
+
+ACC_BYTES = 4
+
+
+class _Builder:
+    def __init__(self, plan: Plan, bias: bool, scale: float, relu: bool):
+        self.p = plan
+        self.pr = plan.problem
+        self.cfg = plan.config
+        self.dim = plan.config.dim
+        self.bias = bias
+        self.scale = float(scale)
+        self.relu = 1 if relu else 0
+        self.loops = plan.loops
+        b = self.pr.bounds
+        self.K = b["k"]
+        self.C = b["c"]
+        self.H, self.W = self.pr.in_hw
+        self.in_s, self.w_s, self.out_s = self.pr.in_strides, self.pr.w_strides, self.pr.out_strides
+        self.out_row_bytes = self.out_s[2] * self.K  # main-memory bytes between the rows of one mvout
+        self.padded = any(self.pr.padding)
+        n = len(self.loops)
+
+        def last(dims, levels):
+            pos = 0
+            for i, lp in enumerate(self.loops):
+                if lp.level in levels and lp.dim in dims:
+                    pos = i + 1
+            return pos
+
+        self.pos_a = last(INPUT_DIMS, (0,))
+        self.pos_b = last(WEIGHT_DIMS, (0,))
+        self.pos_acc = last(OUTPUT_DIMS, (0, 1))
+        self.pos_w = last(WEIGHT_DIMS, (0, 1, 2))
+        # reduction loops outside the accumulator visit: the tile is left and re-entered (partial sums)
+        self.outer_red = [lp for lp in self.loops[:self.pos_acc] if lp.dim not in OUTPUT_DIMS]
+        self.inner_red = [lp for lp in self.loops[self.pos_acc:n] if lp.dim not in OUTPUT_DIMS]
+        self.spills = bool(self.outer_red)
+        # bias added as the D operand of first writes (plan.bias_rows) or broadcast into the whole tile
+        self.bias_block = bias and plan.bias_rows > 0
+
+    # --- index expressions -------------------------------------------------------------
+    def start(self, dim: str, levels) -> Expr:
+        """Offset of ``dim`` contributed by the loops of ``levels``."""
+        out: Expr = Const(0)
+        for lp in self.loops:
+            if lp.dim == dim and lp.level in levels:
+                out = out + Var(lp.var) * lp.stride
+        return out
+
+    def first_visit(self) -> Expr:
+        return all_of([cmp("==", Var(lp.var), 0) for lp in self.outer_red])
+
+    def last_visit(self) -> Expr:
+        return all_of([cmp("==", Var(lp.var), lp.count - 1) for lp in self.outer_red])
+
+    def base(self, bases, slot_var: str) -> Expr:
+        if len(bases) == 1:
+            return Const(bases[0])
+        return Const(bases[0]) + Var(slot_var) * (bases[1] - bases[0])
+
+    # --- program ---------------------------------------------------------------------------
+    def program(self) -> list:
+        p, pr = self.p, self.pr
+        stmts = [Comment(f"{pr.kind} {pr.name}: {pr.bounds}, dataflow {p.dataflow}")]
+        stmts.append(Cmd("config_ex", (1 if p.dataflow == "ws" else 0, 0, 0, 0, p.a_stride, 1.0, 1, 0)))
+        stmts.append(Cmd("config_ld", (p.step_w * self.in_s[2], 1.0, 0, 0, p.a_pix)))
+        stmts.append(Cmd("config_ld", (self.K, 1.0, 0, 1, p.b_rows_per_block)))
+        stmts.append(Cmd("config_ld", (0, 1.0, 0, 2, self.dim)))
+        stmts.append(Cmd("config_st", (self.out_row_bytes, self.relu, self.scale)))
+        for var, bases in (("a_slot", p.a_bases), ("b_slot", p.b_bases), ("acc_slot", p.acc_bases)):
+            if len(bases) > 1:
+                stmts.append(Assign(var, Const(1)))
+        pre = {i: [] for i in range(len(self.loops) + 1)}
+        post = {i: [] for i in range(len(self.loops) + 1)}
+        pre[self.pos_a] += self.load_inputs()
+        pre[self.pos_b] += self.load_weights()
+        pre[self.pos_acc] += self.open_acc()
+        post[self.pos_acc] += self.close_acc()
+
+        def nest(depth):
+            body = list(pre[depth])
+            if depth == len(self.loops):
+                body += self.block()
+            else:
+                lp = self.loops[depth]
+                body.append(For(lp.var, Const(lp.count), tuple(nest(depth + 1))))
+            body += post[depth]
+            return body
+
+        stmts += nest(0)
+        stmts.append(Cmd("fence", ()))
+        return stmts
+
+    # --- scratchpad tiles ----------------------------------------------------------------
+    def load_inputs(self) -> list:
+        p, pr, dim = self.p, self.pr, self.dim
+        e1 = p.extents[1]
+        sh, sw = pr.stride
+        dh, dw = pr.dilation
+        ph, pw = pr.padding
+        out = [Comment("input tile -> scratchpad")]
+        if len(p.a_bases) > 1:
+            out.append(Assign("a_slot", 1 - Var("a_slot")))
+        base = self.base(p.a_bases, "a_slot")
+        g = {d: self.start(d, (0,)) for d in ("n", "c", "oh", "ow", "kh", "kw")}
+        h0 = g["oh"] * sh + g["kh"] * dh - ph
+        w0 = g["ow"] * sw + g["kw"] * dw - pw
+        group = self.cfg.max_mvin_cols_sp // dim * dim if p.bc == dim else p.bc
+        ws_ = p.stored_w
+
+        def pixel_row(n_i, j, i):
+            return (n_i * p.stored_h + j) * ws_ + i
+
+        def data(n_i, j, h, i_from, i_to):
+            def chunk(li):
+                rows = emin(dim, lit(i_to) - li)
+
+                def cgroup(cg):
+                    cols = emin(group, e1["c"] - cg)
+                    dram = DramAddr("input", (g["n"] + n_i) * self.in_s[0] + h * self.in_s[1]
+                                    + (w0 + li * p.step_w) * self.in_s[2] + g["c"] + cg)
+                    local = SpAddr(base + (cg // p.bc) * p.a_pix + pixel_row(n_i, j, li))
+                    return [Cmd("mvin", (dram, local, rows, cols, 0))]
+                return loop("lc", e1["c"], cgroup, step=group)
+            return self._range_loop("li", i_from, i_to, dim, chunk)
+
+        def zeros(n_i, j, i_from, i_to):
+            def chunk(li):
+                rows = emin(dim, lit(i_to) - li)
+
+                def cblock(cb):
+                    local = SpAddr(base + (cb // p.bc) * p.a_pix + pixel_row(n_i, j, li))
+                    return [Cmd("mvin", (DramAddr("zeros", Const(0)), local, rows, p.bc, 2))]
+                return loop("lz", e1["c"], cblock, step=p.bc)
+            return self._range_loop("li", i_from, i_to, dim, chunk)
+
+        def row(n_i):
+            def per_j(j):
+                h = h0 + j * p.step_h
+                if not self.padded:
+                    return data(n_i, j, h, Const(0), Const(ws_))
+                body = [Assign("lh", h)]
+                lh = Var("lh")
+                lo = select(cmp("<", w0, 0), emin(ws_, (p.step_w - 1 - w0) // p.step_w), 0)
+                hi_raw = select(cmp("<", w0, self.W), emin(ws_, (self.W - w0 + p.step_w - 1) // p.step_w), 0)
+                inside = [Assign("llo", lo), Assign("lhi", select(cmp("<", hi_raw, Var("llo")), Var("llo"), hi_raw))]
+                inside += zeros(n_i, j, Const(0), Var("llo"))
+                inside += data(n_i, j, lh, Var("llo"), Var("lhi"))
+                inside += zeros(n_i, j, Var("lhi"), Const(ws_))
+                in_rows = all_of([cmp("<=", 0, lh), cmp("<", lh, self.H)])
+                body += when(in_rows, inside, zeros(n_i, j, Const(0), Const(ws_)))
+                return body
+            return loop("lj", p.stored_h, per_j)
+
+        out += loop("ln", e1["n"], row)
+        return out
+
+    def _range_loop(self, var, start, stop, step, body_fn) -> list:
+        start, stop = lit(start), lit(stop)
+        if isinstance(start, Const) and start.value == 0:
+            return loop(var, stop, body_fn, step)
+        if isinstance(start, Const) and isinstance(stop, Const) and stop.value - start.value <= 0:
+            return []
+        return [For(var, stop, tuple(body_fn(Var(var))), step, start)]
+
+    def load_weights(self) -> list:
+        p, dim = self.p, self.dim
+        e1 = p.extents[1]
+        out = [Comment("weight tile -> scratchpad")]
+        if len(p.b_bases) > 1:
+            out.append(Assign("b_slot", 1 - Var("b_slot")))
+        base = self.base(p.b_bases, "b_slot")
+        g = {d: self.start(d, (0,)) for d in ("k", "c", "kh", "kw")}
+        group = self.cfg.max_mvin_cols_sp // dim * dim if p.bk == dim else p.bk
+
+        def per_kh(i_kh):
+            def per_kw(i_kw):
+                def per_c(lc):
+                    rows = emin(dim, e1["c"] - lc)
+
+                    def per_k(kg):
+                        cols = emin(group, e1["k"] - kg)
+                        row = (g["kh"] + i_kh) * self.w_s[0] + (g["kw"] + i_kw) * self.w_s[1] + g["c"] + lc
+                        dram = DramAddr("weights", row * self.K + g["k"] + kg)
+                        local = SpAddr(base + (kg // p.bk) * p.b_rows_per_block + (i_kh * e1["kw"] + i_kw) * e1["c"] + lc)
+                        return [Cmd("mvin", (dram, local, rows, cols, 1))]
+                    return loop("wk", e1["k"], per_k, step=group)
+                return loop("wc", e1["c"], per_c, step=dim)
+            return loop("wkw", e1["kw"], per_kw)
+        out += loop("wkh", e1["kh"], per_kh)
+        return out
+
+    # --- accumulator tiles --------------------------------------------------------------------
+    def acc_runs(self, body_fn) -> list:
+        """Runs of <= DIM accumulator rows of the current tile that are contiguous in main memory too.
+
+        ``body_fn(gpix, acc_row, rows)``: global output-pixel index of the run's first row, its
+        accumulator row (relative to the tile) and the run length.  Inner pixel dims that the tile spans
+        whole are merged into one run (one image row after another)."""
+        p, b, dim = self.p, self.pr.bounds, self.dim
+        e2 = p.extents[2]
+        ga = {d: self.start(d, (0, 1)) for d in ("n", "oh", "ow")}
+        strides = dict(zip(("n", "oh", "ow"), self.out_s))
+        merged = ["ow"]
+        for d, inner in (("oh", "ow"), ("n", "oh")):
+            if merged[-1] == inner and strides[d] == e2[inner] * strides[inner]:
+                merged.append(d)
+        flat = 1
+        for d in merged:
+            flat *= e2[d]
+        outer_dims = [d for d in ("n", "oh", "ow") if d not in merged]
+
+        def gpix(idx):
+            return sum(((ga[d] + idx[d]) * strides[d] for d in ("n", "oh", "ow")), Const(0))
+
+        def arow(idx):
+            return (idx["n"] * e2["oh"] + idx["oh"]) * e2["ow"] + idx["ow"]
+
+        def nest(k, idx):
+            if k < len(outer_dims):
+                d = outer_dims[k]
+                return loop(f"o{d}", e2[d], lambda v: nest(k + 1, {**idx, d: v}))
+
+            def run(f):
+                rows = emin(dim, flat - f)
+                start = {**idx}
+                for d in merged:
+                    start[d] = Const(0)
+                return body_fn(gpix(start) + f * strides["ow"], arow(start) + f, rows)
+            return loop("orun", flat, run, step=dim)
+        return nest(0, {d: Const(0) for d in ("n", "oh", "ow")})
+
+    def acc_base(self) -> Expr:
+        return self.base(self.p.acc_bases, "acc_slot")
+
+    def k_blocks(self, body_fn) -> list:
+        p = self.p
+        return loop("ob", p.extents[2]["k"] // p.bk, body_fn)
+
+    def open_acc(self) -> list:
+        p, dim = self.p, self.dim
+        out = [Comment("accumulator tile")]
+        if len(p.acc_bases) > 1:
+            out.append(Assign("acc_slot", 1 - Var("acc_slot")))
+        base = self.acc_base()
+        gk = self.start("k", (0, 1))
+        first = []
+        if self.bias_block:
+            def bias_rows(kb):
+                return [Cmd("mvin", (DramAddr("bias", (gk + kb * p.bk) * ACC_BYTES),
+                                     AccAddr(base + p.acc_rows + kb * dim, Const(0)), dim, p.bk, 2))]
+            first = self.k_blocks(bias_rows)
+        elif self.bias:
+            def bias_block(kb):
+                def rows_run(r0):
+                    rows = emin(dim, p.acc_pix - r0)
+                    return [Cmd("mvin", (DramAddr("bias", (gk + kb * p.bk) * ACC_BYTES),
+                                         AccAddr(base + kb * p.acc_pix + r0, Const(0)), rows, p.bk, 2))]
+                return loop("brow", p.acc_pix, rows_run, step=dim)
+            first = self.k_blocks(bias_block)
+        later = []
+        if self.spills:
+            later.append(Cmd("config_ld", (self.out_row_bytes * ACC_BYTES, 1.0, 0, 2, dim)))
+
+            def reload_block(kb):
+                return self.acc_runs(lambda gp, ar, rows: [Cmd("mvin", (
+                    DramAddr("partials", (gp * self.K + gk + kb * p.bk) * ACC_BYTES),
+                    AccAddr(base + kb * p.acc_pix + ar, Const(0)), rows, p.bk, 2))])
+            later += self.k_blocks(reload_block)
+            later.append(Cmd("config_ld", (0, 1.0, 0, 2, dim)))
+        out += when(self.first_visit(), first, later)
+        return out
+
+    def close_acc(self) -> list:
+        p = self.p
+        base = self.acc_base()
+        gk = self.start("k", (0, 1))
+
+        def final_block(kb):
+            return self.acc_runs(lambda gp, ar, rows: [Cmd("mvout", (
+                DramAddr("output", gp * self.K + gk + kb * p.bk),
+                AccAddr(base + kb * p.acc_pix + ar, Const(0)), rows, p.bk))])
+        final = [Comment("accumulator tile -> output (scaled int8)")] + self.k_blocks(final_block)
+        spill = []
+        if self.spills:
+            spill.append(Cmd("config_st", (self.out_row_bytes * ACC_BYTES, 0, 1.0)))
+
+            def spill_block(kb):
+                return self.acc_runs(lambda gp, ar, rows: [Cmd("mvout", (
+                    DramAddr("partials", (gp * self.K + gk + kb * p.bk) * ACC_BYTES),
+                    AccAddr(base + kb * p.acc_pix + ar, Const(0), True), rows, p.bk))])
+            spill += self.k_blocks(spill_block)
+            spill.append(Cmd("config_st", (self.out_row_bytes, self.relu, self.scale)))
+        return when(self.last_visit(), final, spill)
+
+    # --- one array block ----------------------------------------------------------------------
+    def first_write(self) -> Expr:
+        """1 when the current block is the first write of its accumulator rows in this tile, else 0."""
+        return all_of([self.first_visit()] + [cmp("==", Var(lp.var), 0) for lp in self.inner_red])
+
+    def accumulate_flag(self) -> Expr:
+        """0 for the first write of an accumulator row in this tile (overwrite), else 1."""
+        if self.bias and not self.bias_block:
+            return Const(1)  # the tile starts from the broadcast bias
+        return negate(self.first_write())
+
+    def bias_operand(self, c_addr_k_block: Expr) -> Expr:
+        """The D operand: the bias block (full int32 rows) on a first write, else garbage (zeros)."""
+        if not self.bias_block:
+            return Garbage()
+        row = self.acc_base() + self.p.acc_rows + c_addr_k_block * self.dim
+        return select(self.first_write(), AccAddr(row, Const(0), True), Garbage())
+
+    def operands(self, idx3):
+        """Scratchpad/accumulator addresses of a block at the current level-0..2 point plus level-3 offsets."""
+        p = self.p
+        sh, sw = self.pr.stride
+        dh, dw = self.pr.dilation
+        e1, e2 = p.extents[1], p.extents[2]
+        rel = {d: self.start(d, (1, 2)) + idx3.get(d, 0) for d in ("n", "c", "oh", "ow", "kh", "kw", "k")}
+        acc = {d: self.start(d, (2,)) + idx3.get(d, 0) for d in ("n", "oh", "ow", "k")}
+        j = rel["oh"] * (sh // p.step_h) + (rel["kh"] * (dh // p.step_h) if e1["kh"] > 1 else 0)
+        i = rel["ow"] * (sw // p.step_w) + (rel["kw"] * (dw // p.step_w) if e1["kw"] > 1 else 0)
+        pix = (rel["n"] * p.stored_h + j) * p.stored_w + i
+        a = self.base(p.a_bases, "a_slot") + (rel["c"] // p.bc) * p.a_pix + pix
+        b = (self.base(p.b_bases, "b_slot") + (rel["k"] // p.bk) * p.b_rows_per_block
+             + (rel["kh"] * e1["kw"] + rel["kw"]) * e1["c"] + rel["c"])
+        c = (self.acc_base() + (acc["k"] // p.bk) * p.acc_pix
+             + (acc["n"] * e2["oh"] + acc["oh"]) * e2["ow"] + acc["ow"])
+        return a, b, c
+
+    def block(self) -> list:
+        return self.block_ws() if self.p.dataflow == "ws" else self.block_os()
+
+    def merged_rows(self) -> list:
+        """Level-3 pixel dims (inner first) whose rows one compute can stream together: consecutive rows
+        must stay ``a_stride`` apart in the scratchpad and 1 apart in the accumulator."""
+        p = self.p
+        sh = self.pr.stride[0]
+        e2, e3 = p.extents[2], p.extents[3]
+        a_oh = p.stored_w * (sh // p.step_h)  # scratchpad rows between output rows
+        a_n = p.stored_h * p.stored_w  # ... between images
+        merged = ["ow"]
+        if e3["ow"] == e2["ow"] and a_oh == e3["ow"] * p.a_stride:
+            merged.append("oh")
+            if e3["oh"] == e2["oh"] and a_n == e3["oh"] * a_oh:
+                merged.append("n")
+        return merged
+
+    def rows_per_compute(self) -> float:
+        """Average rows a compute streams (what the orientation choice maximizes)."""
+        if self.p.dataflow == "os":
+            return float(self.p.spatial[2]["ow"])
+        flat = 1
+        for d in self.merged_rows():
+            flat *= self.p.extents[3][d]
+        return flat / -(-flat // self.dim)
+
+    def block_ws(self) -> list:
+        p, dim = self.p, self.dim
+        e3 = p.extents[3]
+        bc, bk = p.spatial[2]["c"], p.spatial[2]["k"]
+        fresh = all_of([cmp("==", Var(lp.var), 0) for lp in self.loops[self.pos_w:]])
+        acc_flag = self.accumulate_flag()
+        merged = self.merged_rows()
+        flat = 1
+        for d in merged:
+            flat *= e3[d]
+        outer = [d for d in ("n", "oh") if d not in merged]
+
+        def nest(k, idx):
+            if k < len(outer):
+                d = outer[k]
+                return loop(f"{d}3", e3[d], lambda v: nest(k + 1, {**idx, d: v}))
+
+            def per_run(r3):
+                rows = emin(dim, flat - r3)
+                a, b, c = self.operands(idx)
+                a, c = a + r3 * p.a_stride, c + r3
+                cl = AccAddr(c, acc_flag)
+                d = self.bias_operand(self.start("k", (2,)) // p.bk)
+                first = all_of([fresh, cmp("==", r3, 0)] + [cmp("==", idx[d], 0) for d in outer])
+                with_weights = [Cmd("preload", (SpAddr(b), cl, bc, bk, rows, bk)),
+                                Cmd("compute_preloaded", (SpAddr(a), d, rows, bc, rows, bk))]
+                reuse = [Cmd("preload", (Garbage(), cl, bc, bk, rows, bk)),
+                         Cmd("compute_accumulated", (SpAddr(a), d, rows, bc, rows, bk))]
+                return when(first, with_weights, reuse)
+            return loop("r3", flat, per_run, step=dim)
+        return nest(0, {})
+
+    def block_os(self) -> list:
+        p = self.p
+        e3 = p.extents[3]
+        rows, bk, w = p.spatial[2]["ow"], p.spatial[2]["k"], p.c_chunk
+        acc_flag = self.accumulate_flag()
+
+        def per_kh(kh3):
+            def per_kw(kw3):
+                def per_c(c3):
+                    a, b, c = self.operands({"kh": kh3, "kw": kw3, "c": c3})
+                    first = all_of([cmp("==", kh3, 0), cmp("==", kw3, 0), cmp("==", c3, 0)])
+                    last = all_of([cmp("==", kh3, e3["kh"] - 1), cmp("==", kw3, e3["kw"] - 1),
+                                   cmp("==", c3, e3["c"] - w)])
+                    out_addr = select(last, AccAddr(c, acc_flag), Garbage())
+                    d = self.bias_operand(self.start("k", (2,)) // p.bk)
+                    start = Cmd("preload", (d, out_addr, rows, bk, rows, bk))
+                    more = Cmd("preload", (Garbage(), out_addr, rows, bk, rows, bk))
+                    return when(first, [start, Cmd("compute_preloaded", (SpAddr(a), SpAddr(b), rows, w, w, bk))],
+                                [more, Cmd("compute_accumulated", (SpAddr(a), SpAddr(b), rows, w, w, bk))])
+                return loop("c3", e3["c"], per_c, step=w)
+            return loop("kw3", e3["kw"], per_kw)
+        return loop("kh3", e3["kh"], per_kh)
+
+
+def build_program(plan: Plan, *, bias: bool, scale: float, relu: bool) -> list:
+    """The loop-IR statements of ``plan``'s command stream."""
+    return _Builder(plan, bias, scale, relu).program()

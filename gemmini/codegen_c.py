@@ -1,0 +1,232 @@
+"""C source of a generated program (over ``gemmini_cosa.h``), and a host-side command logger.
+
+``emit_c`` prints the program's loop form as
+
+    void NAME(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output);
+
+(matmul: input = A [M, K], weights = B [K, N], output = C [M, N]; conv: NHWC
+input, [R, S, C, K] weights, NHWC output).  Scratch buffers are globals
+``NAME_partials`` (int32 partial sums) and ``NAME_zeros`` (one zero row)
+when the program uses them.  With ``with_main`` the file also embeds inputs
+and the NumPy-computed expected output, runs the function, compares, prints
+one line and returns non-zero on a mismatch.
+
+``host_logger_c`` is a C file that, linked with the emitted C on the host,
+runs the function on zeroed buffers and prints every issued command with the
+buffers' base addresses, so the log can be compared with ``Program.commands``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .codegen import Program
+from .codegen_ir import c_body
+from .errors import CodegenError
+
+_ARG_NAMES = ("input", "weights", "bias", "output")
+_C_TYPES = {"int8": "elem_t", "int32": "acc_t", "uint8": "elem_t"}
+
+
+def c_name(program: Program, name: str | None = None) -> str:
+    """A C identifier for the program's function."""
+    text = name or program.name
+    text = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    if not text or text[0].isdigit():
+        text = "g_" + text
+    return text
+
+
+def _buffer_names(program: Program, fn: str) -> dict:
+    names = {n: n for n in _ARG_NAMES}
+    names["partials"] = f"{fn}_partials"
+    names["zeros"] = f"{fn}_zeros"
+    return names
+
+
+def _array(values: np.ndarray, per_line: int = 24) -> str:
+    flat = [str(int(v)) for v in np.asarray(values).ravel()]
+    lines = [", ".join(flat[i:i + per_line]) for i in range(0, len(flat), per_line)]
+    return "{\n  " + ",\n  ".join(lines) + "\n}" if flat else "{0}"
+
+
+def _function(program: Program, fn: str) -> str:
+    p = program.plan
+    e = p.extents
+    lines = [
+        f"/* {program.kind} {program.name} on Gemmini (DIM {program.config.dim}, {program.dataflow.upper()}):",
+        f" * {program.problem.bounds}; {len(program.commands)} commands;",
+        f" * scratchpad tile {dict(e[1])}, accumulator tile {dict(e[2])}"
+        + (" (walked down image columns: oh/ow and kh/kw exchanged)" if p.problem.transposed else "") + ";",
+        f" * scratchpad {'double' if p.sp_double else 'single'} buffered, accumulator "
+        f"{'double' if p.acc_double else 'single'} buffered. */",
+    ]
+    if "partials" in program.buffers:
+        buf = program.buffers["partials"]
+        lines.append(f"acc_t {fn}_partials[{int(np.prod(buf.shape))}];")
+    if "zeros" in program.buffers:
+        lines.append(f"const elem_t {fn}_zeros[{program.buffers['zeros'].shape[0]}] = {{0}};")
+    lines.append(f"void {fn}(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output) {{")
+    if not program.bias:
+        lines.append("  (void)bias; /* generated without bias */")
+    lines.append(c_body(program.statements, _buffer_names(program, fn)))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+_PRELUDE = """#include <stdint.h>
+#include "gemmini_cosa.h"
+
+#ifndef GEMMINI_COSA_ELEM_TYPES
+#define GEMMINI_COSA_ELEM_TYPES
+typedef int8_t elem_t;
+typedef int32_t acc_t;
+#endif
+#define GC_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define GC_MAX(a, b) ((a) > (b) ? (a) : (b))
+"""
+
+
+def emit_c(program: Program, *, with_main: bool = False, inputs: dict | None = None, name: str | None = None,
+           seed: int = 0) -> str:
+    """C source of ``program``; ``with_main`` adds a self-checking ``main`` with embedded ``inputs``
+    (``run.example_inputs(program, seed)`` when None) and the NumPy-expected output."""
+    fn = c_name(program, name)
+    parts = [f"/* Generated Gemmini program {program.name}: {program.kind}, dataflow {program.dataflow}. */",
+             _PRELUDE, _function(program, fn)]
+    if with_main:
+        from .run import example_inputs, reference_output
+
+        inputs = example_inputs(program, seed) if inputs is None else inputs
+        expected = reference_output(program, inputs)
+        arrays = dict(inputs)
+        main = ["", "#ifndef GEMMINI_COSA_NO_MAIN", "#include <stdio.h>"]
+        for arg in ("input", "weights", "bias"):
+            if arg == "bias" and not program.bias:
+                continue
+            buf = program.buffers[arg]
+            ctype = _C_TYPES[buf.dtype]
+            main.append(f"static const {ctype} {fn}_test_{arg}[{int(np.prod(buf.shape))}] = "
+                        f"{_array(np.asarray(arrays[arg], dtype=buf.dtype))};")
+        out = program.buffers["output"]
+        size = int(np.prod(out.shape))
+        main.append(f"static const elem_t {fn}_expected[{size}] = {_array(expected)};")
+        main.append(f"static elem_t {fn}_output[{size}];")
+        bias_arg = f"{fn}_test_bias" if program.bias else "0"
+        main += [
+            "int main(void) {",
+            f"  {fn}({fn}_test_input, {fn}_test_weights, {bias_arg}, {fn}_output);",
+            "  long mismatches = 0;",
+            f"  for (long i = 0; i < {size}; i++) mismatches += {fn}_output[i] != {fn}_expected[i];",
+            f'  printf("gemmini {fn}: %s (%ld of {size} mismatches)\\n", mismatches ? "FAIL" : "PASS", mismatches);',
+            "  return mismatches ? 1 : 0;",
+            "}",
+            "#endif",
+        ]
+        parts.append("\n".join(main))
+    return "\n".join(parts) + "\n"
+
+
+def host_logger_c(program: Program, *, name: str | None = None) -> str:
+    """A host C file that runs the emitted function (linked separately) on zeroed buffers and prints
+    ``buffer NAME ADDRESS BYTES`` lines, then one ``funct rs1 rs2`` line per command (``fence`` for fences)."""
+    fn = c_name(program, name)
+    lines = ["#include <stdint.h>", "#include <stdio.h>", "#include <inttypes.h>",
+             "typedef int8_t elem_t;", "typedef int32_t acc_t;",
+             f"void {fn}(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output);",
+             "void gemmini_host_issue(uint64_t funct, uint64_t rs1, uint64_t rs2) {",
+             '  printf("%" PRIu64 " 0x%" PRIx64 " 0x%" PRIx64 "\\n", funct, rs1, rs2);', "}",
+             'void gemmini_host_fence(void) { printf("fence\\n"); }']
+    decls, prints = [], []
+    for buf_name, buf in program.buffers.items():
+        ctype = _C_TYPES[buf.dtype]
+        count = int(np.prod(buf.shape))
+        if buf_name in _ARG_NAMES:
+            decls.append(f"static {ctype} buf_{buf_name}[{count}];")
+            sym = f"buf_{buf_name}"
+        elif buf_name == "partials":
+            decls.append(f"extern acc_t {fn}_partials[{count}];")
+            sym = f"{fn}_partials"
+        elif buf_name == "zeros":
+            decls.append(f"extern const elem_t {fn}_zeros[{count}];")
+            sym = f"{fn}_zeros"
+        else:
+            raise CodegenError(f"unknown buffer '{buf_name}'", source=f"program {program.name}")
+        prints.append(f'  printf("buffer {buf_name} 0x%" PRIx64 " {buf.nbytes}\\n", (uint64_t)(uintptr_t){sym});')
+    lines += decls
+    lines.append("int main(void) {")
+    lines += prints
+    lines.append(f"  {fn}(buf_input, buf_weights, buf_bias, buf_output);")
+    lines.append("  return 0;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_host_log(text: str) -> tuple[list, list]:
+    """(spans, commands) from a ``host_logger_c`` log: spans are (start, end, buffer) triples."""
+    from . import isa
+
+    spans, body = [], []
+    for line in text.splitlines():
+        if line.startswith("buffer "):
+            _, name, addr, size = line.split()
+            start = int(addr, 16)
+            spans.append((start, start + max(int(size), 1), name))
+        else:
+            body.append(line)
+    return sorted(spans), list(isa.decode_stream("\n".join(body)))
+
+
+def emit_gemmini_h(program: Program, *, name: str | None = None) -> str:
+    """C for users of Gemmini's own software stack: one call of the vendor library's ``tiled_matmul`` or
+    ``tiled_conv`` (from its ``gemmini.h``) with the mapping's scratchpad tile as the tile arguments.
+
+    The vendor library walks its tiles in its own fixed order and picks its own inner loops, so only the
+    tile sizes of the mapping carry over (not its loop orders or array unrolling).  Matmul tiles are in
+    DIM-blocks (rounded up); convolutions need square kernels and equal row/column stride, padding and
+    dilation (the vendor API takes one of each)."""
+    fn = c_name(program, name)
+    pr, e1, dim = program.problem, dict(program.plan.extents[1]), program.config.dim
+    if program.plan.problem.transposed:  # the plan walks image columns: name its tile in image terms
+        e1 = {{"oh": "ow", "ow": "oh", "kh": "kw", "kw": "kh"}.get(d, d): v for d, v in e1.items()}
+    b = pr.bounds
+    act = "RELU" if program.relu else "NO_ACTIVATION"
+    bias = "bias" if program.bias else "NULL"
+    flow = "WS" if program.dataflow == "ws" else "OS"
+    head = [f"/* Generated for Gemmini's gemmini.h: {program.kind} {program.name}, dataflow {flow};",
+            f" * the mapping's scratchpad tile {dict(e1)}. */",
+            '#include "include/gemmini.h"', "",
+            f"void {fn}(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output) {{"]
+    if pr.kind == "matmul":
+        m, n, k = b["ow"], b["k"], b["c"]
+        tiles = [-(-e1[d] // dim) for d in ("ow", "k", "c")]
+        body = [f"  tiled_matmul({m}, {n}, {k},",
+                f"      input, weights, {bias}, output,",
+                f"      {k}, {n}, {n}, {n},",
+                "      MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY,",
+                f"      {act}, {program.scale!r}, ACC_SCALE_IDENTITY, true,",
+                f"      {tiles[0]}, {tiles[1]}, {tiles[2]},",
+                "      false, false, false, false, 3,",
+                f"      {flow});"]
+    else:
+        if flow != "WS":
+            raise CodegenError("the vendor's tiled_conv runs weight-stationary only", source=f"program {program.name}",
+                               field="dataflow")
+        (sh, sw), (ph, pw), (dh, dw) = pr.stride, pr.padding, pr.dilation
+        if b["kh"] != b["kw"] or sh != sw or ph != pw or dh != dw:
+            raise CodegenError("the vendor's tiled_conv takes a square kernel and one stride, padding and dilation",
+                               source=f"program {program.name}", field="op")
+        h, w = pr.in_hw
+        body = [f"  tiled_conv({b['n']}, {h}, {w}, {b['c']},",
+                f"      {b['k']}, {b['oh']}, {b['ow']},",
+                f"      {sh}, 1, {dh}, {ph}, {b['kh']},",
+                "      false, false, false, false, false,",
+                f"      {e1['n']}, {e1['oh']}, {e1['ow']}, {e1['k']}, {e1['kh']}, {e1['kw']}, {e1['c']},",
+                f"      input, weights, {bias}, output,",
+                f"      {act}, {program.scale!r}, 1, 0, 0,",
+                "      WS);"]
+    if not program.bias:
+        body.insert(0, "  (void)bias;")
+    return "\n".join(head + body + ["}"]) + "\n"

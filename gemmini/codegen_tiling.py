@@ -1,0 +1,411 @@
+"""From a workload and a mapping on the Gemmini preset to a tiling plan.
+
+Matmuls and convolutions are handled by one plan: a matmul C[M,N] = A[M,K] B[K,N]
+is the 1x1 convolution with one image of one row of M pixels, K input channels
+and N output channels (A is then exactly the NHWC input, B the [R*S*C, K]
+weights and C the NHWC output).  The plan uses seven internal dims:
+
+* ``n`` images, ``oh``/``ow`` output rows/columns (the GEMM rows: pixels),
+* ``k`` output channels (the GEMM columns),
+* ``c`` input channels, ``kh``/``kw`` kernel rows/columns (the reduction).
+
+In the workload IR a convolution's ``Q``/``S`` are the height dims and
+``P``/``R`` the width dims (Timeloop naming), so Q -> oh, P -> ow, S -> kh,
+R -> kw.
+
+Mapping levels on the preset: 0 DRAM, 1 Scratchpad, 2 Accumulator, 3 Registers.
+The plan records, per level, the temporal factors, loop orders and tile
+extents, and derives the scratchpad and accumulator layouts:
+
+* a scratchpad input tile stores one row per input pixel of the tile's
+  (strided, haloed) window, in column blocks of ``bc`` channels;
+* a scratchpad weight tile stores one row per (kh, kw, c), in column blocks
+  of ``bk`` output channels;
+* an accumulator tile stores one row per output pixel, in column blocks of
+  ``bk`` output channels.
+
+Pixels are ordered image row by image row, or column by column when the plan
+is made for the transposed problem (``Problem.transpose``): a WS compute
+streams rows that are evenly spaced in the scratchpad, so a tile that is tall
+and narrow streams down its columns.  Where the mapping leaves the
+Accumulator-level order unspecified, the plan orders it for reuse in the array
+(WS: pixel loops innermost, under fixed weights; OS: reduction loops
+innermost), and innermost level-2 loops that only lengthen what one compute
+chain streams are merged into level 3 (``_fold_innermost``).  Neither changes
+the tiles, and so neither the traffic nor the results.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .config import GemminiConfig
+from .errors import CodegenError
+
+DIMS = ("n", "k", "c", "oh", "ow", "kh", "kw")
+INPUT_DIMS = frozenset({"n", "c", "oh", "ow", "kh", "kw"})
+WEIGHT_DIMS = frozenset({"k", "c", "kh", "kw"})
+OUTPUT_DIMS = frozenset({"n", "k", "oh", "ow"})
+PIXEL_DIMS = ("n", "oh", "ow")
+REDUCTION_DIMS = ("kh", "kw", "c")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A matmul or convolution in the internal dims.
+
+    bounds: internal dim -> loop bound.  names: workload dim -> internal dim.
+    stride/dilation/padding: (rows, cols).  in_hw: input (height, width).
+    Main-memory strides: ``in_strides`` (image, row, column of the input, in
+    elements), ``w_strides`` (kernel row, kernel column, in weight rows of the
+    [R*S*C, K] matrix), ``out_strides`` (image, row, column of the output, in
+    pixels of K elements).  ``transposed``: the internal rows are the image's
+    columns (``transpose``), so computes and moves can run down image columns.
+    """
+
+    kind: str
+    name: str
+    bounds: dict
+    names: dict
+    stride: tuple = (1, 1)
+    dilation: tuple = (1, 1)
+    padding: tuple = (0, 0)
+    in_hw: tuple = (1, 1)
+    in_strides: tuple = (1, 1, 1)
+    w_strides: tuple = (1, 1)
+    out_strides: tuple = (1, 1, 1)
+    shapes: dict = field(default_factory=dict, compare=False)
+    transposed: bool = False
+
+    @property
+    def macs(self) -> int:
+        return math.prod(self.bounds.values())
+
+    def buffer_shapes(self) -> dict:
+        """Main-memory buffers: name -> (shape, numpy dtype name) (of the workload, transposed or not)."""
+        return dict(self.shapes)
+
+    def transpose(self) -> "Problem":
+        """The same problem with image rows and columns exchanged (main memory is unchanged)."""
+        swap = {"oh": "ow", "ow": "oh", "kh": "kw", "kw": "kh"}
+        bounds = {swap.get(d, d): v for d, v in self.bounds.items()}
+        names = {wd: swap.get(d, d) for wd, d in self.names.items()}
+
+        def flip(pair):
+            return (pair[1], pair[0])
+        return Problem(self.kind, self.name, bounds, names, flip(self.stride), flip(self.dilation),
+                       flip(self.padding), flip(self.in_hw), (self.in_strides[0],) + flip(self.in_strides[1:]),
+                       flip(self.w_strides), (self.out_strides[0],) + flip(self.out_strides[1:]), self.shapes,
+                       not self.transposed)
+
+
+def untransposed(problem: "Problem") -> "Problem":
+    return problem.transpose() if problem.transposed else problem
+
+
+def _strided(kind, bounds, in_hw) -> dict:
+    """Main-memory strides of the NHWC input/output and [R][S][C][K] weights (see Problem)."""
+    h, w = in_hw
+    b = bounds
+    return {"in_strides": (h * w * b["c"], w * b["c"], b["c"]), "w_strides": (b["kw"] * b["c"], b["c"]),
+            "out_strides": (b["oh"] * b["ow"], b["ow"], 1)}
+
+
+def problem_of(workload) -> Problem:
+    """The internal view of a matmul or conv2d LoopNest; raises CodegenError for other kinds."""
+    src = f"workload {getattr(workload, 'name', workload)!s}"
+    op = dict(getattr(workload, "op", {}) or {})
+    kind = op.get("kind")
+    for t in workload.tensors:
+        if t.bits != 8:
+            raise CodegenError(f"tensor '{t.name}' has {t.bits}-bit words; the Gemmini generator needs int8 "
+                               "inputs, weights and outputs (int32 accumulation is internal)",
+                               source=src, field=f"tensors.{t.name}.bits")
+    dims = dict(workload.dims)
+    if kind == "matmul":
+        if op.get("batched") or set(dims) != {"M", "N", "K"}:
+            raise CodegenError("batched matmuls are not supported by the Gemmini generator (dims "
+                               f"{list(dims)}); give one matmul per batch", source=src, field="dims")
+        names = {"M": "ow", "N": "k", "K": "c"}
+        bounds = {d: 1 for d in DIMS}
+        for d, v in dims.items():
+            bounds[names[d]] = v
+        shapes = {"input": ((dims["M"], dims["K"]), "int8"), "weights": ((dims["K"], dims["N"]), "int8"),
+                  "bias": ((dims["N"],), "int32"), "output": ((dims["M"], dims["N"]), "int8")}
+        return Problem("matmul", workload.name, bounds, names, in_hw=(1, dims["M"]), shapes=shapes,
+                       **_strided("matmul", bounds, (1, dims["M"])))
+    if kind == "conv2d":
+        if op.get("groups", 1) != 1 or "G" in dims:
+            raise CodegenError(f"grouped/depthwise convolutions (groups={op.get('groups')}) are not supported "
+                               "by the Gemmini generator", source=src, field="op.groups")
+        names = {"N": "n", "K": "k", "C": "c", "Q": "oh", "P": "ow", "S": "kh", "R": "kw"}
+        if set(dims) != set(names):
+            raise CodegenError(f"expected conv dims {sorted(names)}, got {sorted(dims)}", source=src, field="dims")
+        bounds = {names[d]: v for d, v in dims.items()}
+        if not op.get("input_hw"):
+            raise CodegenError("the convolution does not record its input size (op.input_hw)", source=src,
+                               field="op.input_hw")
+        h, w = tuple(op["input_hw"])
+        b = bounds
+        shapes = {"input": ((b["n"], h, w, b["c"]), "int8"), "weights": ((b["kh"], b["kw"], b["c"], b["k"]), "int8"),
+                  "bias": ((b["k"],), "int32"), "output": ((b["n"], b["oh"], b["ow"], b["k"]), "int8")}
+        return Problem("conv2d", workload.name, bounds, names, tuple(op.get("stride", (1, 1))),
+                       tuple(op.get("dilation", (1, 1))), tuple(op.get("padding", (0, 0))), (h, w), shapes=shapes,
+                       **_strided("conv2d", bounds, (h, w)))
+    raise CodegenError(f"workload kind {kind!r} is not supported by the Gemmini generator "
+                       "(supported: matmul, conv2d with groups=1)", source=src, field="op.kind")
+
+
+@dataclass(frozen=True)
+class TileLoop:
+    """One temporal loop of the tiled nest (levels 0-2): its level, internal dim, trip count, and the
+    distance (in elements of ``dim``) between consecutive iterations."""
+
+    level: int
+    dim: str
+    count: int
+    stride: int
+
+    @property
+    def var(self) -> str:
+        return f"{self.dim}{self.level}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the command builder needs, in internal dims.
+
+    temporal/spatial: per level, dim -> factor.  extents: per level (0..4),
+    the tile extents (extents[4] = 1).  loops: temporal loops of levels 0-2,
+    outer to inner.  Row counts are scratchpad/accumulator rows.
+    """
+
+    problem: Problem
+    config: GemminiConfig
+    dataflow: str
+    temporal: tuple
+    spatial: tuple
+    extents: tuple
+    loops: tuple
+    bc: int  # channels per scratchpad column block (input tile)
+    bk: int  # output channels per column block (weights, accumulator)
+    c_chunk: int  # channels per compute (WS: bc; OS: the chunk of the level-3 reduction)
+    step_h: int
+    step_w: int
+    stored_h: int
+    stored_w: int
+    a_stride: int
+    a_pix: int  # rows of one channel block of the input tile
+    a_rows: int
+    b_rows_per_block: int
+    b_rows: int
+    acc_pix: int
+    acc_rows: int
+    sp_double: bool
+    acc_double: bool
+    a_bases: tuple
+    b_bases: tuple
+    acc_bases: tuple
+    bias_rows: int = 0  # accumulator rows of the bias block (DIM broadcast rows per column block), 0: none
+    notes: tuple = field(default_factory=tuple)
+
+    def tile(self, level: int, dim: str) -> int:
+        return self.extents[level][dim]
+
+
+def _largest_divisor_at_most(n: int, limit: int) -> int:
+    for d in range(min(n, limit), 0, -1):
+        if n % d == 0:
+            return d
+    return 1
+
+
+def _place(sizes, capacity: int, bank_rows: int, aligned: bool):
+    """Row offsets for buffers of ``sizes`` rows; when ``aligned``, a buffer that fits in one bank never
+    straddles a bank boundary.  None when they do not fit in ``capacity``."""
+    offsets, pos = [], 0
+    for size in sizes:
+        if aligned and size <= bank_rows and (pos % bank_rows) + size > bank_rows:
+            pos = (pos // bank_rows + 1) * bank_rows
+        offsets.append(pos)
+        pos += size
+    return offsets if pos <= capacity else None
+
+
+def _allocate(sizes_single, capacity, bank_rows, double):
+    """(offsets per buffer: (slot0, slot1) or (slot0,), double?) trying double buffering first."""
+    tries = ([True] if double in (None, True) else []) + ([False] if double in (None, False) else [])
+    for dbl in tries:
+        sizes = [s for s in sizes_single for _ in range(2 if dbl else 1)]
+        for aligned in (True, False):
+            offs = _place(sizes, capacity, bank_rows, aligned)
+            if offs is not None:
+                per = 2 if dbl else 1
+                return [tuple(offs[i * per:(i + 1) * per]) for i in range(len(sizes_single))], dbl
+    return None, False
+
+
+#: level-3 loop nesting (outer to inner) of the rows a WS compute streams / the reduction an OS chain sums
+LEVEL3_NEST = {"ws": ("n", "oh", "ow"), "os": ("kh", "kw", "c")}
+
+
+def _internal_orders(mapping, inv, temporal, ws: bool, reuse_order: bool) -> list:
+    """Loop orders of levels 0-2 in internal dims.  With ``reuse_order``, a level-2 order the mapping leaves
+    empty (unspecified) is completed for reuse in the array: WS walks the streamed pixel dims innermost (the
+    weights stay in the PEs), OS the reduction dims (the sums stay in the PEs)."""
+    orders = []
+    for i in range(3):
+        lm = mapping.levels[i]
+        order = [inv[d] for d in lm.loop_order(tuple(inv))]
+        if i == 2 and reuse_order and not lm.order:
+            inner = LEVEL3_NEST["ws" if ws else "os"]
+            order = [d for d in order if d not in inner] + list(inner)
+        orders.append(order)
+    return orders
+
+
+def _fold_innermost(temporal, order2, ws: bool, free_level3: bool = False) -> list:
+    """Merge innermost level-2 loops into level 3 while that only lengthens what one compute chain streams
+    (WS: the rows of A under fixed weights; OS: the reduction in the PEs) and keeps the iteration order
+    (every level-3 loop outside the folded dim has trip count 1).  With ``free_level3`` (the mapping leaves
+    the level-2 and level-3 orders unspecified) the folded loops may also change places with level-3 loops:
+    WS then streams the same rows under the same weights in another order (OS: sums the same products).
+    Computes get up to DIM rows (WS) or channels (OS) instead of the level-3 factor.  Returns the folded
+    dims."""
+    nest = LEVEL3_NEST["ws" if ws else "os"]
+    folded = []
+    while True:
+        dims2 = [d for d in order2 if temporal[2][d] > 1]
+        if not dims2 or dims2[-1] not in nest:
+            return folded
+        d = dims2[-1]
+        if not free_level3 and any(temporal[3][x] > 1 for x in nest[:nest.index(d)]):
+            return folded
+        temporal[3][d] *= temporal[2][d]
+        temporal[2][d] = 1
+        folded.append(d)
+
+
+def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *, source: str,
+              double_buffer: bool | None = None, acc_double_buffer: bool | None = None,
+              reuse_order: bool = True, bias_block: bool = True) -> Plan:
+    """Check ``mapping`` against what the generator supports and derive the plan (CodegenError otherwise).
+
+    ``double_buffer`` / ``acc_double_buffer``: True or False to ask for (or refuse) two buffers in the
+    scratchpad / accumulator (falling back to one when two do not fit), None to use two whenever they fit."""
+    dim = config.dim
+    if len(mapping.levels) != 4:
+        raise CodegenError(f"the mapping has {len(mapping.levels)} levels; the Gemmini preset has 4 (DRAM, "
+                           "Scratchpad, Accumulator, Registers)", source=source, field="levels")
+    inv = problem.names
+    temporal, spatial = [], []
+    for i, lm in enumerate(mapping.levels):
+        t = {d: 1 for d in DIMS}
+        s = {d: 1 for d in DIMS}
+        for d, f in lm.temporal.items():
+            if d not in inv:
+                raise CodegenError(f"level {i} names unknown dim '{d}'", source=source, field=f"levels[{i}].temporal")
+            t[inv[d]] = f
+        for d, f in lm.spatial.items():
+            if d not in inv:
+                raise CodegenError(f"level {i} names unknown dim '{d}'", source=source, field=f"levels[{i}].spatial")
+            s[inv[d]] = f
+        temporal.append(t)
+        spatial.append(s)
+    outer = {v: k for k, v in inv.items()}
+    for d in DIMS:
+        total = math.prod(temporal[i][d] * spatial[i][d] for i in range(4))
+        if total != problem.bounds[d]:
+            raise CodegenError(f"factors of '{outer.get(d, d)}' multiply to {total}, not its bound "
+                               f"{problem.bounds[d]}", source=source, field=f"factors.{outer.get(d, d)}")
+    for i in (0, 1, 3):
+        used = {outer[d]: f for d, f in spatial[i].items() if f > 1}
+        if used:
+            raise CodegenError(f"level {i} has spatial factors {used}; only the Accumulator level (2) unrolls "
+                               "onto the array", source=source, field=f"levels[{i}].spatial")
+    ws = dataflow == "ws"
+    rows_dims = ("c",) if ws else ("ow",)
+    for d, f in spatial[2].items():
+        if f > 1 and d not in rows_dims + ("k",):
+            raise CodegenError(f"{dataflow.upper()} cannot unroll '{outer[d]}' on the array (rows take "
+                               f"{[outer[x] for x in rows_dims]}, columns '{outer['k']}')",
+                               source=source, field="levels[2].spatial")
+        if f > dim:
+            raise CodegenError(f"spatial factor {f} of '{outer[d]}' exceeds the {dim}x{dim} array",
+                               source=source, field="levels[2].spatial")
+    allowed3 = set(PIXEL_DIMS) if ws else set(REDUCTION_DIMS)
+    for d, f in temporal[3].items():
+        if f > 1 and d not in allowed3:
+            what = "weight-irrelevant (streamed rows)" if ws else "reduction"
+            raise CodegenError(f"{dataflow.upper()}: the Registers level may only iterate {what} dims, not "
+                               f"'{outer[d]}'", source=source, field="levels[3].temporal")
+    orders = _internal_orders(mapping, inv, temporal, ws, reuse_order)
+    free = reuse_order and not mapping.levels[2].order and not mapping.levels[3].order
+    folded = _fold_innermost(temporal, orders[2], ws, free)
+    extents = [dict() for _ in range(5)]
+    extents[4] = {d: 1 for d in DIMS}
+    for i in range(3, -1, -1):
+        extents[i] = {d: temporal[i][d] * spatial[i][d] * extents[i + 1][d] for d in DIMS}
+    loops = []
+    for i in range(3):
+        for d in orders[i]:
+            if temporal[i][d] > 1:
+                loops.append(TileLoop(i, d, temporal[i][d], spatial[i][d] * extents[i + 1][d]))
+    e1, e2, e3 = extents[1], extents[2], extents[3]
+    bk = spatial[2]["k"]
+    if ws:
+        bc = c_chunk = spatial[2]["c"]
+    else:
+        c_chunk = _largest_divisor_at_most(e3["c"], dim)
+        bc = c_chunk
+    sh, sw = problem.stride
+    dh, dw = problem.dilation
+    step_h = math.gcd(sh if e1["oh"] > 1 else 0, dh if e1["kh"] > 1 else 0) or 1
+    step_w = math.gcd(sw if e1["ow"] > 1 else 0, dw if e1["kw"] > 1 else 0) or 1
+    stored_h = (sh * (e1["oh"] - 1) + dh * (e1["kh"] - 1)) // step_h + 1
+    stored_w = (sw * (e1["ow"] - 1) + dw * (e1["kw"] - 1)) // step_w + 1
+    a_stride = sw // step_w if e1["ow"] > 1 else 1
+    if not ws and e2["ow"] // spatial[2]["ow"] < 1:
+        raise CodegenError("internal: bad OS tiling", source=source)
+    a_pix = e1["n"] * stored_h * stored_w
+    a_rows = (e1["c"] // bc) * a_pix
+    b_rows_per_block = e1["kh"] * e1["kw"] * e1["c"]
+    b_rows = (e1["k"] // bk) * b_rows_per_block
+    acc_pix = e2["n"] * e2["oh"] * e2["ow"]
+    acc_rows = (e2["k"] // bk) * acc_pix
+    if max(a_pix, b_rows_per_block) > 0xFFFF:
+        raise CodegenError(f"a scratchpad tile block of {max(a_pix, b_rows_per_block)} rows exceeds the 16-bit "
+                           "block stride of config_ld", source=source, field="levels[1]")
+    notes = []
+    sp_bases, sp_double = _allocate([a_rows, b_rows], config.sp_rows, config.bank_rows,
+                                    None if double_buffer else double_buffer)
+    if sp_bases is None:
+        raise CodegenError(f"the scratchpad tiles need {a_rows} (inputs) + {b_rows} (weights) rows of {dim} "
+                           f"bytes but the scratchpad has {config.sp_rows} rows (blocks of {bc}/{bk} columns are "
+                           "padded to a full row)", source=source, field="Scratchpad.capacity")
+    a_bases, b_bases = sp_bases
+    # the bias as DIM broadcast rows per column block after the tile: computes add it as their D operand on
+    # the first write of each row, instead of broadcasting it into every row of the tile
+    bias_rows = (e2["k"] // bk) * dim if bias_block else 0
+    acc_alloc, acc_double = _allocate([acc_rows + bias_rows], config.acc_rows, config.acc_bank_rows,
+                                      None if acc_double_buffer else acc_double_buffer)
+    if acc_alloc is None and bias_rows:
+        bias_rows = 0
+        acc_alloc, acc_double = _allocate([acc_rows], config.acc_rows, config.acc_bank_rows,
+                                          None if acc_double_buffer else acc_double_buffer)
+    if acc_alloc is None:
+        raise CodegenError(f"the accumulator tile needs {acc_rows} rows but the accumulator has "
+                           f"{config.acc_rows} rows", source=source, field="Accumulator.capacity")
+    (acc_bases,) = acc_alloc
+    if reuse_order and not mapping.levels[2].order:
+        notes.append("unspecified Accumulator-level order completed for reuse in the array")
+    if folded:
+        notes.append(f"innermost level-2 loops over {[outer[d] for d in folded]} streamed by the level-3 computes")
+    if double_buffer and not sp_double:
+        notes.append("scratchpad tiles do not fit twice: single buffered")
+    if acc_double_buffer and not acc_double:
+        notes.append("accumulator tile does not fit twice: single buffered")
+    return Plan(problem, config, dataflow, tuple(temporal), tuple(spatial), tuple(extents), tuple(loops), bc, bk,
+                c_chunk, step_h, step_w, stored_h, stored_w, a_stride, a_pix, a_rows, b_rows_per_block, b_rows,
+                acc_pix, acc_rows, sp_double, acc_double, a_bases, b_bases, acc_bases, bias_rows, tuple(notes))

@@ -1,0 +1,137 @@
+"""Run a generated program on a simulator and check it against the NumPy reference.
+
+``run_program(program, inputs, sim="isa")`` lays the inputs out in main
+memory as the program's buffers say, runs the command stream on the
+functional model (``gemmini.sim.functional``) for the outputs and on the
+timing model (``gemmini.sim.timing``) for cycles, and compares the output
+with ``gemmini.reference`` bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .codegen import Program
+from .errors import SimulationError
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run reports.
+
+    outputs: the int8 output array (matmul [M, N]; conv NHWC).  verified: the
+    output equals the NumPy reference bit for bit; mismatches: differing
+    elements.  cycles: the timing model's cycles (None when no timing model
+    ran); ideal_cycles: MACs / DIM^2; utilization: ideal / cycles.
+    instructions: commands executed.  dram_bytes: main-memory bytes moved by
+    mvin/mvout.
+    """
+
+    outputs: np.ndarray
+    verified: bool
+    mismatches: int
+    cycles: float | None
+    ideal_cycles: float
+    utilization: float | None
+    instructions: int
+    dram_bytes: int
+
+    def to_dict(self) -> dict:
+        """The JSON form (without the output array)."""
+        out = asdict(self)
+        out.pop("outputs")
+        return out
+
+
+def example_inputs(program: Program, seed: int = 0) -> dict:
+    """Random int8 inputs/weights and int32 bias (in [-2^12, 2^12)) for ``program``, from ``seed``."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name in ("input", "weights"):
+        out[name] = rng.integers(-128, 128, size=program.buffers[name].shape).astype(np.int8)
+    if program.bias:
+        out["bias"] = rng.integers(-(1 << 12), 1 << 12, size=program.buffers["bias"].shape).astype(np.int32)
+    return out
+
+
+def _check_inputs(program: Program, inputs: dict) -> dict:
+    src = f"inputs of program {program.name}"
+    needed = ("input", "weights") + (("bias",) if program.bias else ())
+    arrays = {}
+    for name in needed:
+        if name not in inputs:
+            raise SimulationError(f"missing array '{name}' (need {list(needed)})", source=src, field=name)
+        buf = program.buffers[name]
+        arr = np.asarray(inputs[name])
+        if tuple(arr.shape) != tuple(buf.shape):
+            raise SimulationError(f"shape {arr.shape} differs from the program's {buf.shape}", source=src, field=name)
+        info = np.iinfo(buf.dtype)
+        if not np.issubdtype(arr.dtype, np.integer) or (arr.size and (arr.min() < info.min or arr.max() > info.max)):
+            raise SimulationError(f"values must be {buf.dtype}", source=src, field=name)
+        arrays[name] = arr.astype(buf.dtype)
+    return arrays
+
+
+def reference_output(program: Program, inputs: dict) -> np.ndarray:
+    """The NumPy reference output of ``program`` for ``inputs``."""
+    from .reference import conv_ref, matmul_ref
+
+    arrays = _check_inputs(program, inputs)
+    bias = arrays.get("bias") if program.bias else None
+    pr = program.problem
+    if pr.kind == "matmul":
+        return matmul_ref(arrays["input"], arrays["weights"], bias, program.scale, program.relu)
+    return conv_ref(arrays["input"], arrays["weights"], bias, pr.stride, pr.padding, pr.dilation, program.scale,
+                    program.relu)
+
+
+def memory_image(program: Program, inputs: dict) -> np.ndarray:
+    """The main memory (uint8) with the inputs placed in their buffers; everything else zero."""
+    arrays = _check_inputs(program, inputs)
+    memory = np.zeros(program.memory_bytes, dtype=np.uint8)
+    for name, arr in arrays.items():
+        buf = program.buffers[name]
+        memory[buf.offset:buf.offset + buf.nbytes] = np.ascontiguousarray(arr).view(np.uint8).ravel()
+    return memory
+
+
+def read_buffer(program: Program, memory: np.ndarray, name: str) -> np.ndarray:
+    buf = program.buffers[name]
+    return memory[buf.offset:buf.offset + buf.nbytes].view(buf.dtype).reshape(buf.shape).copy()
+
+
+def timing_cycles(program: Program):
+    """Cycles of the stream on the timing model, or None when it is not available."""
+    try:
+        from .sim.timing import timing
+    except ImportError:
+        return None
+    return timing(program.commands, program.config).cycles
+
+
+def run_program(program: Program, inputs: dict | None = None, sim: str = "isa", *, seed: int = 0,
+                with_timing: bool = True) -> RunResult:
+    """Run ``program`` on ``sim`` ("isa": functional + timing models; "rtl": the Verilated RTL) with
+    ``inputs`` (``example_inputs(program, seed)`` when None) and verify it against NumPy."""
+    inputs = example_inputs(program, seed) if inputs is None else inputs
+    expected = reference_output(program, inputs)
+    ideal = program.config.ideal_cycles(program.macs)
+    if sim == "rtl":
+        try:
+            from .sim.rtl import run_rtl
+        except ImportError:
+            raise SimulationError("the RTL simulator is not available", source="run_program", field="sim") from None
+        return run_rtl(program, inputs=inputs)
+    if sim != "isa":
+        raise SimulationError(f"unknown simulator {sim!r} (isa or rtl)", source="run_program", field="sim")
+    from .sim.functional import execute
+
+    memory = memory_image(program, inputs)
+    result = execute(program.commands, memory, program.config)
+    outputs = read_buffer(program, memory, "output")
+    mismatches = int(np.count_nonzero(outputs != expected))
+    cycles = timing_cycles(program) if with_timing else None
+    return RunResult(outputs, mismatches == 0, mismatches, cycles, ideal,
+                     (ideal / cycles) if cycles else None, result.instructions, program.dram_bytes())
