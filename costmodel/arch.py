@@ -56,6 +56,18 @@ class Level:
     the next inner level below one instance of this level; spatial_axes give
     its shape (their sizes multiply to at most ``fanout``).  double_buffered:
     fills overlap compute.
+
+    Calibration fields (defaults change nothing):
+    partial_sum_bits: output partial sums spilled from this level to the next
+    outer holder and read back from it move with this many bits per word
+    there (Gemmini spills int32 accumulators to DRAM as 32-bit rows); the
+    final results keep the outer level's word size.  init_fill_bits: each
+    output tile's first residency here is initialised from the next outer
+    holder with this many bits per word (a bias broadcast into the
+    accumulator) instead of starting at zero.  compute_quantum: the temporal
+    iterations of the loops at and below this level, per residency, round up
+    to a multiple of this (Gemmini: a compute streams up to DIM rows and
+    always occupies the array DIM cycles).
     """
 
     name: str
@@ -70,6 +82,9 @@ class Level:
     spatial_axes: tuple[SpatialAxis, ...] = ()
     double_buffered: bool = False
     multicast: bool = True
+    partial_sum_bits: int | None = None
+    init_fill_bits: int | None = None
+    compute_quantum: int = 1
 
     def bytes_per_word(self, tensor) -> float:
         return (self.word_bits if self.word_bits else tensor.bits) / 8
@@ -110,6 +125,15 @@ class Arch:
                 raise ArchError(f"fanout must be >= 1, got {lv.fanout}", source=src, field=f"{lv.name}.fanout")
             if lv.capacity_bytes is not None and lv.capacity_bytes < 0:
                 raise ArchError("capacity must be >= 0", source=src, field=f"{lv.name}.capacity_bytes")
+            for label in ("partial_sum_bits", "init_fill_bits"):
+                bits = getattr(lv, label)
+                if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int) or bits < 1):
+                    raise ArchError(f"must be a positive integer or None, got {bits!r}", source=src,
+                                    field=f"{lv.name}.{label}")
+            if isinstance(lv.compute_quantum, bool) or not isinstance(lv.compute_quantum, int) \
+                    or lv.compute_quantum < 1:
+                raise ArchError(f"must be a positive integer, got {lv.compute_quantum!r}", source=src,
+                                field=f"{lv.name}.compute_quantum")
             unknown = set(lv.holds) - set(ROLES)
             if unknown:
                 raise ArchError(f"unknown roles {sorted(unknown)}; known {ROLES}", source=src, field=f"{lv.name}.holds")

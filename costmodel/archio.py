@@ -29,6 +29,9 @@
             - {name: rows, size: 16, roles: [input, weight], window_dims: false, dims: []}
           double_buffered: false     # transfers overlap compute; capacity split in two
           multicast: true            # one read serves all children needing the word
+          partial_sum_bits: null     # bits per word of partial sums spilled to the outer holder
+          init_fill_bits: null       # bits per word of an initial value (bias) read per output tile
+          compute_quantum: 1         # iterations per residency round up to a multiple of this
 
   Level field names are those of ``costmodel.arch.Level``; anything else is an error.
 
@@ -173,6 +176,11 @@ def _level(doc, index: int, source: str) -> Level:
             kw[key] = _num(doc[key], float, source, f"{where}.{key}", False, 0)
     if "fanout" in doc:
         kw["fanout"] = _num(doc["fanout"], int, source, f"{where}.fanout", False, 1)
+    for key in ("partial_sum_bits", "init_fill_bits"):
+        if key in doc:
+            kw[key] = _num(doc[key], int, source, f"{where}.{key}", True, 1)
+    if "compute_quantum" in doc:
+        kw["compute_quantum"] = _num(doc["compute_quantum"], int, source, f"{where}.compute_quantum", False, 1)
     for key in ("double_buffered", "multicast"):
         if key in doc:
             if not isinstance(doc[key], bool):
@@ -217,6 +225,10 @@ def _level_to_dict(lv: Level) -> dict:
         "double_buffered": lv.double_buffered,
         "multicast": lv.multicast,
     }
+    # calibration fields: written only when set, so the other presets' files stay as they were
+    for key, default in (("partial_sum_bits", None), ("init_fill_bits", None), ("compute_quantum", 1)):
+        if getattr(lv, key) != default:
+            out[key] = getattr(lv, key)
     if lv.spatial_axes:
         out["spatial_axes"] = [{"name": a.name, "size": a.size, "roles": [r for r in ROLES if r in a.roles],
                                 "window_dims": a.window_dims, "dims": sorted(a.dims)} for a in lv.spatial_axes]

@@ -41,6 +41,8 @@ class Cost:
     bound_by: "compute" or "<level> bandwidth", the term that sets ``cycles``.
     energy_breakdown_pj: per level name, plus "MAC".
     dram_bytes: bytes moved between the outermost level and the levels inside it.
+    partial_sums[level][output]: PartialSums, the output words the level
+    exchanges with its next inner holder, split into partial sums and finals.
     """
 
     cycles: float
@@ -58,6 +60,7 @@ class Cost:
     macs: int
     ideal_cycles: float
     extra: dict = field(default_factory=dict, compare=False)
+    partial_sums: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The JSON form of ``cosa evaluate --json``."""
@@ -76,4 +79,19 @@ class Cost:
             "dram_bytes": self.dram_bytes,
             "macs": self.macs,
             "ideal_cycles": self.ideal_cycles,
+            "partial_sums": {lv: {t: vars(p) for t, p in per.items()} for lv, per in self.partial_sums.items()},
         }
+
+
+@dataclass(frozen=True)
+class PartialSums:
+    """Output words moved between a level and its next inner holder, in words, summed over instances.
+
+    reads: partial sums the level sends back in (reloads of earlier write-backs).
+    writes: partial sums it receives that are not yet final (spills).
+    final_writes: final results it receives (the last write-back of each tile).
+    """
+
+    reads: int = 0
+    writes: int = 0
+    final_writes: int = 0

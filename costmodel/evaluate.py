@@ -46,10 +46,25 @@ parent is charged the union of all siblings' tiles (the trace: only the
 moving ones').  Output tiles are assumed equal-or-disjoint (true for every
 one-to-one output index).
 
+Partial sums and final results.  For an output, the traffic between a parent
+and its next inner holder splits into partial sums (every read-back, and every
+write-back but the last of each word per group of siblings) and final results
+(``Cost.partial_sums``; the trace counts the same split).  Bytes are words
+times the level's word size, except: where the inner holder sets
+``partial_sum_bits``, the partial sums are charged that word size at the parent
+(an int32 accumulator spilling to DRAM moves 32-bit words, the final int8
+results move 8-bit ones); where it sets ``init_fill_bits``, the parent also
+sends one initial value of that size per final word (a bias).  These bytes
+count in the parent's transfer cycles, energy and ``dram_bytes``.
+
 Latency: compute_cycles = temporal iterations / macs_per_cycle of a unit
-(MACs over the MAC units actually used).  Each level's transfer cycles = bytes
-read from one instance / read_bandwidth + bytes written / write_bandwidth (a
-port serves both in turn; unlimited bandwidth costs 0).  Levels with
+(MACs over the MAC units actually used), where a level's ``compute_quantum``
+rounds the iterations of one of its residencies (its loops and all loops
+below it) up to a multiple of the quantum (``quantized_iterations``; a
+systolic array busy DIM cycles per compute however few rows it streams).
+Each level's transfer cycles = bytes read from one instance / read_bandwidth +
+bytes written / write_bandwidth (a port serves both in turn; unlimited
+bandwidth costs 0).  Levels with
 ``double_buffered`` overlap their transfers with compute, the others stall it:
 cycles = max(compute, overlapped transfers) + sum(non-overlapped transfers).
 
@@ -64,7 +79,7 @@ import math
 
 from mappings import MappingError
 
-from .cost import Access, Cost
+from .cost import Access, Cost, PartialSums
 from .tiling import NestLoop, nest_loops, tile_counts
 
 
@@ -119,8 +134,13 @@ class LoopGroups:
                 [lp for lp in loops if not self.arch.levels[lp.level].multicast])
 
 
-def access_counts(workload, arch, mapping):
-    """(accesses[level index][tensor name] -> Access, footprint_words[level index][tensor name])."""
+def access_counts(workload, arch, mapping, psums: dict | None = None):
+    """(accesses[level index][tensor name] -> Access, footprint_words[level index][tensor name]).
+
+    ``psums``, when given, is filled with ``{parent level index: {output name:
+    PartialSums}}``: the output traffic between each parent and its next inner
+    holder split into partial sums and final results.
+    """
     nlev = len(arch.levels)
     groups = LoopGroups(arch, nest_loops(mapping, list(workload.dims)))
     acc = {i: {t.name: [0, 0, 0] for t in workload.tensors} for i in range(nlev)}  # reads, writes, fills
@@ -145,6 +165,8 @@ def access_counts(workload, arch, mapping):
                 acc[p][t.name][0] += loads
                 acc[c][t.name][0] += inst.changes  # partial sums read out for the write-back
                 acc[p][t.name][1] += grp.changes  # after reduction across the children
+                if psums is not None:  # every write-back but the last of each group's tile is partial
+                    psums.setdefault(p, {})[t.name] = PartialSums(loads, grp.changes - grp.distinct, grp.distinct)
             else:
                 acc[c][t.name][2] += inst.changes
                 acc[c][t.name][1] += inst.changes
@@ -162,18 +184,66 @@ def access_counts(workload, arch, mapping):
     return accesses, foot
 
 
+def quantized_iterations(arch, mapping) -> int:
+    """Temporal iterations of the nest, each level's per-residency count rounded up to its compute_quantum.
+
+    Innermost first: the iterations of the loops at and below level ``i`` in one
+    residency are (level i's temporal factors) x (level i+1's rounded count),
+    rounded up to a multiple of ``arch.levels[i].compute_quantum``.  With every
+    quantum 1 this is the product of all temporal factors.
+    """
+    work = 1
+    for i in range(len(arch.levels) - 1, -1, -1):
+        work *= math.prod(mapping.levels[i].temporal.values())
+        quantum = arch.levels[i].compute_quantum
+        if quantum > 1:
+            work = -(-work // quantum) * quantum
+    return work
+
+
+def calibration_bytes(workload, arch, mapping, psums) -> tuple[dict, dict]:
+    """Bytes per level index added by ``partial_sum_bits`` and ``init_fill_bits`` (read, write).
+
+    For an output held at parent ``p`` and next inner holder ``c``: partial sums
+    spilled to ``p`` and read back are charged ``c.partial_sum_bits`` per word at
+    ``p`` instead of ``p``'s word size; with ``c.init_fill_bits`` every tile's
+    first residency in ``c`` reads an initial value (a bias) of that many bits
+    per final word from ``p``.
+    """
+    extra_read = {i: 0.0 for i in range(len(arch.levels))}
+    extra_write = {i: 0.0 for i in range(len(arch.levels))}
+    for t in workload.tensors:
+        if not t.is_output:
+            continue
+        chain = holders(workload, arch, mapping, t)
+        for p, c in zip(chain, chain[1:]):
+            inner, ps = arch.levels[c], psums.get(p, {}).get(t.name)
+            if ps is None:
+                continue
+            if inner.partial_sum_bits:
+                more = inner.partial_sum_bits / 8 - arch.levels[p].bytes_per_word(t)
+                extra_read[p] += ps.reads * more
+                extra_write[p] += ps.writes * more
+            if inner.init_fill_bits:
+                extra_read[p] += ps.final_writes * inner.init_fill_bits / 8
+    return extra_read, extra_write
+
+
 def evaluate(workload, arch, mapping) -> Cost:
     """Accesses, latency, energy and utilization of ``mapping`` (see the module docstring)."""
     _validate(workload, arch, mapping)
-    accesses, foot = access_counts(workload, arch, mapping)
+    psums: dict = {}
+    accesses, foot = access_counts(workload, arch, mapping, psums)
     tensors = {t.name: t for t in workload.tensors}
-    iterations = math.prod(lp.factor for lp in nest_loops(mapping, list(workload.dims)) if not lp.spatial)
-    compute_cycles = math.ceil(iterations / arch.macs_per_cycle)
+    compute_cycles = math.ceil(quantized_iterations(arch, mapping) / arch.macs_per_cycle)
+    extra_read, extra_write = calibration_bytes(workload, arch, mapping, psums)
 
     transfer, overlapped, energy = {}, {}, {}
+    level_bytes = {}
     for i, lv in enumerate(arch.levels):
-        read_bytes = sum(a.reads * lv.bytes_per_word(tensors[n]) for n, a in accesses[i].items())
-        write_bytes = sum(a.writes * lv.bytes_per_word(tensors[n]) for n, a in accesses[i].items())
+        read_bytes = sum(a.reads * lv.bytes_per_word(tensors[n]) for n, a in accesses[i].items()) + extra_read[i]
+        write_bytes = sum(a.writes * lv.bytes_per_word(tensors[n]) for n, a in accesses[i].items()) + extra_write[i]
+        level_bytes[i] = read_bytes + write_bytes
         per_instance = arch.instances(i)
         cycles = 0.0
         if lv.read_bandwidth:
@@ -193,8 +263,7 @@ def evaluate(workload, arch, mapping) -> Cost:
 
     ideal = workload.macs / arch.total_macs_per_cycle
     names = arch.level_names
-    lv0 = arch.levels[0]
-    dram_bytes = sum((a.reads + a.writes) * lv0.bytes_per_word(tensors[n]) for n, a in accesses[0].items())
+    dram_bytes = level_bytes[0]
     return Cost(
         cycles=float(cycles),
         energy_pj=float(sum(energy.values())),
@@ -211,4 +280,5 @@ def evaluate(workload, arch, mapping) -> Cost:
         dram_bytes=float(dram_bytes),
         macs=workload.macs,
         ideal_cycles=float(ideal),
+        partial_sums={names[i]: per for i, per in psums.items()},
     )

@@ -27,8 +27,12 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
     weights), Accumulator (int32 outputs, fans out to the DIM x DIM array),
     Registers (one PE: the stationary weight in WS, the output in OS).
     The vendor's weight-stationary tiling double-buffers the scratchpad and
-    the accumulator (it plans with half of each) while its DMA overlaps
-    execution; output-stationary uses them whole.  Energies: Horowitz ISSCC
+    the accumulator (it plans with half of each); output-stationary uses them
+    whole.  Calibrated against the command-level timing model
+    (``gemmini.sim.timing`` of the generated programs): DRAM transfers stall
+    the array (the command queues are too shallow to run ahead), partial sums
+    move through DRAM as int32, and every compute occupies the array DIM
+    cycles (``compute_quantum``).  Energies: Horowitz ISSCC
     2014 (SRAM by capacity, DRAM, int8 MAC); Gemmini publishes none.
     """
     dataflow = str(dataflow).lower()
@@ -48,24 +52,36 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
         rows = SpatialAxis("rows", dim, roles=frozenset({"input", "output"}), window_dims=True)
     cols = SpatialAxis("cols", dim, roles=frozenset({"weight", "output"}))
     levels = (
+        # DRAM transfers do not overlap compute although the scratchpad is double buffered: the core
+        # issues commands in program order into shallow queues (8 execute entries, a few DIM-cycle
+        # computes), so the next tile's mvins enter the load queue only when the current tile's
+        # computes have nearly all been issued (calibrated against gemmini.sim.timing).
         Level("DRAM", None, ALL, read_bandwidth=16.0, write_bandwidth=16.0,
               read_energy_pj_per_byte=DRAM_PJ_PER_BYTE, write_energy_pj_per_byte=DRAM_PJ_PER_BYTE,
-              double_buffered=ws),
+              double_buffered=False),
         Level("Scratchpad", sp_bytes, frozenset({"input", "weight"}), word_bits=8,
               read_energy_pj_per_byte=sram_pj_per_byte(sp_bytes), write_energy_pj_per_byte=sram_pj_per_byte(sp_bytes),
               fanout=1, double_buffered=ws),
         Level("Accumulator", acc_bytes, frozenset({"output"}), word_bits=32,
               read_energy_pj_per_byte=sram_pj_per_byte(acc_bytes),
               write_energy_pj_per_byte=sram_pj_per_byte(acc_bytes),
-              fanout=dim * dim, spatial_axes=(rows, cols), double_buffered=ws),
-        # The stationary operand (WS weights, OS partial sums) shifts through the array one row per
-        # cycle, so one PE gets a new word every DIM cycles (its reads feed the MAC every cycle and
-        # are not a bottleneck); the PE's second register lets the next preload overlap the current
-        # compute (double buffered).
+              fanout=dim * dim, spatial_axes=(rows, cols), double_buffered=ws,
+              # Partial sums spill to DRAM and come back as full int32 rows (mvout full width, mvin3).
+              # The code generator's bias (DIM int32 rows per column block and tile, added as the D
+              # operand) is a few percent of the traffic and not charged: init_fill_bits stays unset.
+              partial_sum_bits=32),
+        # WS: the weights shift through the array one row per cycle, so one PE gets a new word every
+        # DIM cycles (its reads feed the MAC every cycle and are not a bottleneck); the PE's second
+        # register lets the next preload overlap the current compute (double buffered).  OS: the
+        # stationary partial sum is updated in place by every MAC (a write per cycle), so no
+        # bandwidth limit: a write bandwidth there would throttle the MACs themselves.
         Level("Registers", 2 * stationary_bytes, frozenset({"weight"}) if ws else frozenset({"output"}),
-              word_bits=8 if ws else 32, write_bandwidth=stationary_bytes / dim,
+              word_bits=8 if ws else 32, write_bandwidth=stationary_bytes / dim if ws else None,
               read_energy_pj_per_byte=REGISTER_PJ_PER_BYTE, write_energy_pj_per_byte=REGISTER_PJ_PER_BYTE,
-              fanout=1, double_buffered=True),
+              fanout=1, double_buffered=True,
+              # A compute streams at most DIM rows (WS: pixels under one weight block; OS: reduction
+              # steps) and occupies the array DIM cycles even for fewer rows.
+              compute_quantum=dim),
     )
     return Arch(
         name="gemmini" if ws else "gemmini-os", levels=levels, macs_per_cycle=1, mac_energy_pj=INT8_MAC_PJ,

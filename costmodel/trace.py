@@ -36,7 +36,7 @@ import numpy as np
 
 from workloads import WorkloadError
 
-from .cost import Access
+from .cost import Access, PartialSums
 from .evaluate import _validate, holders
 
 DEFAULT_MAX_MACS = 1 << 16
@@ -88,8 +88,14 @@ def _combos(loops, indices: list[int]):
         yield dict(zip(indices, values))
 
 
-def trace(workload, arch, mapping, *, max_macs: int = DEFAULT_MAX_MACS) -> dict[str, dict[str, Access]]:
-    """Literal counts: ``{level name: {tensor name: Access}}`` (see the module docstring)."""
+def trace(workload, arch, mapping, *, max_macs: int = DEFAULT_MAX_MACS, partial_sums: bool = False):
+    """Literal counts: ``{level name: {tensor name: Access}}`` (see the module docstring).
+
+    With ``partial_sums`` also the split of each output's parent-child traffic
+    (``Cost.partial_sums``): returns ``(accesses, {parent level name: {output
+    name: PartialSums}})``, where a write-back is final when it is the last
+    one of its words for its group of siblings, and every read-back is partial.
+    """
     _validate(workload, arch, mapping)
     if workload.macs > max_macs:
         raise WorkloadError(f"{workload.macs} MACs is above the trace counter's limit of {max_macs}; "
@@ -114,7 +120,7 @@ def trace(workload, arch, mapping, *, max_macs: int = DEFAULT_MAX_MACS) -> dict[
                 "outer_t": [j for j in temporal if loops[j].level < c],
                 "group": [j for j in spatial if loops[j].level < p] + [j for j in fan if not multicast[j]],
                 "child": [j for j in fan if multicast[j]],
-                "resident": {}, "history": {},
+                "resident": {}, "history": {}, "written": {}, "sent": 0, "received": 0,
             })
         inner = chain[-1]
         fan = [j for j in spatial if loops[j].level >= inner]
@@ -159,13 +165,17 @@ def trace(workload, arch, mapping, *, max_macs: int = DEFAULT_MAX_MACS) -> dict[
                     union_new = set().union(*[n for _, _, n in changed_children])
                     if t.is_output:
                         counts[c][name][0] += sum(len(o) for _, o, _ in changed_children)
-                        counts[p][name][1] += len(set().union(*[o for _, o, _ in changed_children]))
+                        old_words = set().union(*[o for _, o, _ in changed_children])
+                        counts[p][name][1] += len(old_words)
+                        pr["received"] += len(old_words)
+                        pr["written"].setdefault(gkey, set()).update(old_words)
                         history = pr["history"].setdefault(gkey, set())
                         loaded = union_new & history
                         history |= union_new
                         counts[c][name][2] += len(loaded)
                         counts[c][name][1] += len(loaded)
                         counts[p][name][0] += len(loaded)
+                        pr["sent"] += len(loaded)
                         if c == mac["l"]:
                             left = set(loaded)
                             for ckey, _, need in changed_children:
@@ -202,9 +212,20 @@ def trace(workload, arch, mapping, *, max_macs: int = DEFAULT_MAX_MACS) -> dict[
             for ckey, words in pr["resident"].items():
                 assign = dict(zip([j for j in spatial if loops[j].level < c], ckey))
                 by_group.setdefault(key(assign, pr["group"]), []).append(words)
-            for word_sets in by_group.values():
+            for gkey, word_sets in by_group.items():
+                old_words = set().union(*word_sets)
                 counts[c][t.name][0] += sum(len(w) for w in word_sets)
-                counts[p][t.name][1] += len(set().union(*word_sets))
+                counts[p][t.name][1] += len(old_words)
+                pr["received"] += len(old_words)
+                pr["written"].setdefault(gkey, set()).update(old_words)
 
     names = arch.level_names
-    return {names[i]: {n: Access(*v) for n, v in per.items()} for i, per in counts.items()}
+    accesses = {names[i]: {n: Access(*v) for n, v in per.items()} for i, per in counts.items()}
+    if not partial_sums:
+        return accesses
+    psums: dict = {}
+    for t, pairs, _ in plans:
+        for pr in pairs if t.is_output else ():
+            final = sum(len(w) for w in pr["written"].values())
+            psums.setdefault(names[pr["p"]], {})[t.name] = PartialSums(pr["sent"], pr["received"] - final, final)
+    return accesses, psums

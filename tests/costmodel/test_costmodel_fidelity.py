@@ -19,9 +19,11 @@ ARCH3 = Arch("three", (Level("DRAM"), Level("Buffer", 10_000), Level("Regs", 1_0
 
 
 def assert_exact(workload, arch, mapping):
-    analytic = evaluate(workload, arch, mapping).accesses
-    literal = trace(workload, arch, mapping)
+    cost = evaluate(workload, arch, mapping)
+    analytic = cost.accesses
+    literal, partial = trace(workload, arch, mapping, partial_sums=True)
     assert analytic == literal, _diff(analytic, literal)
+    assert cost.partial_sums == partial  # partial sums vs final results: the split agrees too
     return analytic
 
 

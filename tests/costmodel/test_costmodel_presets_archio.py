@@ -24,7 +24,7 @@ def test_gemmini_ws_structure():
     assert acc.fanout == 256
     assert acc.spatial_axes == (SpatialAxis("rows", 16, frozenset({"input", "weight"}), False),
                                 SpatialAxis("cols", 16, frozenset({"weight", "output"})))
-    assert regs.holds == {"weight"} and regs.capacity_bytes == 1
+    assert regs.holds == {"weight"} and regs.capacity_bytes == 2  # two PE registers: preload overlaps compute
     assert arch.total_macs_per_cycle == 256
     assert arch.params == {"dim": 16, "scratchpad_kib": 256, "accumulator_kib": 64, "sp_banks": 4,
                            "acc_banks": 2, "dataflow": "ws"}
@@ -40,8 +40,9 @@ def test_gemmini_os_structure():
     acc, regs = arch.levels[2], arch.levels[3]
     assert acc.fanout == 64
     assert acc.spatial_axes[0] == SpatialAxis("rows", 8, frozenset({"input", "output"}), True)
-    assert regs.holds == {"output"} and regs.capacity_bytes == 4 and regs.word_bits == 32
-    assert not any(lv.double_buffered for lv in arch.levels)
+    assert regs.holds == {"output"} and regs.capacity_bytes == 8 and regs.word_bits == 32
+    # OS uses the scratchpad and accumulator whole; only the PE's two registers overlap preload and compute
+    assert [lv.name for lv in arch.levels if lv.double_buffered] == ["Registers"]
 
 
 def test_simba_matches_cosa_file_and_has_1024_macs():

@@ -1,0 +1,236 @@
+"""Calibration of the cost model against the Gemmini timing model (issue #5).
+
+For every layer: the schedules of gemmini-default, the CoSA MIP and random
+search, plus a few random valid mappings (seeded), each evaluated twice: by
+the cost model on the ``gemmini`` preset (``costmodel.evaluate``) and by the
+command-level timing model of the generated program (``gemmini.sim.timing``
+of ``gemmini.codegen.generate``, bias on, as the code generator defaults).
+
+Printed: per case the two cycle counts and the relative error
+(cost / timing - 1), the DRAM bytes of both; per layer Kendall's tau between
+the two orderings of all its cases (do both models rank the schedules the
+same way?); overall the median |error| per scheduler and over all schedules,
+and the mean tau.  ``--json`` writes the same numbers.
+
+The timing model is a Python loop over commands (tens of thousands of
+commands a second): random mappings are drawn among those whose programs have
+at most ``--max-commands`` commands (which leaves out the slowest mappings),
+and a scheduler's program above it is skipped and reported as such.  Quick default: three layers; ``--all`` runs every
+ResNet-50 layer and every BERT-base (sequence 128) GEMM.
+
+    python3 bench/costmodel_calibration.py                       # quick
+    python3 bench/costmodel_calibration.py --all --jobs 2 --json calib.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+QUICK = ("bert_base_128/ffn1", "resnet50/res4b_branch2b", "resnet50/res5a_branch2c")
+NETWORKS = ("resnet50", "bert_base_128")
+SCHEDULERS = ("gemmini-default", "cosa", "random")
+
+
+def _schedules(workload, arch, seed: int, search_s: float):
+    """(label, Mapping or None, error or None) of the schedulers."""
+    from cosa.scheduler import schedule
+
+    out = []
+    for name in SCHEDULERS:
+        options = {"seconds": search_s} if name == "random" else {}
+        try:
+            sch = schedule(workload, arch, scheduler=name, seed=seed, bound=False, **options)
+        except Exception as exc:  # a scheduler that cannot map this layer is reported, not fatal
+            out.append((name, None, f"{type(exc).__name__}: {exc}"))
+            continue
+        out.append((name, sch.mapping, None))
+    return out
+
+
+def _samples(workload, arch, dataflow: str, randoms: int, seed: int, max_commands: int, tries: int = 200):
+    """(label, Mapping or None, error or None): random valid mappings that the code generator accepts
+    (its scratchpad layout pads narrow blocks, so some valid mappings do not fit) within ``max_commands``."""
+    from cosa.baselines.mapspace import MapSpace, random_mapping
+    from costmodel.evaluate import quantized_iterations
+    from gemmini import codegen
+
+    dim = arch.params["dim"]
+    rng = random.Random(10_000 + seed)  # a stream apart from random search's (same seed), so no duplicates
+    space = MapSpace(workload, arch)
+    out = []
+    for i in range(randoms):
+        found, reason = None, "no sample"
+        for _ in range(tries):
+            try:
+                mapping = random_mapping(workload, arch, rng, space=space)
+                computes = quantized_iterations(arch, mapping) // dim  # a preload and a compute each
+                if 2 * computes > max_commands:  # skip before generating a program too long to time
+                    reason = f"about {2 * computes} commands > --max-commands {max_commands}"
+                    continue
+                commands = len(codegen.generate(workload, mapping, arch, dataflow=dataflow).commands)
+            except Exception as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                continue
+            if commands <= max_commands:
+                found = mapping
+                break
+            reason = f"{commands} commands > --max-commands {max_commands}"
+        out.append((f"sample{i}", found, None if found else f"after {tries} draws: {reason}"))
+    return out
+
+
+def measure_layer(layer: str, dataflow: str, randoms: int, seed: int, search_s: float,
+                  max_commands: int) -> list[dict]:
+    """Every case of one layer: cost-model and timing-model cycles and bytes."""
+    from costmodel import evaluate
+    from gemmini import GemminiConfig, codegen
+    from gemmini.sim import timing
+    from workloads import load_one
+
+    cfg = GemminiConfig()
+    arch = cfg.arch(dataflow)
+    workload = load_one(layer)
+    try:  # layers the code generator cannot run (batched matmuls) are reported once, not scheduled
+        from gemmini.codegen_tiling import problem_of
+        problem_of(workload)
+    except Exception as exc:
+        return [{"layer": layer, "case": "-", "dataflow": dataflow, "skipped": f"codegen: {exc}"}]
+    rows = []
+    cases = _schedules(workload, arch, seed, search_s) + _samples(workload, arch, dataflow, randoms, seed, max_commands)
+    for label, mapping, error in cases:
+        row = {"layer": layer, "case": label, "dataflow": dataflow, "mapping": mapping}
+        if mapping is None:
+            rows.append({**row, "skipped": error})
+            continue
+        cost = evaluate(workload, arch, mapping)
+        row.update(cost_cycles=cost.cycles, cost_dram_bytes=cost.dram_bytes, bound_by=cost.bound_by)
+        try:
+            program = codegen.generate(workload, mapping, arch, dataflow=dataflow)
+        except Exception as exc:  # e.g. OS on a layer the code generator cannot run output-stationary
+            rows.append({**row, "skipped": f"codegen: {type(exc).__name__}: {exc}"})
+            continue
+        commands = len(program.commands)
+        if commands > max_commands:
+            rows.append({**row, "skipped": f"{commands} commands > --max-commands {max_commands}"})
+            continue
+        start = time.perf_counter()
+        tr = timing(program.commands, cfg)
+        row.update(timing_cycles=tr.cycles, timing_dram_bytes=tr.load_bytes + tr.store_bytes,
+                   busy=dict(tr.busy), commands=commands, timing_s=round(time.perf_counter() - start, 2),
+                   error=cost.cycles / tr.cycles - 1)
+        rows.append(row)
+    return rows
+
+
+def kendall_tau(xs, ys) -> float | None:
+    """Kendall's tau-b of two equally long sequences (None below 3 points or without variation)."""
+    from scipy.stats import kendalltau
+
+    if len(xs) < 3:
+        return None
+    tau = kendalltau(xs, ys).statistic
+    return None if tau != tau else float(tau)  # NaN when one side is constant
+
+
+def summarize(rows: list[dict]) -> dict:
+    done = [r for r in rows if "error" in r]
+    per_sched = {}
+    for name in SCHEDULERS + ("sample",):
+        errs = [abs(r["error"]) for r in done if r["case"].startswith(name) and (name != "random" or r["case"] == "random")]
+        if errs:
+            per_sched[name] = statistics.median(errs)
+    taus = {}
+    for layer in dict.fromkeys(r["layer"] for r in done):
+        cases = [r for r in done if r["layer"] == layer]
+        taus[layer] = kendall_tau([r["cost_cycles"] for r in cases], [r["timing_cycles"] for r in cases])
+    sched = [r for r in done if r["case"] in SCHEDULERS]
+    valid_taus = [t for t in taus.values() if t is not None]
+    mip_vs_default = []
+    for layer in taus:
+        by = {r["case"]: r for r in done if r["layer"] == layer}
+        if "cosa" in by and "gemmini-default" in by:
+            mip_vs_default.append(by["cosa"]["timing_cycles"] / by["gemmini-default"]["timing_cycles"])
+    return {
+        "median_abs_error_schedulers": statistics.median([abs(r["error"]) for r in sched]) if sched else None,
+        "median_abs_error_all": statistics.median([abs(r["error"]) for r in done]) if done else None,
+        "median_abs_error_by_case": per_sched,
+        "kendall_tau_by_layer": taus,
+        "mean_kendall_tau": statistics.mean(valid_taus) if valid_taus else None,
+        "mip_over_default_timing_cycles": mip_vs_default,
+        "cases": len(rows), "measured": len(done), "skipped": len(rows) - len(done),
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--layers", nargs="*", default=None, help="zoo names like resnet50/res4b_branch2b")
+    ap.add_argument("--all", action="store_true", help="every ResNet-50 layer and BERT-base-128 GEMM")
+    ap.add_argument("--dataflow", default="ws", choices=("ws", "os"))
+    ap.add_argument("--random", type=int, default=4, help="random valid mappings per layer (rank agreement)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--search-seconds", type=float, default=2.0, help="random search's time budget")
+    ap.add_argument("--max-commands", type=int, default=200_000)
+    ap.add_argument("--jobs", type=int, default=1, help="layers measured in parallel processes")
+    ap.add_argument("--json", default=None, help="write cases and summary here")
+    ap.add_argument("--pickle", default=None, help="also pickle the cases with their Mapping objects here")
+    args = ap.parse_args(argv)
+
+    if args.all:
+        from workloads import load
+        layers = [f"{net}/{w.name}" for net in NETWORKS for w in load(net)]
+    else:
+        layers = list(args.layers or QUICK)
+    task = dict(dataflow=args.dataflow, randoms=args.random, seed=args.seed, search_s=args.search_seconds,
+                max_commands=args.max_commands)
+    rows: list[dict] = []
+    print(f"{'layer':32s} {'case':16s} {'cost cyc':>11s} {'timing cyc':>11s} {'error':>7s} "
+          f"{'cost DRAM B':>12s} {'timing DRAM B':>13s}")
+
+    def show(layer_rows):
+        for r in layer_rows:
+            if "skipped" in r:
+                print(f"{r['layer']:32s} {r['case']:16s} skipped: {r['skipped'][:80]}")
+                continue
+            print(f"{r['layer']:32s} {r['case']:16s} {r['cost_cycles']:11.0f} {r['timing_cycles']:11d} "
+                  f"{r['error']:+7.1%} {r['cost_dram_bytes']:12.0f} {r['timing_dram_bytes']:13d}")
+        sys.stdout.flush()
+
+    def keep(layer_rows):
+        rows.extend(layer_rows)
+        show(layer_rows)
+        if args.pickle:  # after every layer, so that an interrupted run keeps what it measured
+            import pickle
+            with open(args.pickle, "wb") as fh:
+                pickle.dump(rows, fh)
+
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for layer_rows in pool.map(measure_layer, layers, *[[v] * len(layers) for v in task.values()]):
+                keep(layer_rows)
+    else:
+        for layer in layers:
+            keep(measure_layer(layer, **task))
+    summary = summarize(rows)
+    print()
+    for key, value in summary.items():
+        if isinstance(value, float):
+            value = f"{value:.3f}"
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k}: {'-' if v is None else f'{v:.3f}'}" for k, v in value.items())
+        elif isinstance(value, list):
+            value = ", ".join(f"{v:.2f}" for v in value)
+        print(f"{key}: {value}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"args": vars(args), "summary": summary, "cases": rows}, fh, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Calibration mechanisms of the cost model (issue #5): partial-sum word size, initial fills,
+compute quanta, and the Gemmini preset checked against the Gemmini timing model on small cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import workloads as W
+from costmodel import Arch, ArchError, Level, arch_from_dict, arch_to_dict, evaluate, preset, trace
+from costmodel.cost import PartialSums
+from costmodel.evaluate import quantized_iterations
+from gemmini import GemminiConfig, codegen
+from gemmini.sim import timing
+from mappings import LevelMapping as LM, Mapping
+
+SMALL = GemminiConfig(dim=4, sp_kib=4, acc_kib=2)
+MM = W.matmul(M=16, N=8, K=32)
+
+
+def gemmini_mapping(dram: dict, order: tuple, acc_k: int, regs_m: int) -> Mapping:
+    """A DIM-4 WS mapping of MM: DRAM loops ``dram``, K x N unrolled 4 x 4 on the array."""
+    return Mapping((LM(temporal=dram, order=order), LM(), LM(temporal={"K": acc_k}, spatial={"K": 4, "N": 4}),
+                    LM(temporal={"M": regs_m})))
+
+
+# K outside the output's tile at DRAM (order N, K: no spill), K outermost (spills), and a mixed one.
+CASES = {
+    "no_spill": gemmini_mapping({"K": 4, "N": 2}, ("N", "K"), 2, 16),
+    "spill": gemmini_mapping({"K": 4, "N": 2}, ("K", "N"), 2, 16),
+    "spill_m_tiles": gemmini_mapping({"K": 2, "N": 2, "M": 2}, ("K", "N", "M"), 4, 8),
+}
+
+
+def test_partial_sums_split_hand_counted_and_equal_to_the_trace():
+    arch = SMALL.arch("ws")
+    cost = evaluate(MM, arch, CASES["spill"])
+    # C is 16 x 8 = 128 words; K outermost in 4 steps: 3 spills and 3 reloads of every word, one final write.
+    assert cost.partial_sums["DRAM"]["C"] == PartialSums(reads=384, writes=384, final_writes=128)
+    assert "Accumulator" not in cost.partial_sums  # no output holder below the accumulator
+    _, literal = trace(MM, arch, CASES["spill"], partial_sums=True)
+    assert cost.partial_sums == literal
+    assert evaluate(MM, arch, CASES["no_spill"]).partial_sums["DRAM"]["C"] == PartialSums(0, 0, 128)
+
+
+def test_partial_sum_bits_charges_spills_at_the_accumulator_word_size():
+    arch = SMALL.arch("ws")
+    plain = arch.with_levels(Accumulator=dict(partial_sum_bits=None))
+    wide, narrow = evaluate(MM, arch, CASES["spill"]), evaluate(MM, plain, CASES["spill"])
+    assert wide.accesses == narrow.accesses  # word counts are unchanged; only their size at DRAM differs
+    assert wide.dram_bytes - narrow.dram_bytes == (384 + 384) * (4 - 1)
+    assert wide.transfer_cycles["DRAM"] - narrow.transfer_cycles["DRAM"] == pytest.approx(768 * 3 / 16)
+    # without spills the field changes nothing
+    assert evaluate(MM, arch, CASES["no_spill"]).dram_bytes == evaluate(MM, plain, CASES["no_spill"]).dram_bytes
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_dram_bytes_equal_the_timing_models_on_gemmini(case):
+    """Cost-model DRAM bytes (partial sums as int32) == what the generated program moves (no bias)."""
+    arch = SMALL.arch("ws")
+    cost = evaluate(MM, arch, CASES[case])
+    result = timing(codegen.generate(MM, CASES[case], arch, dataflow="ws", bias=False).commands, SMALL)
+    assert cost.dram_bytes == result.load_bytes + result.store_bytes
+
+
+def test_cycles_track_the_timing_model_and_rank_alike_on_small_cases():
+    arch = SMALL.arch("ws")
+    model, measured = [], []
+    for mapping in CASES.values():
+        model.append(evaluate(MM, arch, mapping).cycles)
+        measured.append(timing(codegen.generate(MM, mapping, arch, dataflow="ws", bias=False).commands,
+                               SMALL).cycles)
+    for m, t in zip(model, measured):
+        assert abs(m / t - 1) < 0.2, (model, measured)  # fixed pipeline latencies weigh most in tiny cases
+    assert sorted(range(3), key=model.__getitem__) == sorted(range(3), key=measured.__getitem__)
+
+
+def quantum_arch(quantum: int) -> Arch:
+    return Arch("q", (Level("DRAM"), Level("Buffer", 10_000, compute_quantum=quantum)))
+
+
+def test_compute_quantum_rounds_each_residency_up():
+    wl = W.matmul(M=7, N=3, K=1)
+    mapping = Mapping((LM(temporal={"N": 3}), LM(temporal={"M": 7})))
+    assert evaluate(wl, quantum_arch(1), mapping).compute_cycles == 21
+    rounded = evaluate(wl, quantum_arch(4), mapping)
+    assert rounded.compute_cycles == 3 * 8  # 7 iterations per residency take 8
+    assert rounded.accesses == evaluate(wl, quantum_arch(1), mapping).accesses == trace(wl, quantum_arch(4), mapping)
+    assert evaluate(wl, quantum_arch(7), mapping).compute_cycles == 21
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(outer=st.integers(1, 6), inner=st.integers(1, 12), quantum=st.integers(1, 8))
+def test_compute_quantum_law(outer, inner, quantum):
+    """ceil to the quantum per residency: between the plain count and one quantum more per residency."""
+    mapping = Mapping((LM(temporal={"N": outer}), LM(temporal={"M": inner})))
+    work = quantized_iterations(quantum_arch(quantum), mapping)
+    assert work == outer * math.ceil(inner / quantum) * quantum
+    assert outer * inner <= work < outer * (inner + quantum)
+    assert (work == outer * inner) == (inner % quantum == 0)
+
+
+def test_init_fill_bits_reads_an_initial_value_per_final_word():
+    wl = W.matmul(M=4, N=4, K=4)
+    base = Arch("two", (Level("DRAM", read_bandwidth=2.0, write_bandwidth=2.0), Level("Buffer", 1000)))
+    biased = base.with_levels(Buffer=dict(init_fill_bits=32))
+    spill = Mapping((LM(temporal={"K": 2, "M": 2}, order=("K", "M")), LM(temporal={"M": 2, "N": 4, "K": 2})))
+    plain, init = evaluate(wl, base, spill), evaluate(wl, biased, spill)
+    assert plain.partial_sums["DRAM"]["C"].final_writes == 16
+    assert init.dram_bytes - plain.dram_bytes == 16 * 4  # one int32 per output word, however often it spills
+    assert init.transfer_cycles["DRAM"] - plain.transfer_cycles["DRAM"] == pytest.approx(64 / 2.0)
+
+
+@pytest.mark.parametrize("field,value", [("partial_sum_bits", 0), ("init_fill_bits", -8), ("compute_quantum", 0),
+                                         ("compute_quantum", 2.5)])
+def test_bad_calibration_fields_raise_arch_error(field, value):
+    with pytest.raises(ArchError, match=field):
+        Arch("bad", (Level("DRAM"), Level("Buffer", 10, **{field: value})))
+
+
+def test_only_the_gemmini_preset_sets_calibration_fields_and_they_round_trip():
+    for name in ("simba", "eyeriss", "cpu", "cluster"):
+        arch = preset(name)
+        assert all(lv.partial_sum_bits is None and lv.init_fill_bits is None and lv.compute_quantum == 1
+                   for lv in arch.levels), name
+        assert not any(k in lvd for lvd in arch_to_dict(arch)["levels"]
+                       for k in ("partial_sum_bits", "init_fill_bits", "compute_quantum"))
+    for flow in ("ws", "os"):
+        arch = preset("gemmini", dataflow=flow, dim=8)
+        assert arch.level("Accumulator").partial_sum_bits == 32
+        assert arch.level("Registers").compute_quantum == 8
+        assert not arch.level("DRAM").double_buffered
+        assert arch_from_dict(arch_to_dict(arch)) == arch
+
+
+OS_CASES = {
+    "one_pass": Mapping((LM(temporal={"N": 2}), LM(), LM(temporal={"M": 4}, spatial={"M": 4, "N": 4}),
+                         LM(temporal={"K": 32}))),
+    "spill": Mapping((LM(temporal={"N": 2, "K": 2}, order=("K", "N")), LM(),
+                      LM(temporal={"M": 4}, spatial={"M": 4, "N": 4}), LM(temporal={"K": 16}))),
+    "m_tiles": Mapping((LM(temporal={"N": 2, "M": 2}, order=("N", "M")), LM(),
+                        LM(temporal={"M": 2}, spatial={"M": 4, "N": 4}), LM(temporal={"K": 32}))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OS_CASES))
+def test_output_stationary_matches_the_timing_model(case):
+    """OS: the in-place partial sums are not throttled by a register bandwidth; bytes are exact."""
+    arch = SMALL.arch("os")
+    cost = evaluate(MM, arch, OS_CASES[case])
+    result = timing(codegen.generate(MM, OS_CASES[case], arch, dataflow="os", bias=False).commands, SMALL)
+    assert cost.transfer_cycles["Registers"] == 0
+    assert cost.dram_bytes == result.load_bytes + result.store_bytes
+    assert abs(cost.cycles / result.cycles - 1) < 0.2
