@@ -137,7 +137,7 @@ def cmd_evaluate(args) -> int:
 
     workload = _workload(args.workload)
     arch = _arch(args.arch)
-    mapping = load_mapping(args.mapping, arch)
+    mapping = load_mapping(args.mapping, arch, workload)
     cost = evaluate(workload, arch, mapping)
     if args.json:
         _print_json(cost.to_dict())
@@ -270,10 +270,11 @@ def _gemmini_schedule(args, workload, arch):
     if args.mapping:
         from mappings import load_mapping
 
-        return load_mapping(args.mapping, arch)
+        return load_mapping(args.mapping, arch, workload)
     from cosa.scheduler import schedule
 
-    return schedule(workload, arch, scheduler=args.scheduler, time_limit_s=args.time_limit, seed=args.seed).mapping
+    return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
+                    time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping
 
 
 def _gemmini_arch(args):
@@ -285,39 +286,42 @@ def _gemmini_arch(args):
 
 def cmd_emit(args) -> int:
     from gemmini import codegen
-
-    workload = _workload(args.workload)
-    config, arch = _gemmini_arch(args)
-    mapping = _gemmini_schedule(args, workload, arch)
-    if args.style == "gemmini-h":
-        source = codegen.emit_gemmini_h(workload, mapping, arch, with_main=args.main)
-    else:
-        program = codegen.generate(workload, mapping, arch, dataflow=args.dataflow)
-        source = codegen.emit_c(program, with_main=args.main)
-    if args.output in (None, "-"):
-        sys.stdout.write(source)
-    else:
-        Path(args.output).write_text(source)
-        print(f"wrote {args.output} ({len(source.splitlines())} lines)", file=sys.stderr)
-    return 0
-
-
-def cmd_run(args) -> int:
-    from gemmini import codegen
-    from gemmini.run import run_workload
+    from gemmini.codegen_c import emit_c, emit_gemmini_h
 
     workload = _workload(args.workload)
     config, arch = _gemmini_arch(args)
     mapping = _gemmini_schedule(args, workload, arch)
     program = codegen.generate(workload, mapping, arch, dataflow=args.dataflow)
-    result = run_workload(program, sim=args.sim, seed=args.seed)
-    d = result.to_dict()
+    if args.style == "gemmini-h":
+        source = emit_gemmini_h(program)
+    else:
+        source = emit_c(program, with_main=args.main, seed=args.seed)
+    if args.output in (None, "-"):
+        sys.stdout.write(source)
+    else:
+        Path(args.output).write_text(source)
+        print(f"wrote {args.output} ({len(source.splitlines())} lines, {len(program.commands):,} commands)",
+              file=sys.stderr)
+    return 0
+
+
+def cmd_run(args) -> int:
+    from gemmini import codegen
+    from gemmini.run import run_program
+
+    workload = _workload(args.workload)
+    config, arch = _gemmini_arch(args)
+    mapping = _gemmini_schedule(args, workload, arch)
+    program = codegen.generate(workload, mapping, arch, dataflow=args.dataflow)
+    d = run_program(program, sim=args.sim, seed=args.seed).to_dict()
     if args.json:
         _print_json(d)
     else:
-        print(f"{workload.name}: {'verified' if d['verified'] else 'MISMATCH'} ({d['mismatches']} mismatches), "
-              f"{d['cycles']:,} cycles, ideal {d['ideal_cycles']:,}, utilization {d['utilization']:.1%}, "
-              f"{d['instructions']:,} instructions, {d['dram_bytes']:,} DRAM bytes [{args.sim}]")
+        cycles = "n/a" if d["cycles"] is None else f"{d['cycles']:,.0f}"
+        util = "n/a" if d["utilization"] is None else f"{d['utilization']:.1%}"
+        print(f"{workload.name}: {'verified bit-exact' if d['verified'] else 'MISMATCH'} "
+              f"({d['mismatches']} mismatches), {cycles} cycles, ideal {d['ideal_cycles']:,.0f}, "
+              f"utilization {util}, {d['instructions']:,} instructions, {d['dram_bytes']:,} DRAM bytes [{args.sim}]")
     if not d["verified"]:
         raise RunFailed(f"{workload.name}: output differs from the NumPy reference in {d['mismatches']} elements")
     return 0
