@@ -1,0 +1,203 @@
+"""Gemmini RTL cycles: CoSA's schedule against the vendor heuristic on our Verilated Gemmini RTL.
+
+Per layer of ResNet-50 and of the BERT-base GEMMs (sequence 128), on the
+default Gemmini (DIM 16, 256 KiB scratchpad, 64 KiB accumulator, weight
+stationary): each schedule (``cosa`` MIP and ``gemmini-default``) becomes a
+command program (``gemmini.codegen``), which runs on the RTL co-simulation
+(``gemmini.sim.rtl``; output checked bit for bit against NumPy, bias, ReLU,
+1/256 output scale).  Beside the RTL cycles: the functional model's timing
+(``gemmini.sim.timing``, with the same main-memory latency as the RTL run)
+and the cost model's estimate, each with its relative error per layer;
+utilization (MACs / DIM^2 over RTL cycles), per-unit busy cycles and the
+simulation speed (simulated cycles per host second).  Geomeans over layers.
+
+    python bench/gemmini_rtl.py [--quick] [--networks resnet50,bert_base_128] [--layers a,b]
+                                [--time-limit 30] [--mem-latency 16] [--json out.json] [--results bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from cosa.scheduler import schedule
+from gemmini.codegen import generate
+from gemmini.config import DEFAULT_CONFIG
+from gemmini.errors import CodegenError, SimulationError
+from gemmini.sim import rtl
+from gemmini.sim.timing import timing
+from workloads import zoo
+
+NETWORKS = {"resnet50": "ResNet-50", "bert_base_128": "BERT-base GEMMs (seq 128)"}
+DEFAULT_LAYERS = {
+    "resnet50": ["res2a_branch2a", "res2a_branch2b", "res3a_branch2a", "res3b_branch2b", "res4a_branch2b",
+                 "res4a_branch1", "res5a_branch2b", "res5a_branch2c"],
+    "bert_base_128": ["qkv_projection", "output_projection", "ffn1", "ffn2"],
+}
+QUICK_LAYERS = {"resnet50": ["res2a_branch2b", "res4a_branch2b"], "bert_base_128": ["output_projection"]}
+SCHEDULERS = ("cosa", "gemmini-default")
+SCALE = 1.0 / 256
+
+
+def _geo(values) -> float:
+    vals = [v for v in values if v is not None and math.isfinite(v) and v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else math.nan
+
+
+def _fmt(x, spec: str) -> str:
+    return format(x, spec) if isinstance(x, (int, float)) and x is not None and math.isfinite(x) else "-"
+
+
+def run_layer(network: str, name: str, scheduler: str, args) -> dict:
+    """Schedule, generate, run on the RTL, time on the functional model: one table row."""
+    wl = next(w for w in zoo.network(network) if w.name == name)
+    arch = DEFAULT_CONFIG.arch("ws")
+    row = {"network": network, "layer": name, "scheduler": scheduler, "repeat": wl.repeat, "macs": wl.macs}
+    t0 = time.perf_counter()
+    try:
+        sched = schedule(wl, arch, scheduler=scheduler, time_limit_s=args.time_limit, seed=args.seed) \
+            if scheduler == "cosa" else schedule(wl, arch, scheduler=scheduler)
+        program = generate(wl, sched.mapping, arch, bias=True, relu=True, scale=SCALE)
+    except (CodegenError, Exception) as exc:  # a failure is a row, not a crash of the benchmark
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        return row
+    t1 = time.perf_counter()
+    try:
+        run = rtl.run_program_rtl(program, mode=args.mode, seed=args.seed, mem_latency=args.mem_latency)
+    except SimulationError as exc:
+        row["error"] = f"rtl: {exc}"
+        return row
+    t2 = time.perf_counter()
+    timed_config = dataclasses.replace(program.config, dma_latency_cycles=args.mem_latency)
+    model = timing(program.commands, timed_config)
+    t3 = time.perf_counter()
+    cycles = run.report.cycles
+    estimate = float(sched.cost.cycles)
+    row.update(verified=run.result.verified, mismatches=run.result.mismatches, rtl_cycles=cycles,
+               ideal_cycles=run.result.ideal_cycles, utilization=run.result.utilization,
+               instructions=run.report.instructions, busy=run.report.busy, sim_seconds=run.report.sim_seconds,
+               cycles_per_second=run.report.cycles_per_second, timing_cycles=model.cycles,
+               timing_busy=model.busy, timing_error=(model.cycles - cycles) / cycles,
+               costmodel_cycles=estimate, costmodel_error=(estimate - cycles) / cycles,
+               schedule_s=t1 - t0, rtl_s=t2 - t1, timing_s=t3 - t2,
+               mapping=[{"temporal": lm.temporal, "spatial": lm.spatial, "order": list(lm.order)}
+                        for lm in sched.mapping.levels])
+    return row
+
+
+def run_network(network: str, args, console: Console) -> dict:
+    if args.layers:
+        names = [x.strip() for x in args.layers.split(",") if x.strip()]
+    else:
+        names = (QUICK_LAYERS if args.quick else DEFAULT_LAYERS)[network]
+    known = {w.name for w in zoo.network(network)}
+    names = [n for n in names if n in known]
+    rows = {(n, s): run_layer(network, n, s, args) for n in names for s in SCHEDULERS}
+    table = Table(title=f"{NETWORKS.get(network, network)} on the Gemmini RTL (DIM 16, WS, memory latency "
+                        f"{args.mem_latency} cycles)")
+    for col in ("layer", "sched", "RTL cycles", "util", "speedup", "ok", "timing model", "err", "cost model",
+                "err", "busy ld/ex/st %", "Mcyc/s"):
+        table.add_column(col, justify="left" if col in ("layer", "sched") else "right")
+    speedups, t_err, c_err, speeds = [], [], [], []
+    all_verified = True
+    for n in names:
+        c, d = rows[(n, "cosa")], rows[(n, "gemmini-default")]
+        speed = d["rtl_cycles"] / c["rtl_cycles"] if c.get("rtl_cycles") and d.get("rtl_cycles") else None
+        if speed:
+            speedups.append(speed)
+        for s, r in (("cosa", c), ("gemmini-default", d)):
+            all_verified &= bool(r.get("verified"))
+            if "error" in r:
+                table.add_row(n, s, "-", "-", "-", "ERR", "-", "-", "-", "-", "-", "-")
+                continue
+            t_err.append(abs(r["timing_error"]))
+            c_err.append(abs(r["costmodel_error"]))
+            speeds.append(r["cycles_per_second"])
+            busy = "/".join(f"{100 * r['busy'][u] / r['rtl_cycles']:.0f}" for u in ("load", "execute", "store"))
+            table.add_row(n if s == "cosa" else "", "cosa" if s == "cosa" else "default",
+                          _fmt(r["rtl_cycles"], ",.0f"), _fmt(r["utilization"], ".0%"),
+                          _fmt(speed, ".2f") if s == "cosa" else "", "yes" if r["verified"] else "NO",
+                          _fmt(r["timing_cycles"], ",.0f"), _fmt(r["timing_error"], "+.0%"),
+                          _fmt(r["costmodel_cycles"], ",.0f"), _fmt(r["costmodel_error"], "+.0%"), busy,
+                          _fmt(r["cycles_per_second"] / 1e6, ".2f"))
+    console.print(table)
+    for key, r in rows.items():
+        if "error" in r:
+            console.print(f"  {key[0]} {key[1]}: {r['error']}")
+    summary = {"geomean_speedup": _geo(speedups),
+               "median_abs_timing_error": statistics.median(t_err) if t_err else None,
+               "median_abs_costmodel_error": statistics.median(c_err) if c_err else None,
+               "median_cycles_per_second": statistics.median(speeds) if speeds else None,
+               "all_verified": all_verified}
+    console.print(f"{NETWORKS.get(network, network)}: geomean RTL speedup of cosa over gemmini-default "
+                  f"{_fmt(summary['geomean_speedup'], '.2f')}x; median |timing model error| "
+                  f"{_fmt(summary['median_abs_timing_error'], '.1%')}; median |cost model error| "
+                  f"{_fmt(summary['median_abs_costmodel_error'], '.1%')}; simulation "
+                  f"{_fmt((summary['median_cycles_per_second'] or math.nan) / 1e6, '.2f')} M cycles/s; "
+                  f"every run bit-exact: {'yes' if all_verified else 'NO'}")
+    return {"network": network, "rows": [rows[k] for k in sorted(rows)], "summary": summary}
+
+
+START, END = "<!-- gemmini_rtl:start -->", "<!-- gemmini_rtl:end -->"
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace this benchmark's section of the shared results file (other benchmarks keep theirs)."""
+    old = path.read_text() if path.exists() else "# Benchmark results\n"
+    if START in old and END in old:
+        head, rest = old.split(START, 1)
+        new = head + section + rest.split(END, 1)[1].lstrip("\n")
+    else:
+        new = old.rstrip("\n") + "\n\n" + section
+    path.write_text(new)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--networks", default="resnet50,bert_base_128")
+    ap.add_argument("--layers", help="comma-separated layer names (default: a representative set)")
+    ap.add_argument("--quick", action="store_true", help="two ResNet-50 layers and one BERT GEMM")
+    ap.add_argument("--time-limit", type=float, default=30.0, help="MIP time limit per layer (s)")
+    ap.add_argument("--mem-latency", type=int, default=rtl.DEFAULT_MEM_LATENCY,
+                    help="main-memory latency of a DMA read (cycles), RTL and timing model alike")
+    ap.add_argument("--mode", choices=("trace", "c"), default="trace",
+                    help="trace: the command stream on a memory image; c: the emitted C compiled natively")
+    ap.add_argument("--seed", type=int, default=0, help="MIP seed and input data seed")
+    ap.add_argument("--json", help="write every number here")
+    ap.add_argument("--results", help="write the printed tables, date and machine into this Markdown file")
+    args = ap.parse_args(argv)
+    console = Console(width=200, record=True)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    t0 = time.perf_counter()
+    build = rtl.build(DEFAULT_CONFIG)
+    console.print(f"gemmini RTL, {date}; {machine}; {rtl.verilator_version()}; build "
+                  f"{build.build_seconds:.0f} s (cached: {time.perf_counter() - t0 < 5}); seed {args.seed}, MIP "
+                  f"limit {args.time_limit:g} s, mode {args.mode}" + (", quick subset" if args.quick else ""))
+    runs = [run_network(n.strip(), args, console) for n in args.networks.split(",") if n.strip()]
+    if args.json:
+        Path(args.json).write_text(json.dumps({"date": date, "machine": machine, "args": vars(args), "runs": runs},
+                                              indent=1, default=str))
+    if args.results:
+        cmd = "python bench/gemmini_rtl.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        section = (f"{START}\n## Gemmini RTL cycles (`bench/gemmini_rtl.py`)\n\n"
+                   f"Date: {date}.  Machine: {machine} (shared with other jobs while it ran).\n\n"
+                   f"Command: `{cmd.strip()}`\n\n```\n{console.export_text()}```\n{END}\n")
+        write_section(Path(args.results), section)
+    return 0 if all(r["summary"]["all_verified"] for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
