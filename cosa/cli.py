@@ -220,7 +220,7 @@ def cmd_compare(args) -> int:
     arch = _arch(args.arch, args.dataflow)
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
-                     time_limit_s=args.time_limit, seed=args.seed,
+                     time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
                      progress=sys.stdout.isatty() and not args.json)
     if args.csv:
         report.write_csv(result, args.csv)
@@ -379,6 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=float, default=30.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--random-samples", type=int, default=None,
+                   help="budget of the random baseline in samples (default: 10x the MIP's seconds)")
     p.add_argument("--csv")
     p.add_argument("--plot")
     p.add_argument("--json", action="store_true")

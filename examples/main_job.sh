@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The main job on embedded defaults (HiGHS, no licence, no server):
+# schedule a layer from YAML, emit Gemmini C, run and verify it, compare against the baselines.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p out
+layer=examples/conv3x3.yaml
+cosa schedule "$layer" --arch gemmini -o out/conv3x3_mapping.yaml
+cosa emit gemmini "$layer" --mapping out/conv3x3_mapping.yaml --main -o out/conv3x3.c
+cosa run gemmini "$layer" --mapping out/conv3x3_mapping.yaml
+cosa bound "$layer" --arch gemmini
+# every distinct ResNet-50 layer; random search gets 300 samples per layer here (the benchmark
+# bench/schedule_quality.py gives it 10x the MIP's time instead)
+cosa compare resnet50 --arch gemmini --schedulers cosa,gemmini-default,random --random-samples 300 --jobs 2 \
+  --csv out/compare.csv --plot out/compare.png
