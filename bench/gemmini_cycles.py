@@ -30,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+from results_section import markers, write_section
 from rich.console import Console
 from rich.table import Table
 
@@ -165,19 +166,7 @@ NOTES = (
     "input tile keeps the kernel halo (7/16 on the 7x7 layers), 1/16 for a batch-1 FC layer.  Mappings "
     "that leave an output tile before its reduction ends also move int32 partial sums through DRAM.\n")
 
-START, END = "<!-- gemmini_cycles:start -->", "<!-- gemmini_cycles:end -->"
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace this benchmark's section of a shared results file (other benchmarks keep theirs)."""
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    if START in old and END in old:
-        head, rest = old.split(START, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        new = head + section + tail
-    else:
-        new = old.rstrip("\n") + "\n\n" + section
-    path.write_text(new)
+START, END = markers("gemmini_cycles")
 
 
 def main(argv=None) -> int:
@@ -205,7 +194,7 @@ def main(argv=None) -> int:
         section = (f"{START}\n## Gemmini cycles (`bench/gemmini_cycles.py`)\n\n"
                    f"Date: {date}.  Machine: {machine} (shared with other jobs while it ran).\n\n"
                    f"Command: `{cmd.strip()}`\n\n{NOTES}\n```\n{console.export_text()}```\n{END}\n")
-        write_section(Path(args.results), section)
+        write_section(Path(args.results), "gemmini_cycles", section)
     ok = all(r["summary"]["all_verified"] for r in runs)
     return 0 if ok else 1
 

@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from results_section import markers, write_section
 from rich.console import Console
 from rich.table import Table
 
@@ -150,18 +151,7 @@ def run_network(network: str, args, console: Console) -> dict:
     return {"network": network, "rows": [rows[k] for k in sorted(rows)], "summary": summary}
 
 
-START, END = "<!-- gemmini_rtl:start -->", "<!-- gemmini_rtl:end -->"
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace this benchmark's section of the shared results file (other benchmarks keep theirs)."""
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    if START in old and END in old:
-        head, rest = old.split(START, 1)
-        new = head + section + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        new = old.rstrip("\n") + "\n\n" + section
-    path.write_text(new)
+START, END = markers("gemmini_rtl")
 
 
 def main(argv=None) -> int:
@@ -195,7 +185,7 @@ def main(argv=None) -> int:
         section = (f"{START}\n## Gemmini RTL cycles (`bench/gemmini_rtl.py`)\n\n"
                    f"Date: {date}.  Machine: {machine} (shared with other jobs while it ran).\n\n"
                    f"Command: `{cmd.strip()}`\n\n```\n{console.export_text()}```\n{END}\n")
-        write_section(Path(args.results), section)
+        write_section(Path(args.results), "gemmini_rtl", section)
     return 0 if all(r["summary"]["all_verified"] for r in runs) else 1
 
 

@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from results_section import markers, write_section
 from rich.console import Console
 from rich.table import Table
 
@@ -184,7 +185,7 @@ def main(argv=None) -> int:
         section = (f"{START}\n## Schedule quality (`bench/schedule_quality.py`)\n\n"
                    f"Date: {date}.  Machine: {machine} (shared with other jobs while it ran).\n\n"
                    f"Command: `{cmd.strip()}`\n\n```\n{console.export_text()}```\n{END}\n")
-        write_section(Path(args.results), section)
+        write_section(Path(args.results), "schedule_quality", section)
     return 0
 
 
@@ -202,19 +203,7 @@ def _result_options(args, parser) -> str:
     return " ".join(out)
 
 
-START, END = "<!-- schedule_quality:start -->", "<!-- schedule_quality:end -->"
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace this benchmark's section of a shared results file (other benchmarks keep theirs)."""
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    if START in old and END in old:
-        head, rest = old.split(START, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        new = head + section + tail
-    else:
-        new = old.rstrip("\n") + "\n\n" + section
-    path.write_text(new)
+START, END = markers("schedule_quality")
 
 
 if __name__ == "__main__":

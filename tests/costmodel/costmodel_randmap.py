@@ -5,17 +5,13 @@ from __future__ import annotations
 import random
 
 from costmodel import Arch, Level
+from cosa.mip import prime_factors as prime_factor_counts
 from mappings import LevelMapping, Mapping
 
 
-def prime_factors(n: int) -> list[int]:
-    out, p = [], 2
-    while n > 1:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    return out
+def primes(n: int) -> list[int]:
+    """Prime factors of n with multiplicity, ascending."""
+    return [p for p, k in sorted(prime_factor_counts(n).items()) for _ in range(k)]
 
 
 def small_arch(levels: int = 4, fanout: int = 64, multicast: bool = True) -> Arch:
@@ -33,7 +29,7 @@ def random_mapping(workload, arch, seed: int, spatial: bool = True, bypass: bool
     spat = [dict() for _ in range(n)]
     used = [1] * n
     for d, bound in workload.dims.items():
-        for f in prime_factors(bound):
+        for f in primes(bound):
             lvl = rng.randrange(n)
             if spatial and rng.random() < 0.3 and used[lvl] * f <= arch.levels[lvl].fanout:
                 spat[lvl][d] = spat[lvl].get(d, 1) * f

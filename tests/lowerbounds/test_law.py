@@ -21,25 +21,21 @@ from hypothesis import strategies as st
 
 from costmodel import Arch, Level, evaluate, trace
 from lowerbounds import bound_for_arch
+from cosa.mip import prime_factors as prime_factor_counts
 from mappings import LevelMapping, Mapping, fits, validate
 from workloads import WorkloadError, conv2d, einsum, matmul
 
 SLACK = 1e-9  # relative: float noise only
 
 
+def primes(n: int) -> list[int]:
+    """Prime factors of n with multiplicity, ascending."""
+    return [p for p, k in sorted(prime_factor_counts(n).items()) for _ in range(k)]
+
+
 def machine(buffer_bytes: int, register_bytes: int, fanout: int = 1) -> Arch:
     return Arch("law", (Level("DRAM"), Level("Buffer", capacity_bytes=buffer_bytes, fanout=fanout),
                         Level("Registers", capacity_bytes=register_bytes)))
-
-
-def prime_factors(n: int) -> list[int]:
-    out, p = [], 2
-    while n > 1:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    return out
 
 
 def random_valid_mapping(nest, arch, rng: random.Random) -> Mapping:
@@ -50,7 +46,7 @@ def random_valid_mapping(nest, arch, rng: random.Random) -> Mapping:
     placed = []
     used_fanout = 1
     for d in dims:
-        for p in prime_factors(nest.dims[d]):
+        for p in primes(nest.dims[d]):
             roll = rng.random()
             if roll < 0.15:
                 placed.append([d, p, 2, False])
