@@ -92,3 +92,28 @@ def test_parse_size():
     assert parse_size("1MiB") == 1 << 20
     assert parse_size("64K") == 65536
     assert parse_size("4096") == 4096
+
+
+def _small_matmul(tmp_path):
+    path = tmp_path / "mm.yaml"
+    path.write_text("kind: matmul\nname: mm\nM: 16\nN: 12\nK: 20\n")
+    return str(path)
+
+
+def test_run_gemmini_verifies_bit_exact(capsys, tmp_path):
+    code, out, _ = run(capsys, "run", "gemmini", _small_matmul(tmp_path), "--dim", "4",
+                       "--scheduler", "gemmini-default", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert set(doc) == {"verified", "mismatches", "cycles", "ideal_cycles", "utilization", "instructions", "dram_bytes"}
+    assert doc["verified"] and doc["mismatches"] == 0
+    assert doc["ideal_cycles"] == 16 * 12 * 20 / 16 and doc["cycles"] >= doc["ideal_cycles"]
+
+
+def test_emit_gemmini_writes_self_checking_c(capsys, tmp_path):
+    out_c = tmp_path / "mm.c"
+    code, _, err = run(capsys, "emit", "gemmini", _small_matmul(tmp_path), "--dim", "4",
+                       "--scheduler", "gemmini-default", "--main", "-o", str(out_c))
+    assert code == 0 and out_c.exists()
+    source = out_c.read_text()
+    assert '#include "gemmini_cosa.h"' in source and "int main" in source
