@@ -20,17 +20,14 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import datetime
 import json
 import math
-import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from results_section import markers, write_section
+from results_section import markers, run_stamp, write_section
 from rich.console import Console
 from rich.table import Table
 
@@ -181,8 +178,7 @@ def main(argv=None) -> int:
     ap.add_argument("--results", help="write the printed tables, date and machine to this Markdown file")
     args = ap.parse_args(argv)
     console = Console(width=200, record=True)
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    date, machine = run_stamp()
     console.print(f"gemmini cycles, {date}; {machine}; seed {args.seed}, MIP limit {args.time_limit:g} s, "
                   f"jobs {args.jobs}" + (", quick subset" if args.quick else ""))
     runs = [run_network(n.strip(), args, console) for n in args.networks.split(",") if n.strip()]

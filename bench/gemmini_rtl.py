@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
 import math
-import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from results_section import markers, write_section
+from results_section import markers, run_stamp, write_section
 from rich.console import Console
 from rich.table import Table
 
@@ -169,8 +166,7 @@ def main(argv=None) -> int:
     ap.add_argument("--results", help="write the printed tables, date and machine into this Markdown file")
     args = ap.parse_args(argv)
     console = Console(width=200, record=True)
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    date, machine = run_stamp()
     t0 = time.perf_counter()
     build = rtl.build(DEFAULT_CONFIG)
     console.print(f"gemmini RTL, {date}; {machine}; {rtl.verilator_version()}; build "

@@ -20,3 +20,14 @@ def write_section(path: Path, name: str, section: str) -> None:
     else:
         new = old.rstrip("\n") + "\n\n" + section
     path.write_text(new)
+
+
+def run_stamp() -> tuple[str, str]:
+    """(date, machine) for a benchmark's header: UTC minute, OS, architecture, cores, Python."""
+    import datetime
+    import os
+    import platform
+
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    return date, machine

@@ -18,16 +18,13 @@ energy there: their cycles all tie at the ideal).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
-from results_section import markers, write_section
+from results_section import markers, run_stamp, write_section
 from rich.console import Console
 from rich.table import Table
 
@@ -167,8 +164,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     console = Console(width=200, record=True)
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    date, machine = run_stamp()
     console.print(f"schedule quality, {date}; {machine}; seed {args.seed}, jobs {args.jobs}"
                   + (", quick subset" if args.quick else ""))
     runs = []
