@@ -227,7 +227,7 @@ class _Builder:
         ``body_fn(gpix, acc_row, rows)``: global output-pixel index of the run's first row, its
         accumulator row (relative to the tile) and the run length.  Inner pixel dims that the tile spans
         whole are merged into one run (one image row after another)."""
-        p, b, dim = self.p, self.pr.bounds, self.dim
+        p, dim = self.p, self.dim
         e2 = p.extents[2]
         ga = {d: self.start(d, (0, 1)) for d in ("n", "oh", "ow")}
         strides = dict(zip(("n", "oh", "ow"), self.out_s))
