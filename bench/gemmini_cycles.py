@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import json
 import math
 import statistics
 import sys
 import time
-from pathlib import Path
 
-from results_section import markers, run_stamp, write_section
+from results_section import run_stamp, save_outputs
 from rich.console import Console
 from rich.table import Table
 
@@ -163,7 +161,6 @@ NOTES = (
     "input tile keeps the kernel halo (7/16 on the 7x7 layers), 1/16 for a batch-1 FC layer.  Mappings "
     "that leave an output tile before its reduction ends also move int32 partial sums through DRAM.\n")
 
-START, END = markers("gemmini_cycles")
 
 
 def main(argv=None) -> int:
@@ -182,15 +179,10 @@ def main(argv=None) -> int:
     console.print(f"gemmini cycles, {date}; {machine}; seed {args.seed}, MIP limit {args.time_limit:g} s, "
                   f"jobs {args.jobs}" + (", quick subset" if args.quick else ""))
     runs = [run_network(n.strip(), args, console) for n in args.networks.split(",") if n.strip()]
-    if args.json:
-        Path(args.json).write_text(json.dumps({"date": date, "machine": machine, "args": vars(args), "runs": runs},
-                                              indent=1, default=str))
-    if args.results:
-        cmd = "python bench/gemmini_cycles.py " + " ".join(sys.argv[1:] if argv is None else argv)
-        section = (f"{START}\n## Gemmini cycles (`bench/gemmini_cycles.py`)\n\n"
-                   f"Date: {date}.  Machine: {machine} (shared with other jobs while it ran).\n\n"
-                   f"Command: `{cmd.strip()}`\n\n{NOTES}\n```\n{console.export_text()}```\n{END}\n")
-        write_section(Path(args.results), "gemmini_cycles", section)
+    save_outputs(name="gemmini_cycles", title="Gemmini cycles", date=date, machine=machine, console=console,
+                 command="python bench/gemmini_cycles.py " + " ".join(sys.argv[1:] if argv is None else argv),
+                 data={"args": vars(args), "runs": runs}, json_path=args.json, results_path=args.results,
+                 notes=NOTES)
     ok = all(r["summary"]["all_verified"] for r in runs)
     return 0 if ok else 1
 

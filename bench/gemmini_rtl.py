@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import statistics
 import sys
 import time
-from pathlib import Path
 
-from results_section import markers, run_stamp, write_section
+from results_section import run_stamp, save_outputs
 from rich.console import Console
 from rich.table import Table
 
@@ -148,7 +146,6 @@ def run_network(network: str, args, console: Console) -> dict:
     return {"network": network, "rows": [rows[k] for k in sorted(rows)], "summary": summary}
 
 
-START, END = markers("gemmini_rtl")
 
 
 def main(argv=None) -> int:
@@ -173,15 +170,9 @@ def main(argv=None) -> int:
                   f"{build.build_seconds:.0f} s (cached: {time.perf_counter() - t0 < 5}); seed {args.seed}, MIP "
                   f"limit {args.time_limit:g} s, mode {args.mode}" + (", quick subset" if args.quick else ""))
     runs = [run_network(n.strip(), args, console) for n in args.networks.split(",") if n.strip()]
-    if args.json:
-        Path(args.json).write_text(json.dumps({"date": date, "machine": machine, "args": vars(args), "runs": runs},
-                                              indent=1, default=str))
-    if args.results:
-        cmd = "python bench/gemmini_rtl.py " + " ".join(sys.argv[1:] if argv is None else argv)
-        section = (f"{START}\n## Gemmini RTL cycles (`bench/gemmini_rtl.py`)\n\n"
-                   f"Date: {date}.  Machine: {machine} (shared with other jobs while it ran).\n\n"
-                   f"Command: `{cmd.strip()}`\n\n```\n{console.export_text()}```\n{END}\n")
-        write_section(Path(args.results), "gemmini_rtl", section)
+    save_outputs(name="gemmini_rtl", title="Gemmini RTL cycles", date=date, machine=machine, console=console,
+                 command="python bench/gemmini_rtl.py " + " ".join(sys.argv[1:] if argv is None else argv),
+                 data={"args": vars(args), "runs": runs}, json_path=args.json, results_path=args.results)
     return 0 if all(r["summary"]["all_verified"] for r in runs) else 1
 
 

@@ -18,13 +18,11 @@ energy there: their cycles all tie at the ideal).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
-from pathlib import Path
 
-from results_section import markers, run_stamp, write_section
+from results_section import run_stamp, save_outputs
 from rich.console import Console
 from rich.table import Table
 
@@ -172,16 +170,10 @@ def main(argv=None) -> int:
         for network in [n.strip() for n in args.networks.split(",") if n.strip()]:
             runs.append(run_network(network, arch_name, args, console))
     tiny = None if args.no_tiny else run_tiny(args, console)
-    if args.json:
-        Path(args.json).write_text(json.dumps({"date": date, "machine": machine, "args": vars(args), "runs": runs,
-                                               "tiny": tiny},
-                                              indent=1, default=str))
-    if args.results:
-        cmd = "python bench/schedule_quality.py " + _result_options(args, ap)
-        section = (f"{START}\n## Schedule quality (`bench/schedule_quality.py`)\n\n"
-                   f"Date: {date}.  Machine: {machine} (shared with other jobs while it ran).\n\n"
-                   f"Command: `{cmd.strip()}`\n\n```\n{console.export_text()}```\n{END}\n")
-        write_section(Path(args.results), "schedule_quality", section)
+    save_outputs(name="schedule_quality", title="Schedule quality", date=date, machine=machine, console=console,
+                 command="python bench/schedule_quality.py " + _result_options(args, ap),
+                 data={"args": vars(args), "runs": runs, "tiny": tiny}, json_path=args.json,
+                 results_path=args.results)
     return 0
 
 
@@ -199,7 +191,6 @@ def _result_options(args, parser) -> str:
     return " ".join(out)
 
 
-START, END = markers("schedule_quality")
 
 
 if __name__ == "__main__":
