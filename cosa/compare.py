@@ -3,9 +3,15 @@
 Each layer is scheduled by every requested scheduler through
 ``cosa.scheduler.schedule``; the MIP ("cosa") runs first so that the random
 baseline can be given ``random_time_factor`` times its wall time.  Layers run
-in local processes for ``jobs > 1``, or on MPI ranks through
-``mpi4py.futures.MPIPoolExecutor`` when the program runs under MPI (launch
-with ``mpiexec -n N python -m mpi4py.futures -m cosa.cli compare ...``).
+in local processes for ``jobs > 1``, or on MPI ranks through ``mpi4py.futures``
+when the program runs under mpiexec with more than one rank:
+``mpiexec -n N python -m mpi4py.futures -m cosa.cli compare ...`` (rank 0 runs
+the program, the other N - 1 ranks schedule layers), or plainly
+``mpiexec -n N python -m cosa.cli compare ...`` (every rank starts the program;
+inside ``compare`` ranks 1..N-1 become workers and exit when the layers are
+done, so only rank 0 prints).  Rows come back in layer order whatever rank
+finished first, so the table equals the serial one (timings aside, and the
+random baseline's row when its time budget rather than its sample budget ends it).
 
 Ratios: ``ratio`` is a row's objective value over the best row of its layer
 (1.0 = best; latency: cycles, energy: pJ, edp: cycles*pJ; the MIP's own
@@ -220,14 +226,33 @@ def under_mpi() -> bool:
     return forced in ("1", "true", "yes") or MPI.COMM_WORLD.Get_size() > 1
 
 
-def _executor(jobs: int) -> tuple[Executor | None, str]:
-    if under_mpi():
-        from mpi4py.futures import MPIPoolExecutor
+def _mpi_executor():
+    """The MPI pool's context manager: at rank 0 it gives an executor over the other ranks, at
+    those ranks it serves layers until rank 0 is done and then gives None.
 
-        return MPIPoolExecutor(), "mpi"
-    if jobs > 1:
-        return ProcessPoolExecutor(max_workers=jobs), "processes"
-    return None, "serial"
+    ``MPICommExecutor`` covers both launches: under ``python -m mpi4py.futures`` (only rank 0
+    runs this code; it uses the shared pool of the other ranks) and under plain mpiexec (every
+    rank runs this code; COMM_WORLD is split into rank 0 and its workers).
+    """
+    from mpi4py import MPI
+    from mpi4py.futures import MPICommExecutor
+
+    return MPICommExecutor(MPI.COMM_WORLD, root=0)
+
+
+def _run_pool(executor: Executor, layer_args, layers, bar, task) -> dict[int, list[CompareRow]]:
+    """Submit every layer, collect the rows by layer index (completion order does not matter)."""
+    from concurrent.futures import as_completed
+
+    per_layer: dict[int, list[CompareRow]] = {}
+    futures = {executor.submit(schedule_layer, *layer_args(k)): k for k in range(len(layers))}
+    for fut in as_completed(futures):
+        k = futures[fut]
+        per_layer[k] = fut.result()
+        if bar is not None:
+            bar.update(task, description=layers[k])
+            bar.advance(task)
+    return per_layer
 
 
 def _progress(enabled: bool):
@@ -265,6 +290,9 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     zoo names, networks, ONNX).  ``arch``: an Arch or a preset name / YAML file.
     ``progress``: a rich progress bar (default: when stdout is a terminal).
     ``random_time_factor``, ``random_samples``: the random baseline's budget (see ``schedule_layer``).
+    ``jobs``: local processes; ignored under mpiexec with more than one rank, where the layers go
+    to the MPI ranks (see the module docstring; under a plain mpiexec launch the worker ranks
+    leave through ``SystemExit(0)`` once the layers are done, and only rank 0 returns).
     """
     schedulers = tuple(schedulers)
     src = "compare"
@@ -287,42 +315,52 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     layers = [_repeat_safe_name(w, seen) for w in nests]
     progress = sys.stdout.isatty() if progress is None else progress
     start = time.perf_counter()
-    executor, mode = _executor(jobs) if len(nests) > 1 else (None, "serial")
+    # under MPI every launch goes through the pool, even for one layer: worker ranks must not go on
+    mode = "mpi" if under_mpi() else ("processes" if jobs > 1 and len(nests) > 1 else "serial")
     per_layer: dict[int, list[CompareRow]] = {}
+    mpi_workers = None
+    worker_rank = False
+    if mode == "mpi":
+        from mpi4py import MPI
+
+        progress = progress and MPI.COMM_WORLD.Get_rank() == 0  # one bar, at the rank that reports
     bar = _progress(progress)
+    task = None
     try:
         if bar is not None:
             bar.start()
             task = bar.add_task("", total=len(nests))
         args = lambda k: (nests[k], arch, schedulers, objective, time_limit_s, seed, random_time_factor, layers[k],
                           random_samples)
-        if executor is None:
+        if mode == "serial":
             for k in range(len(nests)):
                 if bar is not None:
                     bar.update(task, description=layers[k])
                 per_layer[k] = schedule_layer(*args(k))
                 if bar is not None:
                     bar.advance(task)
+        elif mode == "mpi":
+            with _mpi_executor() as executor:
+                if executor is not None:
+                    # both launches: every other rank works (None: workers spawned, COSA_MPI=1 without mpiexec)
+                    mpi_workers = MPI.COMM_WORLD.Get_size() - 1 or None
+                    per_layer = _run_pool(executor, args, layers, bar, task)
+            worker_rank = executor is None
         else:
-            with executor:
-                futures = {executor.submit(schedule_layer, *args(k)): k for k in range(len(nests))}
-                from concurrent.futures import as_completed
-
-                for fut in as_completed(futures):
-                    k = futures[fut]
-                    per_layer[k] = fut.result()
-                    if bar is not None:
-                        bar.update(task, description=layers[k])
-                        bar.advance(task)
+            with ProcessPoolExecutor(max_workers=jobs) as executor:
+                per_layer = _run_pool(executor, args, layers, bar, task)
     finally:
         if bar is not None:
             bar.stop()
+    if worker_rank:
+        # a worker rank of a plain mpiexec launch: rank 0 has the rows and reports them
+        raise SystemExit(0)
     rows = tuple(r for k in range(len(nests)) for r in per_layer[k])
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",
         "python": platform.python_version(),
-        "seed": seed, "jobs": jobs, "executor": mode, "time_limit_s": time_limit_s,
+        "seed": seed, "jobs": jobs, "executor": mode, "mpi_workers": mpi_workers, "time_limit_s": time_limit_s,
         "random_time_factor": random_time_factor, "random_samples": random_samples, "wall_s": time.perf_counter() - start,
     }
     return CompareResult(rows, tuple(layers), schedulers, getattr(arch, "name", str(arch)), objective, meta)

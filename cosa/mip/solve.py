@@ -17,7 +17,12 @@ from ..schedule import SchedulingError
 
 SOLVERS = ("highs", "gurobi")
 
-GUROBI_PIP_LIMITS = "the pip licence allows 2,000 variables and 2,000 linear constraints"
+GUROBI_PIP_LIMITS = ("the pip licence allows 2,000 variables and 2,000 linear constraints, "
+                     "200 variables once any quadratic term exists")
+GUROBI_FULL_LICENCE = ("get a full licence (free for academic use) at https://gurobi.com/unrestricted and "
+                       "point GRB_LICENSE_FILE at its gurobi.lic")
+_GRB_ERROR_NO_LICENSE = 10009  # gurobipy's GurobiError.errno values
+_GRB_ERROR_SIZE_LIMIT_EXCEEDED = 10010
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,23 @@ def _gap(objective, bound) -> float | None:
     return abs(objective - bound) / max(abs(objective), 1e-12)
 
 
+def _gurobi_error(exc: Exception, model, size, source: str) -> SchedulingError | None:
+    """A one-line SchedulingError for Gurobi's licence refusals, or None for any other failure."""
+    errno = getattr(exc, "errno", None)
+    text = str(exc)
+    if errno == _GRB_ERROR_SIZE_LIMIT_EXCEEDED or "size-limited" in text or "too large" in text.lower():
+        nvars, nint, ncons = size or (model.nvariables(), None, model.nconstraints())
+        integer = f" ({nint} integer)" if nint is not None else ""
+        return SchedulingError(
+            f"the model is too large for Gurobi's size-limited licence: {nvars} variables{integer} and {ncons} "
+            f"constraints ({GUROBI_PIP_LIMITS}); use solver='highs' (no licence, no size limit), or {GUROBI_FULL_LICENCE}",
+            source=source, field="solver")
+    if errno == _GRB_ERROR_NO_LICENSE or "licen" in text.lower():
+        return SchedulingError(f"Gurobi licence problem: {' '.join(text.split())}; use solver='highs', or "
+                               f"{GUROBI_FULL_LICENCE}", source=source, field="solver")
+    return None
+
+
 def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: float = 0.01, seed: int = 0,
           source: str = "", size: tuple[int, int, int] | None = None) -> SolveResult:
     """Solve ``model`` in place; load the incumbent when there is one.
@@ -101,15 +123,9 @@ def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: flo
                            load_solutions=False, raise_exception_on_nonoptimal_result=False,
                            solver_options=options)
     except Exception as exc:  # noqa: BLE001  (translated below; real bugs keep their text)
-        text = str(exc)
-        if solver == "gurobi" and ("size-limited" in text or "too large" in text.lower()):
-            nvars, nint, ncons = size or (0, 0, 0)
-            raise SchedulingError(
-                f"the model has {nvars} variables ({nint} integer) and {ncons} constraints, over Gurobi's "
-                f"size-limited licence ({GUROBI_PIP_LIMITS}); use solver='highs' or a full licence",
-                source=source, field="solver") from None
-        if solver == "gurobi" and ("licen" in text.lower()):
-            raise SchedulingError(f"Gurobi licence problem: {text}", source=source, field="solver") from None
+        error = _gurobi_error(exc, model, size, source) if solver == "gurobi" else None
+        if error is not None:
+            raise error from None
         raise
     elapsed = time.perf_counter() - start
     status = _status(result)
