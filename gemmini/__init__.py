@@ -3,13 +3,14 @@
 from . import isa, numerics
 from .config import DEFAULT_CONFIG, SMALL_CONFIG, GemminiConfig
 from .errors import CodegenError, IsaError, SimulationError
-from .reference import conv_ref, conv_weights_as_gemm, im2col, matmul_acc, matmul_ref
+from .reference import batched_matmul_ref, conv_ref, conv_weights_as_gemm, im2col, matmul_acc, matmul_ref
 from .codegen import Program, generate
 from .codegen_c import emit_c, emit_gemmini_h
 from .run import RunResult, example_inputs, run_program
 
 __all__ = [
     "CodegenError", "DEFAULT_CONFIG", "GemminiConfig", "IsaError", "SMALL_CONFIG", "SimulationError",
-    "conv_ref", "conv_weights_as_gemm", "im2col", "isa", "matmul_acc", "matmul_ref", "numerics",
+    "batched_matmul_ref", "conv_ref", "conv_weights_as_gemm", "im2col", "isa", "matmul_acc", "matmul_ref",
+    "numerics",
     "Program", "RunResult", "emit_c", "emit_gemmini_h", "example_inputs", "generate", "run_program",
 ]

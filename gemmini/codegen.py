@@ -12,7 +12,10 @@ structure.
 Main memory (the functional model's byte array, and the C program's
 buffers): ``input`` (matmul A [M, K]; conv NHWC int8), ``weights`` (B [K, N];
 conv [R_rows, S_cols, C, K] int8 = the GEMM B [R*S*C, K]), ``bias`` (int32
-[N or K]), ``output`` (C [M, N]; conv NHWC int8), plus ``partials`` (int32
+[N or K]), ``output`` (C [M, N]; conv NHWC int8); a batched matmul's buffers
+lead with the batch ([B, M, K], [B, K, N], bias [B, N], [B, M, N]) and a
+grouped convolution's weights are [R, S, C/groups, K] (see
+``codegen_tiling.problem_of``), plus ``partials`` (int32
 partial sums, when the mapping leaves an output tile before its reduction
 ends) and ``zeros`` (one zero row, the source of convolution padding).
 """
@@ -243,11 +246,14 @@ def choose_plan(problem: Problem, mapping, config, flow, *, source, double_buffe
 def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, bias: bool = True,
              scale: float = 1.0, relu: bool = False, double_buffer: bool | None = None,
              validate: bool = True, orientation: str = "auto") -> Program:
-    """The Gemmini program of ``workload`` (matmul, or conv2d with groups=1) under ``mapping``.
+    """The Gemmini program of ``workload`` (matmul, batched matmul, conv2d, grouped or depthwise conv2d)
+    under ``mapping``.
 
     arch_or_config: the Gemmini preset Arch the mapping was made for (its
     config and dataflow are read from it), or a GemminiConfig.  dataflow:
     "ws" or "os" (OS: matmuls, and convolutions that unroll output columns).
+    A batch/group dim is never unrolled on the array (CodegenError); its
+    Registers-level loop, if any, runs as the innermost Accumulator-level loop.
     bias: add the int32 bias (else start from zero).  scale: the float32
     output scale; relu: ReLU before saturating to int8.  double_buffer: None =
     as the architecture's levels say (the WS preset double-buffers the

@@ -20,6 +20,11 @@ Structure (outer to inner), following the mapping:
   (only when it changed since the last preload: the weights stay in the PEs)
   and streams the level-3 rows in computes of at most DIM rows; OS streams
   the level-3 reduction through the PEs and writes the block once.
+
+A group/batch dim ``g`` (batched matmul, grouped convolution) is one more
+loop that changes every tile: main-memory addresses step by the problem's
+``g_strides``, and a tile that spans several groups keeps their column
+blocks one after another (group-major); a new group means new weights.
 """
 
 from __future__ import annotations
@@ -41,11 +46,12 @@ class _Builder:
         self.scale = float(scale)
         self.relu = 1 if relu else 0
         self.loops = plan.loops
-        b = self.pr.bounds
-        self.K = b["k"]
-        self.C = b["c"]
+        # elements of one weight row and of one output pixel in main memory (all groups' output channels)
+        self.K = self.pr.pixel_elems
         self.H, self.W = self.pr.in_hw
         self.in_s, self.w_s, self.out_s = self.pr.in_strides, self.pr.w_strides, self.pr.out_strides
+        # elements between consecutive groups in the input, weights, output (and partials) and bias
+        self.in_g, self.w_g, self.out_g, self.bias_g = self.pr.g_strides
         self.out_row_bytes = self.out_s[2] * self.K  # main-memory bytes between the rows of one mvout
         self.padded = any(self.pr.padding)
         n = len(self.loops)
@@ -132,11 +138,15 @@ class _Builder:
         if len(p.a_bases) > 1:
             out.append(Assign("a_slot", 1 - Var("a_slot")))
         base = self.base(p.a_bases, "a_slot")
-        g = {d: self.start(d, (0,)) for d in ("n", "c", "oh", "ow", "kh", "kw")}
+        g = {d: self.start(d, (0,)) for d in ("g", "n", "c", "oh", "ow", "kh", "kw")}
         h0 = g["oh"] * sh + g["kh"] * dh - ph
         w0 = g["ow"] * sw + g["kw"] * dw - pw
         group = self.cfg.max_mvin_cols_sp // dim * dim if p.bc == dim else p.bc
         ws_ = p.stored_w
+        c_blocks = e1["c"] // p.bc  # channel blocks of one group
+
+        def per_group(body):
+            return loop("lg", e1["g"], body)
 
         def pixel_row(n_i, j, i):
             return (n_i * p.stored_h + j) * ws_ + i
@@ -145,23 +155,28 @@ class _Builder:
             def chunk(li):
                 rows = emin(dim, lit(i_to) - li)
 
-                def cgroup(cg):
-                    cols = emin(group, e1["c"] - cg)
-                    dram = DramAddr("input", (g["n"] + n_i) * self.in_s[0] + h * self.in_s[1]
-                                    + (w0 + li * p.step_w) * self.in_s[2] + g["c"] + cg)
-                    local = SpAddr(base + (cg // p.bc) * p.a_pix + pixel_row(n_i, j, li))
-                    return [Cmd("mvin", (dram, local, rows, cols, 0))]
-                return loop("lc", e1["c"], cgroup, step=group)
+                def in_group(gi):
+                    def cgroup(cg):
+                        cols = emin(group, e1["c"] - cg)
+                        dram = DramAddr("input", (g["n"] + n_i) * self.in_s[0] + h * self.in_s[1]
+                                        + (w0 + li * p.step_w) * self.in_s[2] + (g["g"] + gi) * self.in_g
+                                        + g["c"] + cg)
+                        local = SpAddr(base + (gi * c_blocks + cg // p.bc) * p.a_pix + pixel_row(n_i, j, li))
+                        return [Cmd("mvin", (dram, local, rows, cols, 0))]
+                    return loop("lc", e1["c"], cgroup, step=group)
+                return per_group(in_group)
             return self._range_loop("li", i_from, i_to, dim, chunk)
 
         def zeros(n_i, j, i_from, i_to):
             def chunk(li):
                 rows = emin(dim, lit(i_to) - li)
 
-                def cblock(cb):
-                    local = SpAddr(base + (cb // p.bc) * p.a_pix + pixel_row(n_i, j, li))
-                    return [Cmd("mvin", (DramAddr("zeros", Const(0)), local, rows, p.bc, 2))]
-                return loop("lz", e1["c"], cblock, step=p.bc)
+                def in_group(gi):
+                    def cblock(cb):
+                        local = SpAddr(base + (gi * c_blocks + cb // p.bc) * p.a_pix + pixel_row(n_i, j, li))
+                        return [Cmd("mvin", (DramAddr("zeros", Const(0)), local, rows, p.bc, 2))]
+                    return loop("lz", e1["c"], cblock, step=p.bc)
+                return per_group(in_group)
             return self._range_loop("li", i_from, i_to, dim, chunk)
 
         def row(n_i):
@@ -200,21 +215,25 @@ class _Builder:
         if len(p.b_bases) > 1:
             out.append(Assign("b_slot", 1 - Var("b_slot")))
         base = self.base(p.b_bases, "b_slot")
-        g = {d: self.start(d, (0,)) for d in ("k", "c", "kh", "kw")}
+        g = {d: self.start(d, (0,)) for d in ("g", "k", "c", "kh", "kw")}
         group = self.cfg.max_mvin_cols_sp // dim * dim if p.bk == dim else p.bk
+        k_blocks = e1["k"] // p.bk  # output-channel blocks of one group
 
         def per_kh(i_kh):
             def per_kw(i_kw):
                 def per_c(lc):
                     rows = emin(dim, e1["c"] - lc)
 
-                    def per_k(kg):
-                        cols = emin(group, e1["k"] - kg)
-                        row = (g["kh"] + i_kh) * self.w_s[0] + (g["kw"] + i_kw) * self.w_s[1] + g["c"] + lc
-                        dram = DramAddr("weights", row * self.K + g["k"] + kg)
-                        local = SpAddr(base + (kg // p.bk) * p.b_rows_per_block + (i_kh * e1["kw"] + i_kw) * e1["c"] + lc)
-                        return [Cmd("mvin", (dram, local, rows, cols, 1))]
-                    return loop("wk", e1["k"], per_k, step=group)
+                    def in_group(gi):
+                        def per_k(kg):
+                            cols = emin(group, e1["k"] - kg)
+                            row = (g["kh"] + i_kh) * self.w_s[0] + (g["kw"] + i_kw) * self.w_s[1] + g["c"] + lc
+                            dram = DramAddr("weights", row * self.K + (g["g"] + gi) * self.w_g + g["k"] + kg)
+                            local = SpAddr(base + (gi * k_blocks + kg // p.bk) * p.b_rows_per_block
+                                           + (i_kh * e1["kw"] + i_kw) * e1["c"] + lc)
+                            return [Cmd("mvin", (dram, local, rows, cols, 1))]
+                        return loop("wk", e1["k"], per_k, step=group)
+                    return loop("wg", e1["g"], in_group)
                 return loop("wc", e1["c"], per_c, step=dim)
             return loop("wkw", e1["kw"], per_kw)
         out += loop("wkh", e1["kh"], per_kh)
@@ -264,8 +283,17 @@ class _Builder:
         return self.base(self.p.acc_bases, "acc_slot")
 
     def k_blocks(self, body_fn) -> list:
+        """``body_fn(gi, kb, block)`` per group ``gi`` and output-channel block ``kb`` of the accumulator tile;
+        ``block``: the tile's column-block index (group-major)."""
         p = self.p
-        return loop("ob", p.extents[2]["k"] // p.bk, body_fn)
+        per_group = p.extents[2]["k"] // p.bk
+        return loop("og", p.extents[2]["g"], lambda gi: loop("ob", per_group,
+                                                             lambda kb: body_fn(gi, kb, gi * per_group + kb)))
+
+    def out_elem(self, gpix: Expr, gi: Expr, kb: Expr) -> Expr:
+        """Main-memory element (of ``output``/``partials``) of a pixel of the tile's group ``gi`` and block ``kb``."""
+        return (gpix * self.K + (self.start("g", (0, 1)) + gi) * self.out_g + self.start("k", (0, 1))
+                + kb * self.p.bk)
 
     def open_acc(self) -> list:
         p, dim = self.p, self.dim
@@ -274,28 +302,29 @@ class _Builder:
             out.append(Assign("acc_slot", 1 - Var("acc_slot")))
         base = self.acc_base()
         gk = self.start("k", (0, 1))
+        gg = self.start("g", (0, 1))
         first = []
         if self.bias_block:
-            def bias_rows(kb):
-                return [Cmd("mvin", (DramAddr("bias", (gk + kb * p.bk) * ACC_BYTES),
-                                     AccAddr(base + p.acc_rows + kb * dim, Const(0)), dim, p.bk, 2))]
+            def bias_rows(gi, kb, blk):
+                return [Cmd("mvin", (DramAddr("bias", ((gg + gi) * self.bias_g + gk + kb * p.bk) * ACC_BYTES),
+                                     AccAddr(base + p.acc_rows + blk * dim, Const(0)), dim, p.bk, 2))]
             first = self.k_blocks(bias_rows)
         elif self.bias:
-            def bias_block(kb):
+            def bias_block(gi, kb, blk):
                 def rows_run(r0):
                     rows = emin(dim, p.acc_pix - r0)
-                    return [Cmd("mvin", (DramAddr("bias", (gk + kb * p.bk) * ACC_BYTES),
-                                         AccAddr(base + kb * p.acc_pix + r0, Const(0)), rows, p.bk, 2))]
+                    return [Cmd("mvin", (DramAddr("bias", ((gg + gi) * self.bias_g + gk + kb * p.bk) * ACC_BYTES),
+                                         AccAddr(base + blk * p.acc_pix + r0, Const(0)), rows, p.bk, 2))]
                 return loop("brow", p.acc_pix, rows_run, step=dim)
             first = self.k_blocks(bias_block)
         later = []
         if self.spills:
             later.append(Cmd("config_ld", (self.out_row_bytes * ACC_BYTES, 1.0, 0, 2, dim)))
 
-            def reload_block(kb):
+            def reload_block(gi, kb, blk):
                 return self.acc_runs(lambda gp, ar, rows: [Cmd("mvin", (
-                    DramAddr("partials", (gp * self.K + gk + kb * p.bk) * ACC_BYTES),
-                    AccAddr(base + kb * p.acc_pix + ar, Const(0)), rows, p.bk, 2))])
+                    DramAddr("partials", self.out_elem(gp, gi, kb) * ACC_BYTES),
+                    AccAddr(base + blk * p.acc_pix + ar, Const(0)), rows, p.bk, 2))])
             later += self.k_blocks(reload_block)
             later.append(Cmd("config_ld", (0, 1.0, 0, 2, dim)))
         out += when(self.first_visit(), first, later)
@@ -304,21 +333,20 @@ class _Builder:
     def close_acc(self) -> list:
         p = self.p
         base = self.acc_base()
-        gk = self.start("k", (0, 1))
 
-        def final_block(kb):
+        def final_block(gi, kb, blk):
             return self.acc_runs(lambda gp, ar, rows: [Cmd("mvout", (
-                DramAddr("output", gp * self.K + gk + kb * p.bk),
-                AccAddr(base + kb * p.acc_pix + ar, Const(0)), rows, p.bk))])
+                DramAddr("output", self.out_elem(gp, gi, kb)),
+                AccAddr(base + blk * p.acc_pix + ar, Const(0)), rows, p.bk))])
         final = [Comment("accumulator tile -> output (scaled int8)")] + self.k_blocks(final_block)
         spill = []
         if self.spills:
             spill.append(Cmd("config_st", (self.out_row_bytes * ACC_BYTES, 0, 1.0)))
 
-            def spill_block(kb):
+            def spill_block(gi, kb, blk):
                 return self.acc_runs(lambda gp, ar, rows: [Cmd("mvout", (
-                    DramAddr("partials", (gp * self.K + gk + kb * p.bk) * ACC_BYTES),
-                    AccAddr(base + kb * p.acc_pix + ar, Const(0), True), rows, p.bk))])
+                    DramAddr("partials", self.out_elem(gp, gi, kb) * ACC_BYTES),
+                    AccAddr(base + blk * p.acc_pix + ar, Const(0), True), rows, p.bk))])
             spill += self.k_blocks(spill_block)
             spill.append(Cmd("config_st", (self.out_row_bytes, self.relu, self.scale)))
         return when(self.last_visit(), final, spill)
@@ -334,6 +362,11 @@ class _Builder:
             return Const(1)  # the tile starts from the broadcast bias
         return negate(self.first_write())
 
+    def acc_block(self) -> Expr:
+        """Column-block index (group-major) in the accumulator tile of the current array block."""
+        p = self.p
+        return self.start("g", (2,)) * (p.extents[2]["k"] // p.bk) + self.start("k", (2,)) // p.bk
+
     def bias_operand(self, c_addr_k_block: Expr) -> Expr:
         """The D operand: the bias block (full int32 rows) on a first write, else garbage (zeros)."""
         if not self.bias_block:
@@ -347,15 +380,16 @@ class _Builder:
         sh, sw = self.pr.stride
         dh, dw = self.pr.dilation
         e1, e2 = p.extents[1], p.extents[2]
-        rel = {d: self.start(d, (1, 2)) + idx3.get(d, 0) for d in ("n", "c", "oh", "ow", "kh", "kw", "k")}
-        acc = {d: self.start(d, (2,)) + idx3.get(d, 0) for d in ("n", "oh", "ow", "k")}
+        rel = {d: self.start(d, (1, 2)) + idx3.get(d, 0) for d in ("g", "n", "c", "oh", "ow", "kh", "kw", "k")}
+        acc = {d: self.start(d, (2,)) + idx3.get(d, 0) for d in ("g", "n", "oh", "ow", "k")}
         j = rel["oh"] * (sh // p.step_h) + (rel["kh"] * (dh // p.step_h) if e1["kh"] > 1 else 0)
         i = rel["ow"] * (sw // p.step_w) + (rel["kw"] * (dw // p.step_w) if e1["kw"] > 1 else 0)
         pix = (rel["n"] * p.stored_h + j) * p.stored_w + i
-        a = self.base(p.a_bases, "a_slot") + (rel["c"] // p.bc) * p.a_pix + pix
-        b = (self.base(p.b_bases, "b_slot") + (rel["k"] // p.bk) * p.b_rows_per_block
+        # column blocks are group-major in every tile
+        a = self.base(p.a_bases, "a_slot") + (rel["g"] * (e1["c"] // p.bc) + rel["c"] // p.bc) * p.a_pix + pix
+        b = (self.base(p.b_bases, "b_slot") + (rel["g"] * (e1["k"] // p.bk) + rel["k"] // p.bk) * p.b_rows_per_block
              + (rel["kh"] * e1["kw"] + rel["kw"]) * e1["c"] + rel["c"])
-        c = (self.acc_base() + (acc["k"] // p.bk) * p.acc_pix
+        c = (self.acc_base() + (acc["g"] * (e2["k"] // p.bk) + acc["k"] // p.bk) * p.acc_pix
              + (acc["n"] * e2["oh"] + acc["oh"]) * e2["ow"] + acc["ow"])
         return a, b, c
 
@@ -408,7 +442,7 @@ class _Builder:
                 a, b, c = self.operands(idx)
                 a, c = a + r3 * p.a_stride, c + r3
                 cl = AccAddr(c, acc_flag)
-                d = self.bias_operand(self.start("k", (2,)) // p.bk)
+                d = self.bias_operand(self.acc_block())
                 first = all_of([fresh, cmp("==", r3, 0)] + [cmp("==", idx[d], 0) for d in outer])
                 with_weights = [Cmd("preload", (SpAddr(b), cl, bc, bk, rows, bk)),
                                 Cmd("compute_preloaded", (SpAddr(a), d, rows, bc, rows, bk))]
@@ -432,7 +466,7 @@ class _Builder:
                     last = all_of([cmp("==", kh3, e3["kh"] - 1), cmp("==", kw3, e3["kw"] - 1),
                                    cmp("==", c3, e3["c"] - w)])
                     out_addr = select(last, AccAddr(c, acc_flag), Garbage())
-                    d = self.bias_operand(self.start("k", (2,)) // p.bk)
+                    d = self.bias_operand(self.acc_block())
                     start = Cmd("preload", (d, out_addr, rows, bk, rows, bk))
                     more = Cmd("preload", (Garbage(), out_addr, rows, bk, rows, bk))
                     return when(first, [start, Cmd("compute_preloaded", (SpAddr(a), SpAddr(b), rows, w, w, bk))],

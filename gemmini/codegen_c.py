@@ -4,8 +4,9 @@
 
     void NAME(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output);
 
-(matmul: input = A [M, K], weights = B [K, N], output = C [M, N]; conv: NHWC
-input, [R, S, C, K] weights, NHWC output).  Scratch buffers are globals
+(matmul: input = A [M, K], weights = B [K, N], output = C [M, N], batched
+[B, M, K], [B, K, N], [B, M, N] with bias [B, N]; conv: NHWC input,
+[R, S, C/groups, K] weights, NHWC output).  Scratch buffers are globals
 ``NAME_partials`` (int32 partial sums) and ``NAME_zeros`` (one zero row)
 when the program uses them.  With ``with_main`` the file also embeds inputs
 and the NumPy-computed expected output, runs the function, compares, prints
@@ -54,7 +55,8 @@ def _array(values: np.ndarray, per_line: int = 24) -> str:
 
 def _function(program: Program, fn: str) -> str:
     p = program.plan
-    e = p.extents
+    grouped = p.problem.grouped
+    e = [{d: v for d, v in ext.items() if d != "g" or grouped} for ext in p.extents]
     lines = [
         f"/* {program.kind} {program.name} on Gemmini (DIM {program.config.dim}, {program.dataflow.upper()}):",
         f" * {program.problem.bounds}; {len(program.commands)} commands;",
@@ -185,8 +187,9 @@ def emit_gemmini_h(program: Program, *, name: str | None = None) -> str:
 
     The vendor library walks its tiles in its own fixed order and picks its own inner loops, so only the
     tile sizes of the mapping carry over (not its loop orders or array unrolling).  Matmul tiles are in
-    DIM-blocks (rounded up); convolutions need square kernels and equal row/column stride, padding and
-    dilation (the vendor API takes one of each)."""
+    DIM-blocks (rounded up); a batched matmul is one call per batch entry.  Convolutions need square
+    kernels, equal row/column stride, padding and dilation (the vendor API takes one of each) and no
+    groups."""
     fn = c_name(program, name)
     pr, e1, dim = program.problem, dict(program.plan.extents[1]), program.config.dim
     if program.plan.problem.transposed:  # the plan walks image columns: name its tile in image terms
@@ -202,15 +205,24 @@ def emit_gemmini_h(program: Program, *, name: str | None = None) -> str:
     if pr.kind == "matmul":
         m, n, k = b["ow"], b["k"], b["c"]
         tiles = [-(-e1[d] // dim) for d in ("ow", "k", "c")]
-        body = [f"  tiled_matmul({m}, {n}, {k},",
-                f"      input, weights, {bias}, output,",
-                f"      {k}, {n}, {n}, {n},",
-                "      MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY,",
-                f"      {act}, {program.scale!r}, ACC_SCALE_IDENTITY, true,",
-                f"      {tiles[0]}, {tiles[1]}, {tiles[2]},",
-                "      false, false, false, false, 3,",
-                f"      {flow});"]
+        call = [f"tiled_matmul({m}, {n}, {k},",
+                "    input, weights, {bias}, output,".format(bias=bias),
+                f"    {k}, {n}, {n}, {n},",
+                "    MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY,",
+                f"    {act}, {program.scale!r}, ACC_SCALE_IDENTITY, true,",
+                f"    {tiles[0]}, {tiles[1]}, {tiles[2]},",
+                "    false, false, false, false, 3,",
+                f"    {flow});"]
+        if pr.grouped:  # one vendor call per batch entry (the vendor API has no batch argument)
+            bias_at = f"bias + b * {n}" if program.bias else "NULL"
+            call[1] = f"    input + b * {m * k}, weights + b * {k * n}, {bias_at}, output + b * {m * n},"
+            body = [f"  for (int b = 0; b < {pr.groups}; b++) {{"] + ["    " + line for line in call] + ["  }"]
+        else:
+            body = ["  " + line for line in call]
     else:
+        if pr.grouped:
+            raise CodegenError("the vendor's tiled_conv has no groups argument (grouped and depthwise "
+                               "convolutions)", source=f"program {program.name}", field="op.groups")
         if flow != "WS":
             raise CodegenError("the vendor's tiled_conv runs weight-stationary only", source=f"program {program.name}",
                                field="dataflow")

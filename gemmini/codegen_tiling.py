@@ -7,7 +7,12 @@ weights and C the NHWC output).  The plan uses seven internal dims:
 
 * ``n`` images, ``oh``/``ow`` output rows/columns (the GEMM rows: pixels),
 * ``k`` output channels (the GEMM columns),
-* ``c`` input channels, ``kh``/``kw`` kernel rows/columns (the reduction).
+* ``c`` input channels, ``kh``/``kw`` kernel rows/columns (the reduction),
+* ``g`` groups: independent GEMMs that share nothing (a batched matmul's
+  batch, a grouped or depthwise convolution's groups).  Every tensor depends
+  on ``g``, so it is never unrolled on the array; its loops run at levels 0-2
+  and a tile holds one block of rows per group (inputs, weights,
+  accumulator), group-major.
 
 In the workload IR a convolution's ``Q``/``S`` are the height dims and
 ``P``/``R`` the width dims (Timeloop naming), so Q -> oh, P -> ow, S -> kh,
@@ -38,15 +43,15 @@ the tiles, and so neither the traffic nor the results.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .config import GemminiConfig
 from .errors import CodegenError
 
-DIMS = ("n", "k", "c", "oh", "ow", "kh", "kw")
-INPUT_DIMS = frozenset({"n", "c", "oh", "ow", "kh", "kw"})
-WEIGHT_DIMS = frozenset({"k", "c", "kh", "kw"})
-OUTPUT_DIMS = frozenset({"n", "k", "oh", "ow"})
+DIMS = ("g", "n", "k", "c", "oh", "ow", "kh", "kw")
+INPUT_DIMS = frozenset({"g", "n", "c", "oh", "ow", "kh", "kw"})
+WEIGHT_DIMS = frozenset({"g", "k", "c", "kh", "kw"})
+OUTPUT_DIMS = frozenset({"g", "n", "k", "oh", "ow"})
 PIXEL_DIMS = ("n", "oh", "ow")
 REDUCTION_DIMS = ("kh", "kw", "c")
 
@@ -60,8 +65,12 @@ class Problem:
     Main-memory strides: ``in_strides`` (image, row, column of the input, in
     elements), ``w_strides`` (kernel row, kernel column, in weight rows of the
     [R*S*C, K] matrix), ``out_strides`` (image, row, column of the output, in
-    pixels of K elements).  ``transposed``: the internal rows are the image's
-    columns (``transpose``), so computes and moves can run down image columns.
+    pixels of ``row_elems`` elements).  ``row_elems``: elements of one
+    weight row and of one output pixel in main memory (the output channels
+    of all groups; 0 = ``bounds["k"]``).  ``g_strides``: elements between
+    consecutive groups in the input, weights, output and bias.
+    ``transposed``: the internal rows are the image's columns
+    (``transpose``), so computes and moves can run down image columns.
     """
 
     kind: str
@@ -77,10 +86,26 @@ class Problem:
     out_strides: tuple = (1, 1, 1)
     shapes: dict = field(default_factory=dict, compare=False)
     transposed: bool = False
+    row_elems: int = 0
+    g_strides: tuple = (0, 0, 0, 0)
 
     @property
     def macs(self) -> int:
         return math.prod(self.bounds.values())
+
+    @property
+    def grouped(self) -> bool:
+        """Whether the workload has a group/batch dim (even of bound 1): its buffers carry it."""
+        return "g" in self.names.values()
+
+    @property
+    def groups(self) -> int:
+        return self.bounds.get("g", 1)
+
+    @property
+    def pixel_elems(self) -> int:
+        """Elements of one weight row / output pixel in main memory (see ``row_elems``)."""
+        return self.row_elems or self.bounds["k"]
 
     def buffer_shapes(self) -> dict:
         """Main-memory buffers: name -> (shape, numpy dtype name) (of the workload, transposed or not)."""
@@ -94,26 +119,36 @@ class Problem:
 
         def flip(pair):
             return (pair[1], pair[0])
-        return Problem(self.kind, self.name, bounds, names, flip(self.stride), flip(self.dilation),
-                       flip(self.padding), flip(self.in_hw), (self.in_strides[0],) + flip(self.in_strides[1:]),
-                       flip(self.w_strides), (self.out_strides[0],) + flip(self.out_strides[1:]), self.shapes,
-                       not self.transposed)
+        return replace(self, bounds=bounds, names=names, stride=flip(self.stride), dilation=flip(self.dilation),
+                       padding=flip(self.padding), in_hw=flip(self.in_hw),
+                       in_strides=(self.in_strides[0],) + flip(self.in_strides[1:]), w_strides=flip(self.w_strides),
+                       out_strides=(self.out_strides[0],) + flip(self.out_strides[1:]),
+                       transposed=not self.transposed)
 
 
 def untransposed(problem: "Problem") -> "Problem":
     return problem.transpose() if problem.transposed else problem
 
 
-def _strided(kind, bounds, in_hw) -> dict:
-    """Main-memory strides of the NHWC input/output and [R][S][C][K] weights (see Problem)."""
+def _strided(kind, bounds, in_hw, in_channels=None) -> dict:
+    """Main-memory strides of the NHWC input/output and [R][S][C][K] weights (see Problem);
+    ``in_channels``: channels of one input pixel (all groups; default ``bounds["c"]``)."""
     h, w = in_hw
     b = bounds
-    return {"in_strides": (h * w * b["c"], w * b["c"], b["c"]), "w_strides": (b["kw"] * b["c"], b["c"]),
+    chans = in_channels or b["c"]
+    return {"in_strides": (h * w * chans, w * chans, chans), "w_strides": (b["kw"] * b["c"], b["c"]),
             "out_strides": (b["oh"] * b["ow"], b["ow"], 1)}
 
 
 def problem_of(workload) -> Problem:
-    """The internal view of a matmul or conv2d LoopNest; raises CodegenError for other kinds."""
+    """The internal view of a (batched) matmul or a (grouped) conv2d LoopNest; CodegenError for other kinds.
+
+    Main-memory layouts: matmul A [M, K], B [K, N], bias [N], C [M, N]; batched
+    matmul A [B, M, K], B [B, K, N], bias [B, N], C [B, M, N]; convolution
+    NHWC input, [R, S, C, K] weights, bias [K], NHWC output, where a grouped
+    convolution's weights are [R, S, C/groups, K] (output channel
+    ``g*K/groups + k`` of group ``g`` reads input channels ``g*C/groups + c``).
+    """
     src = f"workload {getattr(workload, 'name', workload)!s}"
     op = dict(getattr(workload, "op", {}) or {})
     kind = op.get("kind")
@@ -124,22 +159,40 @@ def problem_of(workload) -> Problem:
                                source=src, field=f"tensors.{t.name}.bits")
     dims = dict(workload.dims)
     if kind == "matmul":
-        if op.get("batched") or set(dims) != {"M", "N", "K"}:
-            raise CodegenError("batched matmuls are not supported by the Gemmini generator (dims "
-                               f"{list(dims)}); give one matmul per batch", source=src, field="dims")
+        batched = bool(op.get("batched")) or "batch" in dims
+        expected = {"batch", "M", "N", "K"} if batched else {"M", "N", "K"}
+        if set(dims) != expected:
+            raise CodegenError(f"expected matmul dims {sorted(expected)}, got {sorted(dims)}", source=src,
+                               field="dims")
+        lead = ("batch",) if batched else ()
+        layout = {"input": lead + ("M", "K"), "weight": lead + ("K", "N"), "output": lead + ("M", "N")}
+        for t in workload.tensors:
+            axes = tuple(str(e) for e in t.indices)
+            if axes != layout.get(t.role):
+                raise CodegenError(f"matmul tensor '{t.name}' ({t.role}) is indexed {list(axes)}; the generator "
+                                   f"reads it as {list(layout.get(t.role, ()))}", source=src,
+                                   field=f"tensors.{t.name}.indices")
         names = {"M": "ow", "N": "k", "K": "c"}
-        bounds = {d: 1 for d in DIMS}
+        if batched:
+            names["batch"] = "g"
+        bounds = {d: 1 for d in DIMS if d != "g" or batched}
         for d, v in dims.items():
             bounds[names[d]] = v
-        shapes = {"input": ((dims["M"], dims["K"]), "int8"), "weights": ((dims["K"], dims["N"]), "int8"),
-                  "bias": ((dims["N"],), "int32"), "output": ((dims["M"], dims["N"]), "int8")}
-        return Problem("matmul", workload.name, bounds, names, in_hw=(1, dims["M"]), shapes=shapes,
-                       **_strided("matmul", bounds, (1, dims["M"])))
+        m, n, k = dims["M"], dims["N"], dims["K"]
+        nb = (dims["batch"],) if batched else ()
+        shapes = {"input": (nb + (m, k), "int8"), "weights": (nb + (k, n), "int8"),
+                  "bias": (nb + (n,), "int32"), "output": (nb + (m, n), "int8")}
+        return Problem("matmul", workload.name, bounds, names, in_hw=(1, m), shapes=shapes, row_elems=n,
+                       g_strides=(m * k, k * n, m * n, n) if batched else (0, 0, 0, 0),
+                       **_strided("matmul", bounds, (1, m)))
     if kind == "conv2d":
-        if op.get("groups", 1) != 1 or "G" in dims:
-            raise CodegenError(f"grouped/depthwise convolutions (groups={op.get('groups')}) are not supported "
-                               "by the Gemmini generator", source=src, field="op.groups")
+        groups = int(op.get("groups", 1) or 1)
         names = {"N": "n", "K": "k", "C": "c", "Q": "oh", "P": "ow", "S": "kh", "R": "kw"}
+        if groups > 1 or "G" in dims:
+            names["G"] = "g"
+            if dims.get("G") != groups:
+                raise CodegenError(f"op.groups={groups} but the dims have G={dims.get('G')}", source=src,
+                                   field="op.groups")
         if set(dims) != set(names):
             raise CodegenError(f"expected conv dims {sorted(names)}, got {sorted(dims)}", source=src, field="dims")
         bounds = {names[d]: v for d, v in dims.items()}
@@ -148,13 +201,16 @@ def problem_of(workload) -> Problem:
                                field="op.input_hw")
         h, w = tuple(op["input_hw"])
         b = bounds
-        shapes = {"input": ((b["n"], h, w, b["c"]), "int8"), "weights": ((b["kh"], b["kw"], b["c"], b["k"]), "int8"),
-                  "bias": ((b["k"],), "int32"), "output": ((b["n"], b["oh"], b["ow"], b["k"]), "int8")}
+        c_all, k_all = b.get("g", 1) * b["c"], b.get("g", 1) * b["k"]
+        shapes = {"input": ((b["n"], h, w, c_all), "int8"), "weights": ((b["kh"], b["kw"], b["c"], k_all), "int8"),
+                  "bias": ((k_all,), "int32"), "output": ((b["n"], b["oh"], b["ow"], k_all), "int8")}
         return Problem("conv2d", workload.name, bounds, names, tuple(op.get("stride", (1, 1))),
                        tuple(op.get("dilation", (1, 1))), tuple(op.get("padding", (0, 0))), (h, w), shapes=shapes,
-                       **_strided("conv2d", bounds, (h, w)))
+                       row_elems=k_all, g_strides=(b["c"], b["k"], b["k"], b["k"]),
+                       **_strided("conv2d", bounds, (h, w), c_all))
     raise CodegenError(f"workload kind {kind!r} is not supported by the Gemmini generator "
-                       "(supported: matmul, conv2d with groups=1)", source=src, field="op.kind")
+                       "(supported: matmul, batched matmul, conv2d, grouped and depthwise conv2d)", source=src,
+                       field="op.kind")
 
 
 @dataclass(frozen=True)
@@ -316,9 +372,15 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
     outer = {v: k for k, v in inv.items()}
     for d in DIMS:
         total = math.prod(temporal[i][d] * spatial[i][d] for i in range(4))
-        if total != problem.bounds[d]:
+        if total != problem.bounds.get(d, 1):
             raise CodegenError(f"factors of '{outer.get(d, d)}' multiply to {total}, not its bound "
-                               f"{problem.bounds[d]}", source=source, field=f"factors.{outer.get(d, d)}")
+                               f"{problem.bounds.get(d, 1)}", source=source, field=f"factors.{outer.get(d, d)}")
+    for i in range(4):
+        if spatial[i]["g"] > 1:
+            raise CodegenError(f"level {i} unrolls '{outer['g']}' spatially ({spatial[i]['g']}); every tensor "
+                               f"depends on '{outer['g']}' (independent GEMMs), so the array cannot unroll it: "
+                               "its loops must be temporal at levels 0-2", source=source,
+                               field=f"levels[{i}].spatial")
     for i in (0, 1, 3):
         used = {outer[d]: f for d, f in spatial[i].items() if f > 1}
         if used:
@@ -334,6 +396,12 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
         if f > dim:
             raise CodegenError(f"spatial factor {f} of '{outer[d]}' exceeds the {dim}x{dim} array",
                                source=source, field="levels[2].spatial")
+    # a Registers-level loop over groups changes the weights (WS) or the outputs (OS) held in the array, so it
+    # runs as the innermost Accumulator-level loop instead: the tiles of levels 0-2 stay the same
+    hoisted_g = temporal[3]["g"]
+    if hoisted_g > 1:
+        temporal[2]["g"] *= hoisted_g
+        temporal[3]["g"] = 1
     allowed3 = set(PIXEL_DIMS) if ws else set(REDUCTION_DIMS)
     for d, f in temporal[3].items():
         if f > 1 and d not in allowed3:
@@ -341,6 +409,8 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
             raise CodegenError(f"{dataflow.upper()}: the Registers level may only iterate {what} dims, not "
                                f"'{outer[d]}'", source=source, field="levels[3].temporal")
     orders = _internal_orders(mapping, inv, temporal, ws, reuse_order)
+    if hoisted_g > 1:
+        orders[2] = [d for d in orders[2] if d != "g"] + ["g"]
     free = reuse_order and not mapping.levels[2].order and not mapping.levels[3].order
     folded = _fold_innermost(temporal, orders[2], ws, free)
     extents = [dict() for _ in range(5)]
@@ -369,11 +439,12 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
     if not ws and e2["ow"] // spatial[2]["ow"] < 1:
         raise CodegenError("internal: bad OS tiling", source=source)
     a_pix = e1["n"] * stored_h * stored_w
-    a_rows = (e1["c"] // bc) * a_pix
+    # blocks are group-major: a tile holds e["g"] groups of channel (input) / output-channel blocks
+    a_rows = e1["g"] * (e1["c"] // bc) * a_pix
     b_rows_per_block = e1["kh"] * e1["kw"] * e1["c"]
-    b_rows = (e1["k"] // bk) * b_rows_per_block
+    b_rows = e1["g"] * (e1["k"] // bk) * b_rows_per_block
     acc_pix = e2["n"] * e2["oh"] * e2["ow"]
-    acc_rows = (e2["k"] // bk) * acc_pix
+    acc_rows = e2["g"] * (e2["k"] // bk) * acc_pix
     if max(a_pix, b_rows_per_block) > 0xFFFF:
         raise CodegenError(f"a scratchpad tile block of {max(a_pix, b_rows_per_block)} rows exceeds the 16-bit "
                            "block stride of config_ld", source=source, field="levels[1]")
@@ -387,7 +458,7 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
     a_bases, b_bases = sp_bases
     # the bias as DIM broadcast rows per column block after the tile: computes add it as their D operand on
     # the first write of each row, instead of broadcasting it into every row of the tile
-    bias_rows = (e2["k"] // bk) * dim if bias_block else 0
+    bias_rows = e2["g"] * (e2["k"] // bk) * dim if bias_block else 0
     acc_alloc, acc_double = _allocate([acc_rows + bias_rows], config.acc_rows, config.acc_bank_rows,
                                       None if acc_double_buffer else acc_double_buffer)
     if acc_alloc is None and bias_rows:
@@ -400,6 +471,9 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
     (acc_bases,) = acc_alloc
     if reuse_order and not mapping.levels[2].order:
         notes.append("unspecified Accumulator-level order completed for reuse in the array")
+    if hoisted_g > 1:
+        notes.append(f"Registers-level loop over '{outer['g']}' ({hoisted_g}) run as the innermost "
+                     "Accumulator-level loop (the array holds one group's weights or sums at a time)")
     if folded:
         notes.append(f"innermost level-2 loops over {[outer[d] for d in folded]} streamed by the level-3 computes")
     if double_buffer and not sp_double:

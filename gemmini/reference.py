@@ -3,11 +3,15 @@
 Layouts (the ones the code generator and the simulators use):
 
 * matmul: A [M, K] int8, B [K, N] int8, bias [N] int32 (added to every row),
-  C [M, N] int8.
+  C [M, N] int8.  Batched: A [B, M, K], B [B, K, N], bias [B, N], C [B, M, N]
+  (``batched_matmul_ref``).
 * conv: input NHWC int8 [N, H, W, C]; weights [R, S, C, K] int8, which is
   the GEMM B matrix [R*S*C, K] after ``weights.reshape(-1, K)`` (row =
   kernel position (r, s) then input channel c; column = output channel k);
   bias [K] int32; output NHWC int8 [N, P, Q, K] (N*P*Q GEMM rows by K).
+  Grouped (``groups`` = G): weights [R, S, C/G, K]; output channels
+  ``g*K/G .. (g+1)*K/G - 1`` read input channels ``g*C/G .. (g+1)*C/G - 1``
+  (depthwise: G = C = K, weights [R, S, 1, C]).
 
 The last step is ``numerics.requantize``: the int32 sums are scaled
 (round-half-to-even of the float32 product), passed through ReLU if asked
@@ -62,6 +66,23 @@ def matmul_ref(a, b, bias=None, scale: float = 1.0, relu: bool = False) -> np.nd
     return requantize(matmul_acc(a, b, bias), scale, 1 if relu else 0)
 
 
+def batched_matmul_ref(a, b, bias=None, scale: float = 1.0, relu: bool = False) -> np.ndarray:
+    """C[g] = requantize(A[g] @ B[g] + bias[g]): int8 [B, M, N] from int8 A [B, M, K], int8 B [B, K, N] and
+    int32 bias [B, N] (one bias row per batch entry)."""
+    src = "batched_matmul_ref"
+    a = _as_int(a, np.int8, "A", src, 3)
+    b = _as_int(b, np.int8, "B", src, 3)
+    if a.shape[0] != b.shape[0]:
+        raise SimulationError(f"A has {a.shape[0]} batch entries, B has {b.shape[0]}", source=src, field="B")
+    if bias is not None:
+        bias = _as_int(bias, np.int32, "bias", src, 2)
+        if bias.shape != (a.shape[0], b.shape[2]):
+            raise SimulationError(f"bias is {bias.shape}, expected {(a.shape[0], b.shape[2])}", source=src,
+                                  field="bias")
+    out = [matmul_ref(a[i], b[i], None if bias is None else bias[i], scale, relu) for i in range(a.shape[0])]
+    return np.stack(out) if out else np.zeros((0, a.shape[1], b.shape[2]), dtype=np.int8)
+
+
 def _pair(value, name: str, source: str) -> tuple[int, int]:
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
@@ -112,22 +133,42 @@ def conv_weights_as_gemm(w) -> np.ndarray:
 
 
 def conv_ref(x, w, bias=None, stride=1, padding=0, dilation=1, scale: float = 1.0,
-             relu: bool = False) -> np.ndarray:
-    """2-D convolution: int8 NHWC x, int8 [R, S, C, K] w, int32 [K] bias -> int8 NHWC [N, P, Q, K].
+             relu: bool = False, groups: int = 1) -> np.ndarray:
+    """2-D convolution: int8 NHWC x, int8 [R, S, C/groups, K] w, int32 [K] bias -> int8 NHWC [N, P, Q, K].
 
-    stride, padding (zeros, both sides) and dilation: one int or an (rows, cols) pair.
+    stride, padding (zeros, both sides) and dilation: one int or an (rows, cols) pair.  ``groups``: group
+    ``g`` computes output channels ``g*K/groups ...`` from input channels ``g*C/groups ...``.
     """
     src = "conv_ref"
     x = _as_int(x, np.int8, "x", src, 4)
     w = _as_int(w, np.int8, "w", src, 4)
-    if w.shape[2] != x.shape[3]:
-        raise SimulationError(f"weights have {w.shape[2]} input channels, x has {x.shape[3]}", source=src, field="w")
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise SimulationError(f"groups must be a positive integer, got {groups!r}", source=src, field="groups")
+    if x.shape[3] % groups or w.shape[3] % groups:
+        raise SimulationError(f"groups={groups} must divide the {x.shape[3]} input and {w.shape[3]} output "
+                              "channels", source=src, field="groups")
+    if w.shape[2] * groups != x.shape[3]:
+        raise SimulationError(f"weights have {w.shape[2]} input channels per group, x has {x.shape[3]} channels "
+                              f"in {groups} group(s)", source=src, field="w")
     n, h, wid, _ = x.shape
-    r_size, s_size, _, k = w.shape
+    r_size, s_size, cg, k = w.shape
+    kg = k // groups
     (sh, sw), (ph, pw), (dh, dw) = _pair(stride, "stride", src), _pair(padding, "padding", src), \
         _pair(dilation, "dilation", src)
-    a = im2col(x, (r_size, s_size), (sh, sw), (ph, pw), (dh, dw))
     p = conv_output_size(h, r_size, sh, ph, dh)
     q = conv_output_size(wid, s_size, sw, pw, dw)
-    out = matmul_ref(a, conv_weights_as_gemm(w), bias, scale, relu)
-    return out.reshape(n, p, q, k)
+    if p < 1 or q < 1:
+        raise SimulationError(f"the {r_size}x{s_size} kernel does not fit the padded {h}x{wid} input",
+                              source=src, field="w")
+    if bias is not None:
+        bias = _as_int(bias, np.int32, "bias", src, 1)
+        if bias.shape[0] != k:
+            raise SimulationError(f"bias has {bias.shape[0]} entries, the weights {k} output channels",
+                                  source=src, field="bias")
+    out = np.empty((n, p, q, k), dtype=np.int8)
+    for g in range(groups):
+        a = im2col(x[..., g * cg:(g + 1) * cg], (r_size, s_size), (sh, sw), (ph, pw), (dh, dw))
+        ks = slice(g * kg, (g + 1) * kg)
+        part = matmul_ref(a, conv_weights_as_gemm(w[..., ks]), None if bias is None else bias[ks], scale, relu)
+        out[..., ks] = part.reshape(n, p, q, kg)
+    return out

@@ -21,7 +21,7 @@ from .errors import SimulationError
 class RunResult:
     """What a run reports.
 
-    outputs: the int8 output array (matmul [M, N]; conv NHWC).  verified: the
+    outputs: the int8 output array (matmul [M, N]; batched [B, M, N]; conv NHWC).  verified: the
     output equals the NumPy reference bit for bit; mismatches: differing
     elements.  cycles: the timing model's cycles (None when no timing model
     ran); ideal_cycles: MACs / DIM^2; utilization: ideal / cycles.
@@ -76,15 +76,16 @@ def _check_inputs(program: Program, inputs: dict) -> dict:
 
 def reference_output(program: Program, inputs: dict) -> np.ndarray:
     """The NumPy reference output of ``program`` for ``inputs``."""
-    from .reference import conv_ref, matmul_ref
+    from .reference import batched_matmul_ref, conv_ref, matmul_ref
 
     arrays = _check_inputs(program, inputs)
     bias = arrays.get("bias") if program.bias else None
     pr = program.problem
     if pr.kind == "matmul":
-        return matmul_ref(arrays["input"], arrays["weights"], bias, program.scale, program.relu)
+        ref = batched_matmul_ref if pr.grouped else matmul_ref
+        return ref(arrays["input"], arrays["weights"], bias, program.scale, program.relu)
     return conv_ref(arrays["input"], arrays["weights"], bias, pr.stride, pr.padding, pr.dilation, program.scale,
-                    program.relu)
+                    program.relu, groups=pr.groups)
 
 
 def memory_image(program: Program, inputs: dict) -> np.ndarray:

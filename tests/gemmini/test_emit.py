@@ -14,7 +14,7 @@ from gemmini.codegen_c import emit_c, emit_gemmini_h, host_logger_c, parse_host_
 from gemmini.config import DEFAULT_CONFIG, SMALL_CONFIG
 from gemmini.errors import CodegenError
 from mappings import LevelMapping, Mapping
-from workloads import conv2d, matmul
+from workloads import conv2d, depthwise_conv2d, matmul
 
 INCLUDE = Path(__file__).resolve().parents[2] / "gemmini" / "include"
 RISCV_GCC = "riscv64-unknown-elf-gcc"
@@ -26,6 +26,9 @@ def lm(temporal=None, spatial=None, order=()):
 
 MM = matmul("mm", M=12, N=8, K=16)
 CONV = conv2d("cv", N=2, C=8, K=8, H=7, W=6, R=3, S=3, stride=2, padding=1)
+BM = matmul("bm", M=8, N=8, K=12, batch=3)
+GC = conv2d("gc", N=2, C=8, K=8, H=6, W=5, R=3, S=3, padding=1, groups=2)
+DW = depthwise_conv2d("dw", C=6, H=7, W=6, R=3, S=3, padding=1, stride=2)
 
 
 def _programs():
@@ -44,6 +47,15 @@ def _programs():
                                    Mapping((lm({"P": 4}), lm(), lm({"R": 3, "S": 3, "Q": 12}, {"C": 4, "K": 4}),
                                             lm({"P": 2}))), SMALL_CONFIG, dataflow="ws", orientation="columns"),
         "conv-gemmini-default": _from_scheduler(conv2d("cvd", N=1, C=8, K=8, H=7, W=7, R=3, S=3, padding=1)),
+        "batched-matmul-ws-spill": generate(BM, Mapping((lm({"K": 3, "batch": 3}, order=("K", "batch")), lm(),
+                                                         lm({"N": 2, "M": 2}, {"K": 4, "N": 4}), lm({"M": 4}))),
+                                            SMALL_CONFIG, dataflow="ws", relu=True, scale=0.02),
+        "grouped-conv-ws": generate(GC, Mapping((lm({"N": 2}), lm({"G": 2}),
+                                                 lm({"R": 3, "S": 3, "Q": GC.dims["Q"]}, {"C": 4, "K": 4}),
+                                                 lm({"P": GC.dims["P"]}))), SMALL_CONFIG, dataflow="ws", scale=0.01),
+        "depthwise-ws": generate(DW, Mapping((lm({"G": 3}), lm({"G": 2}), lm({"R": 3, "S": 3}),
+                                              lm({"P": DW.dims["P"], "Q": DW.dims["Q"]}))), SMALL_CONFIG,
+                                 dataflow="ws", relu=True, scale=0.05),
     }
 
 
