@@ -12,7 +12,13 @@ utilization (MACs / DIM^2 over RTL cycles), per-unit busy cycles and the
 simulation speed (simulated cycles per host second).  Geomeans over layers.
 
     python bench/gemmini_rtl.py [--quick] [--networks resnet50,bert_base_128] [--layers a,b]
-                                [--time-limit 30] [--mem-latency 16] [--json out.json] [--results bench/RESULTS.md]
+                                [--time-limit 30] [--mem-latency 16] [--mappings DIR]
+                                [--json out.json] [--results bench/RESULTS.md]
+
+``--mappings DIR`` takes each layer's mapping from ``DIR/LAYER.SCHEDULER.yaml``
+(``mappings.io`` format; SCHEDULER is ``cosa`` or ``gemmini-default``) instead
+of scheduling, so that a measurement can be repeated on fixed mappings; the
+cost-model column is then ``costmodel.evaluate`` of that mapping.
 """
 
 from __future__ import annotations
@@ -23,12 +29,15 @@ import math
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from results_section import run_stamp, save_outputs
 from rich.console import Console
 from rich.table import Table
 
 from cosa.scheduler import schedule
+from costmodel.evaluate import evaluate
+from mappings.io import load_mapping
 from gemmini.codegen import generate
 from gemmini.config import DEFAULT_CONFIG
 from gemmini.errors import CodegenError, SimulationError
@@ -63,9 +72,14 @@ def run_layer(network: str, name: str, scheduler: str, args) -> dict:
     row = {"network": network, "layer": name, "scheduler": scheduler, "repeat": wl.repeat, "macs": wl.macs}
     t0 = time.perf_counter()
     try:
-        sched = schedule(wl, arch, scheduler=scheduler, time_limit_s=args.time_limit, seed=args.seed) \
-            if scheduler == "cosa" else schedule(wl, arch, scheduler=scheduler)
-        program = generate(wl, sched.mapping, arch, bias=True, relu=True, scale=SCALE)
+        if args.mappings:
+            mapping = load_mapping(Path(args.mappings) / f"{name}.{scheduler}.yaml", arch, wl)
+            estimate = float(evaluate(wl, arch, mapping).cycles)
+        else:
+            sched = schedule(wl, arch, scheduler=scheduler, time_limit_s=args.time_limit, seed=args.seed) \
+                if scheduler == "cosa" else schedule(wl, arch, scheduler=scheduler)
+            mapping, estimate = sched.mapping, float(sched.cost.cycles)
+        program = generate(wl, mapping, arch, bias=True, relu=True, scale=SCALE)
     except (CodegenError, Exception) as exc:  # a failure is a row, not a crash of the benchmark
         row["error"] = f"{type(exc).__name__}: {exc}"
         return row
@@ -80,7 +94,6 @@ def run_layer(network: str, name: str, scheduler: str, args) -> dict:
     model = timing(program.commands, timed_config)
     t3 = time.perf_counter()
     cycles = run.report.cycles
-    estimate = float(sched.cost.cycles)
     row.update(verified=run.result.verified, mismatches=run.result.mismatches, rtl_cycles=cycles,
                ideal_cycles=run.result.ideal_cycles, utilization=run.result.utilization,
                instructions=run.report.instructions, busy=run.report.busy, sim_seconds=run.report.sim_seconds,
@@ -89,7 +102,7 @@ def run_layer(network: str, name: str, scheduler: str, args) -> dict:
                costmodel_cycles=estimate, costmodel_error=(estimate - cycles) / cycles,
                schedule_s=t1 - t0, rtl_s=t2 - t1, timing_s=t3 - t2,
                mapping=[{"temporal": lm.temporal, "spatial": lm.spatial, "order": list(lm.order)}
-                        for lm in sched.mapping.levels])
+                        for lm in mapping.levels])
     return row
 
 
@@ -159,6 +172,8 @@ def main(argv=None) -> int:
     ap.add_argument("--mode", choices=("trace", "c"), default="trace",
                     help="trace: the command stream on a memory image; c: the emitted C compiled natively")
     ap.add_argument("--seed", type=int, default=0, help="MIP seed and input data seed")
+    ap.add_argument("--mappings", metavar="DIR",
+                    help="take the mappings from DIR/LAYER.SCHEDULER.yaml instead of scheduling")
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--results", help="write the printed tables, date and machine into this Markdown file")
     args = ap.parse_args(argv)

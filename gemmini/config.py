@@ -4,8 +4,8 @@ One ``GemminiConfig`` describes a Gemmini instance: the DIM x DIM array, the
 scratchpad (rows of DIM int8 = DIM bytes) and the accumulator (rows of DIM
 int32 = 4*DIM bytes), the decoupled command queues and the DMA.  The defaults
 are Gemmini's default configuration (DIM 16, 256 KiB scratchpad in 4 banks,
-64 KiB accumulator in 2 banks, queues 8/8/2, a 16 B/cycle DMA bus with 64 B
-requests).
+64 KiB accumulator in 2 banks, queues 8/8/2, a 16 B/cycle DMA bus) with the
+main-memory latency of our RTL harness (16 cycles).
 """
 
 from __future__ import annotations
@@ -26,13 +26,18 @@ class GemminiConfig:
     dim: the array is dim x dim PEs.  sp_kib / acc_kib: scratchpad and
     accumulator capacity in KiB.  sp_banks / acc_banks: bank counts.
     ld_queue / ex_queue / st_queue: command queue depths (entries).
-    dma_bytes_per_cycle: DMA bus width (bytes per cycle).  dma_request_bytes:
-    largest DMA request (bytes).  max_mvin_bytes: most bytes of one row moved
-    by one mvin (64 B: 4 DIM-blocks of int8 or 1 block of int32 at DIM 16).
-    dma_latency_cycles: main-memory latency of one DMA request (cycles) and
-    dma_max_inflight: DMA requests in flight at once; both used by the timing
-    model only.  acc_bits / input_bits: accumulator and
-    input/weight word sizes (bits).
+    dma_bytes_per_cycle: DMA bus width (bytes per cycle; one beat, the unit
+    of a DMA request in our RTL).  dma_request_bytes: largest DMA request of
+    Gemmini's own DMA (bytes; our RTL and timing model request one beat at a
+    time).  max_mvin_bytes: most bytes of one row moved by one mvin (64 B: 4
+    DIM-blocks of int8 or 1 block of int32 at DIM 16).  dma_latency_cycles:
+    main-memory latency of one DMA read (cycles; 16, the RTL harness's
+    default) and dma_max_inflight: DMA read beats in flight at once (the
+    RTL's 64 credits); both used by the timing model only.
+    compute_overhead_cycles: cycles each WS compute command adds to the rows
+    it streams, on average, in the cost-model preset (``arch``): 3, measured
+    against our RTL.  acc_bits / input_bits: accumulator and input/weight
+    word sizes (bits).
     """
 
     dim: int = 16
@@ -46,8 +51,9 @@ class GemminiConfig:
     dma_bytes_per_cycle: int = 16
     dma_request_bytes: int = 64
     max_mvin_bytes: int = 64
-    dma_latency_cycles: int = 0
-    dma_max_inflight: int = 16
+    dma_latency_cycles: int = 16
+    dma_max_inflight: int = 64
+    compute_overhead_cycles: int = 3
     acc_bits: int = 32
     input_bits: int = 8
 
@@ -59,9 +65,10 @@ class GemminiConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise SimulationError(f"must be a positive integer, got {value!r}", source=src, field=name)
-        if not isinstance(self.dma_latency_cycles, int) or self.dma_latency_cycles < 0:
-            raise SimulationError(f"must be a non-negative integer, got {self.dma_latency_cycles!r}",
-                                  source=src, field="dma_latency_cycles")
+        for name in ("dma_latency_cycles", "compute_overhead_cycles"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise SimulationError(f"must be a non-negative integer, got {value!r}", source=src, field=name)
         if self.input_bits != 8:
             raise SimulationError(f"only int8 inputs are supported, got {self.input_bits} bits",
                                   source=src, field="input_bits")
@@ -168,7 +175,8 @@ class GemminiConfig:
         from costmodel import presets  # the preset lives with the cost model
 
         return presets.gemmini(dim=self.dim, scratchpad_kib=self.sp_kib, accumulator_kib=self.acc_kib,
-                               dataflow=dataflow, sp_banks=self.sp_banks, acc_banks=self.acc_banks)
+                               dataflow=dataflow, sp_banks=self.sp_banks, acc_banks=self.acc_banks,
+                               compute_overhead_cycles=self.compute_overhead_cycles)
 
     @classmethod
     def from_arch(cls, arch, **overrides) -> "GemminiConfig":
@@ -184,6 +192,8 @@ class GemminiConfig:
             fields["sp_banks"] = int(params["sp_banks"])
         if "acc_banks" in params:
             fields["acc_banks"] = int(params["acc_banks"])
+        if "compute_overhead_cycles" in params:
+            fields["compute_overhead_cycles"] = int(params["compute_overhead_cycles"])
         fields.update(overrides)
         return cls(**fields)
 

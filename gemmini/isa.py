@@ -41,6 +41,7 @@ config when none is given) and raise ``IsaError``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -111,6 +112,10 @@ class LocalAddr:
     @classmethod
     def decode(cls, addr: int) -> "LocalAddr":
         addr = int(addr) & 0xFFFFFFFF
+        return _decode_local(cls, addr) if cls is LocalAddr else cls._decode(addr)
+
+    @classmethod
+    def _decode(cls, addr: int) -> "LocalAddr":
         if addr == GARBAGE:
             return cls(row=ROW_MASK, is_acc=True, accumulate=True, full=True, is_garbage=True)
         return cls(row=addr & ROW_MASK, is_acc=bool(addr & ACC_BIT), accumulate=bool(addr & ACCUMULATE_BIT),
@@ -129,6 +134,11 @@ class LocalAddr:
             return f"sp[{self.row}]"
         flags = ("+" if self.accumulate else "") + ("full" if self.full else "")
         return f"acc{flags and '(' + flags + ')'}[{self.row}]"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _decode_local(cls, addr: int) -> LocalAddr:
+    return cls._decode(addr)
 
 
 def sp(row: int) -> int:
@@ -461,6 +471,16 @@ def decode(funct: int, rs1: int, rs2: int) -> Command:
 def validate(cmd: Command, config: GemminiConfig | None = None) -> dict:
     """Re-check a (possibly hand-made or decoded) command's fields against ``config``; returns its fields."""
     cfg = config or DEFAULT_CONFIG
+    # a main-memory address only has to fit 64 bits (Command checks that), so it is left out of the key
+    dram_free = cmd.funct in MVIN_ID or cmd.funct == MVOUT
+    _check_command(cmd.funct, 0 if dram_free else cmd.rs1, cmd.rs2, cfg)
+    return decode_fields(cmd)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _check_command(funct: int, rs1: int, rs2: int, cfg: GemminiConfig) -> None:
+    """Raise IsaError when (funct, rs1, rs2) is not a legal command on ``cfg`` (cached: streams repeat commands)."""
+    cmd = Command(funct, rs1, rs2)
     fields = decode_fields(cmd)
     src = f"isa.validate({cmd.name})"
     if cmd.funct in MVIN_ID:
@@ -483,7 +503,6 @@ def validate(cmd: Command, config: GemminiConfig | None = None) -> dict:
             raise IsaError(f"activation {fields['activation']} is not supported", source=src, field="activation")
     elif cmd.funct not in (FLUSH, FENCE):
         raise IsaError(f"funct {cmd.funct} is not a command this framework uses", source=src, field="funct")
-    return fields
 
 
 def decode_stream(items) -> tuple[Command, ...]:

@@ -1,4 +1,5 @@
-"""Timing model sanity: causality and monotonicity, DMA- and compute-bound regimes, queue depths, deps."""
+"""Timing model: causality and monotonicity, DMA- and compute-bound regimes, queue depths, dependencies,
+and the per-command rates of our RTL (measured on its co-simulation at DIM 16, 16-cycle memory latency)."""
 
 from dataclasses import replace
 
@@ -8,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gemmini import SimulationError, isa
+from gemmini.config import DEFAULT_CONFIG
 from gemmini.config import SMALL_CONFIG as CFG
 from gemmini.sim import dma_beats, dma_transfer, execute, timing
 
@@ -16,23 +18,26 @@ from test_functional import _operands, os_matmul, ws_matmul
 DIM = CFG.dim
 
 
-def test_dma_beats_follow_requests_and_alignment():
-    assert dma_beats(0, 64, 1, 64, CFG) == 4  # one aligned 64 B request, 4 beats of 16 B
-    assert dma_beats(8, 64, 1, 64, CFG) == 5  # 56 B + 8 B requests: 4 + 1 beats
+def test_dma_beats_are_one_request_per_beat_of_each_row():
+    # the RTL requests one 16-byte beat at a time, counted from each row's start: alignment does not matter
+    assert dma_beats(0, 64, 1, 64, CFG) == 4
+    assert dma_beats(8, 64, 1, 64, CFG) == 4
     assert dma_beats(0, 4, 4, 16, CFG) == 4  # 4 rows of 4 B: one beat each
+    assert dma_beats(0, 17, 1, 17, CFG) == 2
     assert dma_beats(0, 128, 2, 128, CFG) == 16
-    assert dma_transfer(8, 64, 2, 64, CFG) == (4, 10)
+    assert dma_transfer(8, 64, 2, 64, CFG) == (8, 8)
 
 
 def test_requests_in_flight_limit_with_long_latency():
-    # 64 one-beat requests in 16 mvins: with 400-cycle latency and 16 requests in flight,
-    # requests leave in four waves, each waiting for the one before to return
+    # 64 one-beat rows in 16 mvins, 400-cycle latency.  With 64 beats in flight every request leaves at
+    # once and the assembler takes 2 cycles per one-beat row: 400 + 2 * 64 (+ a few cycles of pipeline).
+    # With 16 in flight the requests leave in four waves, each waiting for the one before to return.
     cmds = [isa.config_ld(64, config=CFG)] + [isa.mvin(64 * 4 * i, isa.sp(4 * i), 4, 4, config=CFG)
                                               for i in range(16)]
     deep_queue = replace(CFG, dma_latency_cycles=400, ld_queue=64)
     fast = timing(cmds, replace(deep_queue, dma_max_inflight=64))
     limited = timing(cmds, replace(deep_queue, dma_max_inflight=16))
-    assert fast.cycles < 400 + 64 + 2
+    assert 400 + 2 * 64 <= fast.cycles <= 400 + 2 * 64 + 8
     assert limited.cycles >= 4 * 400
 
 
@@ -56,7 +61,12 @@ def test_causality_prefix_never_changes_earlier_commands(dims, cut, dataflow):
     full = timing(cmds, CFG)
     n = max(1, int(cut * len(cmds)))
     prefix = timing(cmds[:n], CFG)
-    assert prefix.starts == full.starts[:n] and prefix.ends == full.ends[:n]
+    # later commands never move an earlier one's start; they can only delay the completion of an mvin
+    # whose scratchpad writes lose their bank to a later compute's reads
+    assert prefix.starts == full.starts[:n]
+    names = [isa.decode_fields(c)["name"] for c in cmds[:n]]
+    assert all(p == f if not name.startswith("mvin") else p <= f
+               for p, f, name in zip(prefix.ends, full.ends[:n], names))
     assert prefix.cycles <= full.cycles
     assert all(e >= s for s, e in zip(full.starts, full.ends))
     for unit in ("load", "execute", "store"):
@@ -64,20 +74,27 @@ def test_causality_prefix_never_changes_earlier_commands(dims, cut, dataflow):
 
 
 def test_dma_bound_stream():
-    # 32 mvins of 4 rows x 64 int8 columns (aligned): 16 beats each; no compute
+    # 32 mvins of 4 rows x 64 int8 columns at DIM 4: the writer stores one DIM-column block per cycle,
+    # 16 blocks per row, so it sets the pace: 32 * 4 * 16 cycles from the first row.  That row is written
+    # from cycle 24: config_ld at 0, mvin handed over at 1 and taken at 2, first request at 3, data back
+    # 16 cycles later and taken at 20, 4 beats (20..23).  The last mvin completes 2 cycles after its last
+    # block (as measured on the RTL at DIM 4: 90 cycles for one such mvin, 64 more per mvin).
     cmds = [isa.config_ld(64, config=CFG)]
     cmds += [isa.mvin(64 * 4 * i, isa.sp(64 * (i % 16)), 4, 64, config=CFG) for i in range(32)]
     t = timing(cmds, CFG)
-    beats = 32 * 16
-    assert t.busy["load"] == beats + 1  # + config_ld
-    assert beats <= t.cycles <= beats + 4
+    assert t.cycles == 24 + 32 * 4 * 16 + 2
+    assert timing(cmds[:2], CFG).cycles == 90
     assert t.load_bytes == 32 * 4 * 64
-    slow = timing(cmds, replace(CFG, dma_bytes_per_cycle=8))
-    assert slow.cycles >= 2 * beats  # half the bus, twice the time
+    # 16 columns: 4 blocks per row and one beat, assembled in 2 cycles: the writer still sets the pace
+    narrow = [cmds[0]] + [isa.mvin(16 * 4 * i, isa.sp(64 * (i % 16)), 4, 16, config=CFG) for i in range(32)]
+    assert timing(narrow, CFG).cycles == 21 + 32 * 4 * 4 + 2
+    slow = timing(narrow, replace(CFG, dma_bytes_per_cycle=4))  # 4 beats per row: 5 cycles per row
+    assert slow.cycles == 24 + 31 * 4 * 5 + 3 * 5 + 4 + 2
 
 
 def test_compute_bound_stream():
-    # weights loaded once, then 64 computes reusing them: the array streams DIM rows per compute
+    # weights loaded once, then 64 computes reusing them: the array streams DIM rows per compute, and
+    # 8 queue entries held for DIM + 2*DIM + 4 cycles each never hold it back
     cmds = [isa.config_ex("ws", config=CFG), isa.preload(isa.sp(0), isa.acc(0), DIM, DIM, DIM, DIM, config=CFG),
             isa.compute_preloaded(isa.sp(DIM), isa.GARBAGE, DIM, DIM, DIM, DIM, config=CFG)]
     for i in range(63):
@@ -123,10 +140,12 @@ def test_queue_depth_effects():
     assert shallow_load.cycles > deep.cycles
     assert shallow_store.cycles > deep.cycles
     assert deeper.cycles <= deep.cycles
-    # the same work: only the waiting changed (preload/compute overlap may differ)
+    # the same work: only the waiting changed (and with it how often an mvin's writes wait for the array's
+    # reads of the same bank: the load unit moves 16 mvins of DIM one-beat rows, 2 cycles per row, or more)
     for other in (shallow_load, shallow_store, deeper):
-        assert (other.busy["load"], other.busy["store"], other.array_cycles) == \
-            (deep.busy["load"], deep.busy["store"], deep.array_cycles)
+        assert (other.load_bytes, other.busy["store"], other.array_cycles) == \
+            (deep.load_bytes, deep.busy["store"], deep.array_cycles)
+        assert other.busy["load"] >= 16 * DIM * 2
 
 
 def test_dependencies_and_fence():
@@ -134,14 +153,17 @@ def test_dependencies_and_fence():
             isa.mvin(0, isa.sp(0), DIM, DIM, config=CFG),
             isa.preload(isa.sp(0), isa.GARBAGE, DIM, DIM, DIM, DIM, config=CFG),  # reads what the mvin wrote
             isa.compute_preloaded(isa.sp(DIM), isa.GARBAGE, DIM, DIM, DIM, DIM, config=CFG)]
+    # the preload is merged into its compute (one entry of the execute queue, as in the RTL): the
+    # compute waits for the mvin that wrote the weights the preload names
     t = timing(cmds, replace(CFG, dma_latency_cycles=30))
-    assert t.starts[3] >= t.ends[2]
+    assert t.ends[3] == t.starts[3] + 1  # the preload itself takes one issue cycle
+    assert t.starts[4] >= t.ends[2]
     independent = cmds[:3] + [isa.preload(isa.sp(2 * DIM), isa.GARBAGE, DIM, DIM, DIM, DIM, config=CFG)] + cmds[4:]
     t_ind = timing(independent, replace(CFG, dma_latency_cycles=30))
-    assert t_ind.starts[3] < t_ind.ends[2]
+    assert t_ind.starts[4] < t_ind.ends[2]
     fenced = cmds[:3] + [isa.fence()] + independent[3:]
     t_fence = timing(fenced, replace(CFG, dma_latency_cycles=30))
-    assert t_fence.starts[4] >= t_fence.ends[2]
+    assert t_fence.starts[5] >= t_fence.ends[2]
     assert t_fence.instructions == len(fenced)
 
 
@@ -150,7 +172,8 @@ def test_timing_and_functional_accept_the_same_streams():
     result = execute(cmds, mem, CFG)
     t = timing(cmds, CFG)
     assert t.instructions == result.instructions
-    assert t.array_cycles == DIM * result.counts["compute_preloaded"]
+    slots = sum(max(f["a_rows"], f["c_rows"]) for f in _merged_computes(cmds))
+    assert t.array_cycles == slots
 
 
 def test_errors_name_the_command():
@@ -164,3 +187,129 @@ def test_errors_name_the_command():
     with pytest.raises(SimulationError) as info:
         timing([isa.Command(isa.MVOUT, 0, (1 << 48) | (1 << 32) | CFG.sp_rows)], CFG)
     assert info.value.index == 0 and info.value.field == "local"
+
+
+def _merged_computes(cmds):
+    """Fields of each compute with its preload's C rows (the RTL's matrix step)."""
+    out, c_rows = [], None
+    for cmd in cmds:
+        f = isa.decode_fields(cmd)
+        if f["name"] == "preload":
+            c_rows = 1 if f["c"].is_garbage else f["c_rows"]
+        elif f["name"].startswith("compute"):
+            out.append({**f, "c_rows": c_rows})
+    return out
+
+
+# --- rates measured on our RTL (DIM 16, 16-cycle memory latency) --------------------------------------
+RTL = DEFAULT_CONFIG
+BANK = RTL.bank_rows
+
+
+def _computes(n, rows, per_block, weights_row):
+    """n WS computes of ``rows`` rows; new weights (a compute_preloaded) every ``per_block`` computes."""
+    d = RTL.dim
+    cmds = [isa.config_ex("ws", config=RTL)]
+    for i in range(n):
+        c, a = isa.acc((i % 8) * d), isa.sp((i % 8) * d)
+        if i % per_block == 0:
+            cmds += [isa.preload(isa.sp(weights_row + (i // per_block % 2) * d), c, d, d, rows, d, config=RTL),
+                     isa.compute_preloaded(a, isa.GARBAGE, rows, d, rows, d, config=RTL)]
+        else:
+            cmds += [isa.preload(isa.GARBAGE, c, d, d, rows, d, config=RTL),
+                     isa.compute_accumulated(a, isa.GARBAGE, rows, d, rows, d, config=RTL)]
+    return cmds
+
+
+@pytest.mark.parametrize("rows, per_block, weights_bank, cycles_per_compute", [
+    (16, 1000, 0, 16.0),   # weights kept: the array streams the rows of A
+    (8, 1000, 0, 8.0),
+    (4, 1000, 0, 5.0),     # 8 queue entries held 2*DIM+4+rows cycles each: (36 + 4) / 8
+    (1, 1000, 0, 4.625),   # (36 + 1) / 8
+    (4, 4, 0, 8.0),        # 3 * 4 + (4 + 16): new weights are read after the A rows of the same bank
+    (4, 4, 1, 7.0),        # 3 * 4 + 16: ... and overlap them from another bank
+    (16, 1, 0, 32.0),      # rows + DIM
+    (16, 1, 1, 23.5),      # (rows + 2*DIM - 1) / 2: the weight buffer waits for its last reader to leave
+    (4, 1, 1, 17.5),
+    (1, 1, 1, 16.0),
+])
+def test_compute_rates_match_the_rtl(rows, per_block, weights_bank, cycles_per_compute):
+    # cycles per compute in a long stream (the difference of 128 and 64 computes), as measured on the RTL
+    weights_row = weights_bank * BANK + 512
+    short = timing(_computes(64, rows, per_block, weights_row), RTL).cycles
+    long = timing(_computes(128, rows, per_block, weights_row), RTL).cycles
+    assert (long - short) / 64 == cycles_per_compute
+
+
+def _moves(n, rows, cols, kind, full=False):
+    d = RTL.dim
+    if kind == "mvout":
+        return [isa.config_st(4096, config=RTL)] + [
+            isa.mvout(4096 * i, isa.acc((i % 32) * d, full=full), rows, cols, config=RTL) for i in range(n)]
+    local = (lambda i: isa.acc((i % 32) * d)) if kind == "mvin_acc" else (lambda i: isa.sp((i % 64) * d))
+    return [isa.config_ld(4096, config=RTL)] + [isa.mvin(4096 * i, local(i), rows, cols, config=RTL)
+                                                 for i in range(n)]
+
+
+@pytest.mark.parametrize("rows, cols, kind, full, single, each", [
+    (16, 64, "mvin", False, 105, 80.0),     # 4 beats per row + 1 assembler cycle
+    (16, 16, "mvin", False, 54, 32.0),      # 1 beat + 1
+    (4, 16, "mvin", False, 30, 8.0),
+    (1, 16, "mvin", False, 24, 2.875),      # 8 load-queue entries held 23 cycles each
+    (16, 16, "mvin_acc", False, 102, 80.0),  # int32 rows: 4 beats, one block
+    (16, 16, "mvout", False, 29, 24.0),     # one-beat rows: 2 rows per 3 cycles
+    (16, 16, "mvout", True, 70, 64.0),      # full int32 rows: one beat per cycle
+    (1, 16, "mvout", False, 7, 3.0),
+])
+def test_dma_rates_match_the_rtl(rows, cols, kind, full, single, each):
+    # cycles of one move (after its config) and per move in a long stream, as measured on the RTL
+    assert timing(_moves(1, rows, cols, kind, full), RTL).cycles == single
+    short, long = (timing(_moves(n, rows, cols, kind, full), RTL).cycles for n in (32, 64))
+    assert (long - short) / 32 == each
+
+
+def test_mvin_waits_while_the_array_reads_its_bank():
+    # the array's operand reads have priority at a scratchpad bank over the load unit's writes
+    d = RTL.dim
+    stream = [isa.config_ex("ws", config=RTL), isa.config_ld(d, config=RTL),
+              isa.preload(isa.sp(BANK + 512), isa.acc(0), d, d, d, d, config=RTL),
+              isa.compute_preloaded(isa.sp(0), isa.GARBAGE, d, d, d, d, config=RTL)]
+    for i in range(15):
+        stream += [isa.preload(isa.GARBAGE, isa.acc(d * (i % 4), accumulate=True), d, d, d, d, config=RTL),
+                   isa.compute_accumulated(isa.sp(d * (i % 4)), isa.GARBAGE, d, d, d, d, config=RTL)]
+    same = timing(stream + [isa.mvin(0, isa.sp(1024), d, d, config=RTL)], RTL)
+    other = timing(stream + [isa.mvin(0, isa.sp(2 * BANK), d, d, config=RTL)], RTL)
+    last_read = max(same.ends[3::2]) - 2 * d - 2  # the array's last slot (its result leaves 2*DIM+2 later)
+    assert same.ends[-1] > last_read
+    assert other.ends[-1] < last_read
+    # first request 1 cycle after it starts, data 16 later, taken 1 later, 16 one-beat rows 2 cycles apart,
+    # the last row written the cycle after, done 2 cycles after that
+    assert other.ends[-1] - other.starts[-1] == 1 + 16 + 1 + 2 * (d - 1) + 2 + 2
+
+
+def test_d_operand_reads_wait_for_result_writes_in_the_same_bank():
+    # a D row read from the accumulator loses the bank to the array's own result writes, which stream
+    # one row per cycle 2*DIM cycles after their slots: back-to-back such computes run at half speed
+    d = RTL.dim
+    def stream(d_row):
+        cmds = [isa.config_ex("ws", config=RTL), isa.preload(isa.sp(0), isa.acc(0), d, d, d, d, config=RTL),
+                isa.compute_preloaded(isa.sp(d), isa.acc(d_row, full=True), d, d, d, d, config=RTL)]
+        for i in range(1, 64):
+            cmds += [isa.preload(isa.GARBAGE, isa.acc(d * (i % 8)), d, d, d, d, config=RTL),
+                     isa.compute_accumulated(isa.sp(d), isa.acc(d_row, full=True), d, d, d, d, config=RTL)]
+        return cmds
+    same_bank = timing(stream(256), RTL).cycles
+    other_bank = timing(stream(RTL.acc_bank_rows + 256), RTL).cycles
+    assert other_bank < 64 * d + 100
+    assert same_bank > 1.8 * 64 * d
+
+
+def test_config_carries_the_calibration():
+    assert DEFAULT_CONFIG.dma_latency_cycles == 16 and DEFAULT_CONFIG.dma_max_inflight == 64
+    arch = DEFAULT_CONFIG.arch("ws")
+    assert arch.params["compute_overhead_cycles"] == DEFAULT_CONFIG.compute_overhead_cycles == 3
+    assert type(DEFAULT_CONFIG).from_arch(replace(DEFAULT_CONFIG, compute_overhead_cycles=5).arch("ws")) \
+        .compute_overhead_cycles == 5
+    with pytest.raises(SimulationError) as info:
+        replace(DEFAULT_CONFIG, compute_overhead_cycles=-1)
+    assert info.value.field == "compute_overhead_cycles"
