@@ -10,7 +10,10 @@ Printed: per case the two cycle counts and the relative error
 (cost / timing - 1), the DRAM bytes of both; per layer Kendall's tau between
 the two orderings of all its cases (do both models rank the schedules the
 same way?); overall the median |error| per scheduler and over all schedules,
-and the mean tau.  ``--json`` writes the same numbers.
+and the mean tau.  WS also prints the previous cost model's error (every
+compute charged DIM cycles: ``compute_quantum`` instead of ``compute_rows``)
+against the same timing runs, and the compute commands the cost model counts
+against those of the generated program.  ``--json`` writes the same numbers.
 
 The timing model is a Python loop over commands (tens of thousands of
 commands a second): random mappings are drawn among those whose programs have
@@ -57,6 +60,7 @@ def _samples(workload, arch, dataflow: str, randoms: int, seed: int, max_command
     """(label, Mapping or None, error or None): random valid mappings that the code generator accepts
     (its scratchpad layout pads narrow blocks, so some valid mappings do not fit) within ``max_commands``."""
     from cosa.baselines.mapspace import MapSpace, random_mapping
+    from costmodel import evaluate
     from costmodel.evaluate import quantized_iterations
     from gemmini import codegen
 
@@ -69,7 +73,8 @@ def _samples(workload, arch, dataflow: str, randoms: int, seed: int, max_command
         for _ in range(tries):
             try:
                 mapping = random_mapping(workload, arch, rng, space=space)
-                computes = quantized_iterations(arch, mapping) // dim  # a preload and a compute each
+                # a preload and a compute each: counted by the cost model where it models computes (WS)
+                computes = evaluate(workload, arch, mapping).computes or quantized_iterations(arch, mapping) // dim
                 if 2 * computes > max_commands:  # skip before generating a program too long to time
                     reason = f"about {2 * computes} commands > --max-commands {max_commands}"
                     continue
@@ -95,6 +100,11 @@ def measure_layer(layer: str, dataflow: str, randoms: int, seed: int, search_s: 
 
     cfg = GemminiConfig()
     arch = cfg.arch(dataflow)
+    # the previous model for comparison: every compute occupies the array DIM cycles (compute_quantum)
+    regs = arch.levels[-1]
+    quantum_arch = arch.with_levels(**{regs.name: dict(compute_rows=None, compute_overhead_cycles=0,
+                                                       compute_quantum=arch.params["dim"])}) \
+        if regs.compute_rows is not None else None
     workload = load_one(layer)
     try:  # layers the code generator cannot run (batched matmuls) are reported once, not scheduled
         from gemmini.codegen_tiling import problem_of
@@ -109,7 +119,10 @@ def measure_layer(layer: str, dataflow: str, randoms: int, seed: int, search_s: 
             rows.append({**row, "skipped": error})
             continue
         cost = evaluate(workload, arch, mapping)
-        row.update(cost_cycles=cost.cycles, cost_dram_bytes=cost.dram_bytes, bound_by=cost.bound_by)
+        row.update(cost_cycles=cost.cycles, cost_dram_bytes=cost.dram_bytes, bound_by=cost.bound_by,
+                   cost_computes=cost.computes)
+        if quantum_arch is not None:
+            row["quantum_cycles"] = evaluate(workload, quantum_arch, mapping).cycles
         try:
             program = codegen.generate(workload, mapping, arch, dataflow=dataflow)
         except Exception as exc:  # e.g. OS on a layer the code generator cannot run output-stationary
@@ -123,7 +136,10 @@ def measure_layer(layer: str, dataflow: str, randoms: int, seed: int, search_s: 
         tr = timing(program.commands, cfg)
         row.update(timing_cycles=tr.cycles, timing_dram_bytes=tr.load_bytes + tr.store_bytes,
                    busy=dict(tr.busy), commands=commands, timing_s=round(time.perf_counter() - start, 2),
-                   error=cost.cycles / tr.cycles - 1)
+                   error=cost.cycles / tr.cycles - 1,
+                   program_computes=sum(1 for c in program.commands if c.name.startswith("compute")))
+        if "quantum_cycles" in row:
+            row["quantum_error"] = row["quantum_cycles"] / tr.cycles - 1
         rows.append(row)
     return rows
 
@@ -150,6 +166,13 @@ def summarize(rows: list[dict]) -> dict:
         cases = [r for r in done if r["layer"] == layer]
         taus[layer] = kendall_tau([r["cost_cycles"] for r in cases], [r["timing_cycles"] for r in cases])
     sched = [r for r in done if r["case"] in SCHEDULERS]
+    quantum = [r for r in done if "quantum_error" in r]
+    quantum_taus = {}
+    for layer in dict.fromkeys(r["layer"] for r in quantum):
+        cases = [r for r in quantum if r["layer"] == layer]
+        quantum_taus[layer] = kendall_tau([r["quantum_cycles"] for r in cases], [r["timing_cycles"] for r in cases])
+    valid_quantum_taus = [t for t in quantum_taus.values() if t is not None]
+    modelled = [r for r in done if r.get("cost_computes")]
     valid_taus = [t for t in taus.values() if t is not None]
     mip_vs_default = []
     for layer in taus:
@@ -163,6 +186,15 @@ def summarize(rows: list[dict]) -> dict:
         "kendall_tau_by_layer": taus,
         "mean_kendall_tau": statistics.mean(valid_taus) if valid_taus else None,
         "mip_over_default_timing_cycles": mip_vs_default,
+        # the previous model (every compute DIM cycles) against the same timing runs
+        "quantum_median_abs_error_all": statistics.median([abs(r["quantum_error"]) for r in quantum])
+        if quantum else None,
+        "quantum_mean_kendall_tau": statistics.mean(valid_quantum_taus) if valid_quantum_taus else None,
+        # compute commands: the cost model's count against the generated program's
+        "computes_exact_fraction": sum(r["cost_computes"] == r["program_computes"] for r in modelled) / len(modelled)
+        if modelled else None,
+        "computes_median_ratio": statistics.median([r["cost_computes"] / r["program_computes"] for r in modelled])
+        if modelled else None,
         "cases": len(rows), "measured": len(done), "skipped": len(rows) - len(done),
     }
 
@@ -190,15 +222,17 @@ def main(argv=None) -> int:
                 max_commands=args.max_commands)
     rows: list[dict] = []
     print(f"{'layer':32s} {'case':16s} {'cost cyc':>11s} {'timing cyc':>11s} {'error':>7s} "
-          f"{'cost DRAM B':>12s} {'timing DRAM B':>13s}")
+          f"{'cost DRAM B':>12s} {'timing DRAM B':>13s} {'quantum err':>11s} {'computes cost/prog':>19s}")
 
     def show(layer_rows):
         for r in layer_rows:
             if "skipped" in r:
                 print(f"{r['layer']:32s} {r['case']:16s} skipped: {r['skipped'][:80]}")
                 continue
+            quantum = f"{r['quantum_error']:+11.1%}" if "quantum_error" in r else f"{'-':>11s}"
             print(f"{r['layer']:32s} {r['case']:16s} {r['cost_cycles']:11.0f} {r['timing_cycles']:11d} "
-                  f"{r['error']:+7.1%} {r['cost_dram_bytes']:12.0f} {r['timing_dram_bytes']:13d}")
+                  f"{r['error']:+7.1%} {r['cost_dram_bytes']:12.0f} {r['timing_dram_bytes']:13d} {quantum} "
+                  f"{r['cost_computes']:>9d}/{r['program_computes']:<9d}")
         sys.stdout.flush()
 
     def keep(layer_rows):

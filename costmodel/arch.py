@@ -66,8 +66,33 @@ class Level:
     holder with this many bits per word (a bias broadcast into the
     accumulator) instead of starting at zero.  compute_quantum: the temporal
     iterations of the loops at and below this level, per residency, round up
-    to a multiple of this (Gemmini: a compute streams up to DIM rows and
-    always occupies the array DIM cycles).
+    to a multiple of this (a compute that always occupies the array a fixed
+    number of cycles).  compute_rows: the most iterations of this level's
+    temporal loops one compute command streams (Gemmini WS Registers: DIM
+    pixel rows under one weight block); None = no per-compute modelling
+    here.  compute_overhead_cycles: cycles each compute command adds to the
+    iterations it streams (only with compute_rows).  See
+    ``costmodel.compute_runs`` for how loops merge into one command's run.
+    A level sets compute_rows or a compute_quantum above 1, not both.
+
+    Row-addressed buffers (defaults change nothing): row_bytes: the level
+    stores tiles in rows of this many bytes (Gemmini: DIM int8 words in the
+    scratchpad, DIM int32 words in the accumulator).  row_axes: role ->
+    name of a spatial axis of this level's fan-out or of the nearest inner
+    level that has an axis of that name; one row of a tensor of that role
+    holds one block of the words of the dims the mapping unrolls on that
+    axis (the spatial factors there, of the dims that index the tensor), and
+    a block narrower than a row still takes a whole row (a wider one takes
+    ceil(block bytes / row_bytes) rows).  A tile is stored as a dense box:
+    per tensor axis the range of its index over the tile with the gaps of a
+    common stride skipped (halo and padding included: a convolution's
+    padding is moved in as zeros), dims that index every tensor (groups)
+    stored as separate blocks.  Rows of a tile = ceil(box words / block) x
+    rows per block; roles not in row_axes are packed densely (ceil(box bytes
+    / row_bytes)).  Exact for Gemmini's code generator (input rows hold the
+    channels unrolled on the array rows under WS, weight and accumulator
+    rows the output channels unrolled on the columns).  See
+    ``mappings.validate.tile_rows``.
     """
 
     name: str
@@ -85,6 +110,26 @@ class Level:
     partial_sum_bits: int | None = None
     init_fill_bits: int | None = None
     compute_quantum: int = 1
+    compute_rows: int | None = None
+    compute_overhead_cycles: int = 0
+    row_bytes: int | None = None
+    row_axes: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self):
+        # accept {role: axis} and keep a hashable, canonical (role, axis) tuple in ROLES order
+        axes = self.row_axes
+        pairs = list(axes.items()) if isinstance(axes, dict) else list(axes or ())
+        if not isinstance(axes, (dict, tuple, list)) and axes is not None or \
+                not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+            raise ArchError(f"expected role -> spatial axis name pairs, got {axes!r}", source=f"level {self.name}",
+                            field=f"{self.name}.row_axes")
+        order = {r: k for k, r in enumerate(ROLES)}
+        pairs = sorted(((str(r), str(a)) for r, a in pairs), key=lambda p: (order.get(p[0], len(order)), p))
+        object.__setattr__(self, "row_axes", tuple(pairs))
+
+    def row_axis(self, role: str) -> str | None:
+        """The spatial axis whose block one row of a tensor of ``role`` holds (None: packed densely)."""
+        return dict(self.row_axes).get(role)
 
     def bytes_per_word(self, tensor) -> float:
         return (self.word_bits if self.word_bits else tensor.bits) / 8
@@ -134,6 +179,21 @@ class Arch:
                     or lv.compute_quantum < 1:
                 raise ArchError(f"must be a positive integer, got {lv.compute_quantum!r}", source=src,
                                 field=f"{lv.name}.compute_quantum")
+            rows = lv.compute_rows
+            if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
+                raise ArchError(f"must be a positive integer or None, got {rows!r}", source=src,
+                                field=f"{lv.name}.compute_rows")
+            extra = lv.compute_overhead_cycles
+            if isinstance(extra, bool) or not isinstance(extra, int) or extra < 0:
+                raise ArchError(f"must be a non-negative integer, got {extra!r}", source=src,
+                                field=f"{lv.name}.compute_overhead_cycles")
+            if rows is not None and lv.compute_quantum > 1:
+                raise ArchError(f"sets both compute_rows ({rows}) and compute_quantum ({lv.compute_quantum}); "
+                                "per-compute runs replace the quantum", source=src, field=f"{lv.name}.compute_rows")
+            if rows is None and extra:
+                raise ArchError(f"compute_overhead_cycles ({extra}) needs compute_rows", source=src,
+                                field=f"{lv.name}.compute_overhead_cycles")
+            _check_rows(self, lv, src)
             unknown = set(lv.holds) - set(ROLES)
             if unknown:
                 raise ArchError(f"unknown roles {sorted(unknown)}; known {ROLES}", source=src, field=f"{lv.name}.holds")
@@ -164,9 +224,36 @@ class Arch:
         """Peak MACs per cycle of the whole machine."""
         return self.instances(len(self.levels)) * self.macs_per_cycle
 
+    def axis_level(self, index: int, axis_name: str) -> int | None:
+        """The first level at or inside ``index`` that has a spatial axis named ``axis_name`` (None: none)."""
+        for j in range(index, len(self.levels)):
+            if any(a.name == axis_name for a in self.levels[j].spatial_axes):
+                return j
+        return None
+
     def with_levels(self, **changes) -> "Arch":
         """A copy with some levels replaced: ``arch.with_levels(Scratchpad=dict(capacity_bytes=1024))``."""
         levels = []
         for lv in self.levels:
             levels.append(replace(lv, **changes[lv.name]) if lv.name in changes else lv)
         return replace(self, levels=tuple(levels))
+
+
+def _check_rows(arch: Arch, lv: Level, src: str) -> None:
+    """row_bytes is a positive integer or None; row_axes name known roles and axes at or below the level."""
+    rb = lv.row_bytes
+    if rb is not None and (isinstance(rb, bool) or not isinstance(rb, int) or rb < 1):
+        raise ArchError(f"must be a positive integer or None, got {rb!r}", source=src, field=f"{lv.name}.row_bytes")
+    if lv.row_axes and rb is None:
+        raise ArchError(f"row_axes {dict(lv.row_axes)} need row_bytes", source=src, field=f"{lv.name}.row_axes")
+    roles = [r for r, _ in lv.row_axes]
+    if len(set(roles)) != len(roles):
+        raise ArchError(f"a role is named twice: {roles}", source=src, field=f"{lv.name}.row_axes")
+    index = arch.levels.index(lv)
+    for role, axis in lv.row_axes:
+        if role not in ROLES:
+            raise ArchError(f"unknown role '{role}'; known {ROLES}", source=src, field=f"{lv.name}.row_axes")
+        if arch.axis_level(index, axis) is None:
+            below = sorted({a.name for other in arch.levels[index:] for a in other.spatial_axes})
+            raise ArchError(f"role '{role}': no spatial axis named '{axis}' at or below this level "
+                            f"(axes there: {below})", source=src, field=f"{lv.name}.row_axes")

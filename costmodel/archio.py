@@ -32,6 +32,10 @@
           partial_sum_bits: null     # bits per word of partial sums spilled to the outer holder
           init_fill_bits: null       # bits per word of an initial value (bias) read per output tile
           compute_quantum: 1         # iterations per residency round up to a multiple of this
+          compute_rows: null         # most iterations of this level's loops one compute command streams
+          compute_overhead_cycles: 0 # cycles each compute command adds (with compute_rows)
+          row_bytes: null            # row-addressed: bytes per row (null = counted in words)
+          row_axes: {}               # role -> spatial axis whose unrolled block one row holds
 
   Level field names are those of ``costmodel.arch.Level``; anything else is an error.
 
@@ -181,6 +185,20 @@ def _level(doc, index: int, source: str) -> Level:
             kw[key] = _num(doc[key], int, source, f"{where}.{key}", True, 1)
     if "compute_quantum" in doc:
         kw["compute_quantum"] = _num(doc["compute_quantum"], int, source, f"{where}.compute_quantum", False, 1)
+    if "compute_rows" in doc:
+        kw["compute_rows"] = _num(doc["compute_rows"], int, source, f"{where}.compute_rows", True, 1)
+    if "compute_overhead_cycles" in doc:
+        kw["compute_overhead_cycles"] = _num(doc["compute_overhead_cycles"], int, source,
+                                             f"{where}.compute_overhead_cycles", False, 0)
+    if "row_bytes" in doc:
+        kw["row_bytes"] = _num(doc["row_bytes"], int, source, f"{where}.row_bytes", True, 1)
+    if "row_axes" in doc:
+        axes = doc["row_axes"] or {}
+        if not isinstance(axes, dict) or not all(isinstance(a, str) for a in axes.values()):
+            raise ArchError("expected a mapping of role -> spatial axis name", source=source,
+                            field=f"{where}.row_axes")
+        _roles(list(axes), source, f"{where}.row_axes")
+        kw["row_axes"] = dict(axes)
     for key in ("double_buffered", "multicast"):
         if key in doc:
             if not isinstance(doc[key], bool):
@@ -226,9 +244,12 @@ def _level_to_dict(lv: Level) -> dict:
         "multicast": lv.multicast,
     }
     # calibration fields: written only when set, so the other presets' files stay as they were
-    for key, default in (("partial_sum_bits", None), ("init_fill_bits", None), ("compute_quantum", 1)):
+    for key, default in (("partial_sum_bits", None), ("init_fill_bits", None), ("compute_quantum", 1),
+                         ("compute_rows", None), ("compute_overhead_cycles", 0), ("row_bytes", None)):
         if getattr(lv, key) != default:
             out[key] = getattr(lv, key)
+    if lv.row_axes:
+        out["row_axes"] = dict(lv.row_axes)
     if lv.spatial_axes:
         out["spatial_axes"] = [{"name": a.name, "size": a.size, "roles": [r for r in ROLES if r in a.roles],
                                 "window_dims": a.window_dims, "dims": sorted(a.dims)} for a in lv.spatial_axes]

@@ -43,6 +43,12 @@ class Cost:
     dram_bytes: bytes moved between the outermost level and the levels inside it.
     partial_sums[level][output]: PartialSums, the output words the level
     exchanges with its next inner holder, split into partial sums and finals.
+    computes: compute commands per instance at the levels that set
+    ``compute_rows`` (0 where none does); see ``costmodel.compute_runs``.
+    footprint_rows[level][tensor]: at row-addressed levels (``Level.row_bytes``)
+    the rows of the stored tile (``mappings.validate.tile_rows``: the dense
+    box, halo and padding included, in rows of the unrolled block); there
+    footprint_bytes is rows x row_bytes.
     """
 
     cycles: float
@@ -61,6 +67,8 @@ class Cost:
     ideal_cycles: float
     extra: dict = field(default_factory=dict, compare=False)
     partial_sums: dict = field(default_factory=dict)
+    computes: int = 0
+    footprint_rows: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The JSON form of ``cosa evaluate --json``."""
@@ -80,6 +88,8 @@ class Cost:
             "macs": self.macs,
             "ideal_cycles": self.ideal_cycles,
             "partial_sums": {lv: {t: vars(p) for t, p in per.items()} for lv, per in self.partial_sums.items()},
+            "computes": self.computes,
+            "footprint_rows": {lv: dict(per) for lv, per in self.footprint_rows.items()},
         }
 
 

@@ -36,7 +36,10 @@ instances of the level; ``trace`` counts the same quantities literally):
   updated in a cycle (after reduction across the units) is one write, and a
   read unless the word starts at zero in its residency (first update of a
   word that was not loaded).
-* Footprint: the largest resident tile of one instance, in words and bytes.
+* Footprint: the largest resident tile of one instance, in words and bytes;
+  at a row-addressed level (``Level.row_bytes``) the bytes are the rows the
+  stored box takes (``mappings.validate.tile_rows``) times the row bytes, and
+  ``Cost.footprint_rows`` gives the rows.
 
 Exactness: these counts equal the literal trace (``costmodel.trace``) for
 any mapping, with strides, dilations, groups, bypass, multicast and spatial
@@ -60,8 +63,17 @@ count in the parent's transfer cycles, energy and ``dram_bytes``.
 Latency: compute_cycles = temporal iterations / macs_per_cycle of a unit
 (MACs over the MAC units actually used), where a level's ``compute_quantum``
 rounds the iterations of one of its residencies (its loops and all loops
-below it) up to a multiple of the quantum (``quantized_iterations``; a
-systolic array busy DIM cycles per compute however few rows it streams).
+below it) up to a multiple of the quantum (``quantized_iterations``), and a
+level's ``compute_rows`` adds ``compute_overhead_cycles`` per compute command
+(``costmodel.compute_runs``): at such a level ``h``, a residency's loops
+stream in runs of loops whose addresses stay an arithmetic progression in
+every streamed tensor's source tile; one command streams at most
+``compute_rows`` iterations of a run, so compute cycles = residencies(h) x
+(iterations per residency + overhead x computes per residency) /
+macs_per_cycle (Gemmini WS: a compute occupies the array for its rows plus
+3 cycles), and where that level double-buffers a tile filled at a finite
+write bandwidth, each fill overlaps only the last compute before it
+(``ComputeRuns.work``).  ``Cost.computes`` counts those commands per instance.
 Each level's transfer cycles = bytes read from one instance / read_bandwidth +
 bytes written / write_bandwidth (a port serves both in turn; unlimited
 bandwidth costs 0).  Levels with
@@ -78,7 +90,9 @@ from __future__ import annotations
 import math
 
 from mappings import MappingError
+from mappings.validate import tile_rows
 
+from .compute_runs import compute_runs, compute_work
 from .cost import Access, Cost, PartialSums
 from .tiling import NestLoop, nest_loops, tile_counts
 
@@ -190,7 +204,8 @@ def quantized_iterations(arch, mapping) -> int:
     Innermost first: the iterations of the loops at and below level ``i`` in one
     residency are (level i's temporal factors) x (level i+1's rounded count),
     rounded up to a multiple of ``arch.levels[i].compute_quantum``.  With every
-    quantum 1 this is the product of all temporal factors.
+    quantum 1 this is the product of all temporal factors.  Ignores ``compute_rows``
+    (``compute_runs.compute_work`` counts both).
     """
     work = 1
     for i in range(len(arch.levels) - 1, -1, -1):
@@ -235,7 +250,8 @@ def evaluate(workload, arch, mapping) -> Cost:
     psums: dict = {}
     accesses, foot = access_counts(workload, arch, mapping, psums)
     tensors = {t.name: t for t in workload.tensors}
-    compute_cycles = math.ceil(quantized_iterations(arch, mapping) / arch.macs_per_cycle)
+    runs = compute_runs(workload, arch, mapping)
+    compute_cycles = math.ceil(compute_work(arch, mapping, runs) / arch.macs_per_cycle)
     extra_read, extra_write = calibration_bytes(workload, arch, mapping, psums)
 
     transfer, overlapped, energy = {}, {}, {}
@@ -263,6 +279,14 @@ def evaluate(workload, arch, mapping) -> Cost:
 
     ideal = workload.macs / arch.total_macs_per_cycle
     names = arch.level_names
+    rows = {i: tile_rows(mapping, workload, arch, i) for i in range(len(arch.levels))}
+    footprint_bytes = {}
+    for i, per in foot.items():
+        lv = arch.levels[i]
+        if rows[i] is None:
+            footprint_bytes[names[i]] = {n: w * lv.bytes_per_word(tensors[n]) for n, w in per.items()}
+        else:
+            footprint_bytes[names[i]] = {n: rows[i].get(n, 0) * lv.row_bytes for n in per}
     dram_bytes = level_bytes[0]
     return Cost(
         cycles=float(cycles),
@@ -270,8 +294,7 @@ def evaluate(workload, arch, mapping) -> Cost:
         utilization=float(ideal / cycles) if cycles else 0.0,
         accesses={names[i]: per for i, per in accesses.items()},
         footprint_words={names[i]: per for i, per in foot.items()},
-        footprint_bytes={names[i]: {n: w * arch.levels[i].bytes_per_word(tensors[n]) for n, w in per.items()}
-                         for i, per in foot.items()},
+        footprint_bytes=footprint_bytes,
         compute_cycles=int(compute_cycles),
         transfer_cycles=transfer,
         overlapped=overlapped,
@@ -281,4 +304,6 @@ def evaluate(workload, arch, mapping) -> Cost:
         macs=workload.macs,
         ideal_cycles=float(ideal),
         partial_sums={names[i]: per for i, per in psums.items()},
+        computes=sum(r.computes for r in runs.values()),
+        footprint_rows={names[i]: {n: r.get(n, 0) for n in foot[i]} for i, r in rows.items() if r is not None},
     )

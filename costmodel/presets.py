@@ -20,7 +20,7 @@ ALL = frozenset(ROLES)
 
 
 def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64, dataflow: str = "ws",
-            sp_banks: int = 4, acc_banks: int = 2) -> Arch:
+            sp_banks: int = 4, acc_banks: int = 2, compute_overhead_cycles: int = 3) -> Arch:
     """Gemmini (ucb-bar/gemmini's default configuration; see its README and configs).
 
     Levels: DRAM (128-bit DMA bus: 16 B/cycle), Scratchpad (int8 inputs and
@@ -31,9 +31,14 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
     whole.  Calibrated against the command-level timing model
     (``gemmini.sim.timing`` of the generated programs): DRAM transfers stall
     the array (the command queues are too shallow to run ahead), partial sums
-    move through DRAM as int32, and every compute occupies the array DIM
-    cycles (``compute_quantum``).  Energies: Horowitz ISSCC
-    2014 (SRAM by capacity, DRAM, int8 MAC); Gemmini publishes none.
+    move through DRAM as int32.  WS: a compute streams a run of at most DIM
+    pixel rows and occupies the array for its rows plus
+    ``compute_overhead_cycles`` (``compute_rows``; 3 measured on our RTL);
+    OS: every compute occupies the array DIM cycles (``compute_quantum``).
+    The scratchpad (WS) and the accumulator are row-addressed
+    (``Level.row_bytes``/``row_axes``) as the code generator lays them out.
+    Energies: Horowitz ISSCC 2014 (SRAM by capacity, DRAM, int8 MAC);
+    Gemmini publishes none.
     """
     dataflow = str(dataflow).lower()
     src = "preset gemmini"
@@ -43,6 +48,10 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
                          ("sp_banks", sp_banks), ("acc_banks", acc_banks)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ArchError(f"must be a positive integer, got {value!r}", source=src, field=label)
+    if isinstance(compute_overhead_cycles, bool) or not isinstance(compute_overhead_cycles, int) \
+            or compute_overhead_cycles < 0:
+        raise ArchError(f"must be a non-negative integer, got {compute_overhead_cycles!r}", source=src,
+                        field="compute_overhead_cycles")
     ws = dataflow == "ws"
     sp_bytes, acc_bytes = scratchpad_kib * 1024, accumulator_kib * 1024
     stationary_bytes = 1 if ws else 4
@@ -59,13 +68,20 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
         Level("DRAM", None, ALL, read_bandwidth=16.0, write_bandwidth=16.0,
               read_energy_pj_per_byte=DRAM_PJ_PER_BYTE, write_energy_pj_per_byte=DRAM_PJ_PER_BYTE,
               double_buffered=False),
+        # Rows of DIM bytes: under WS an input row holds the channels unrolled on the array rows, a weight
+        # row the output channels unrolled on its columns (a narrower block still takes a whole row).  OS
+        # input rows hold a chunk of the Registers-level reduction, which no spatial axis describes, so the
+        # OS scratchpad is counted in words (it may then admit tiles the code generator refuses).
         Level("Scratchpad", sp_bytes, frozenset({"input", "weight"}), word_bits=8,
               read_energy_pj_per_byte=sram_pj_per_byte(sp_bytes), write_energy_pj_per_byte=sram_pj_per_byte(sp_bytes),
-              fanout=1, double_buffered=ws),
+              fanout=1, double_buffered=ws, row_bytes=dim if ws else None,
+              row_axes=(("input", "rows"), ("weight", "cols")) if ws else ()),
         Level("Accumulator", acc_bytes, frozenset({"output"}), word_bits=32,
               read_energy_pj_per_byte=sram_pj_per_byte(acc_bytes),
               write_energy_pj_per_byte=sram_pj_per_byte(acc_bytes),
               fanout=dim * dim, spatial_axes=(rows, cols), double_buffered=ws,
+              # rows of DIM int32: one row per output pixel holds the output channels on the columns
+              row_bytes=4 * dim, row_axes=(("output", "cols"),),
               # Partial sums spill to DRAM and come back as full int32 rows (mvout full width, mvin3).
               # The code generator's bias (DIM int32 rows per column block and tile, added as the D
               # operand) is a few percent of the traffic and not charged: init_fill_bits stays unset.
@@ -79,15 +95,22 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
               word_bits=8 if ws else 32, write_bandwidth=stationary_bytes / dim if ws else None,
               read_energy_pj_per_byte=REGISTER_PJ_PER_BYTE, write_energy_pj_per_byte=REGISTER_PJ_PER_BYTE,
               fanout=1, double_buffered=True,
-              # A compute streams at most DIM rows (WS: pixels under one weight block; OS: reduction
-              # steps) and occupies the array DIM cycles even for fewer rows.
-              compute_quantum=dim),
+              # WS: one compute streams a run of at most DIM pixel rows under one weight block (rows equally
+              # spaced in the scratchpad and consecutive in the accumulator) and occupies the array for its
+              # rows + 3 cycles (calibrated against our RTL, gemmini/rtl); a new weight block's DIM-cycle shift
+              # overlaps only the compute before it (double_buffered + write bandwidth: ComputeRuns.work), so
+              # short runs under changing weights take about DIM + rows / 2 cycles.  OS: the code generator streams
+              # the reduction, one compute per (kh, kw) of up to DIM channels, which the run rule does not
+              # describe: each compute is charged DIM cycles instead.
+              compute_rows=dim if ws else None, compute_overhead_cycles=compute_overhead_cycles if ws else 0,
+              compute_quantum=1 if ws else dim),
     )
     return Arch(
         name="gemmini" if ws else "gemmini-os", levels=levels, macs_per_cycle=1, mac_energy_pj=INT8_MAC_PJ,
         dataflow=dataflow, source="Gemmini default config (ucb-bar/gemmini); energies Horowitz ISSCC 2014",
         params={"dim": dim, "scratchpad_kib": scratchpad_kib, "accumulator_kib": accumulator_kib,
-                "sp_banks": sp_banks, "acc_banks": acc_banks, "dataflow": dataflow},
+                "sp_banks": sp_banks, "acc_banks": acc_banks, "dataflow": dataflow,
+                "compute_overhead_cycles": compute_overhead_cycles},
     )
 
 

@@ -19,11 +19,15 @@ of them; ``fits`` answers yes or no.  The checks, in order:
    included) times the level's bytes per word, summed over the stored
    tensors, times 2 when the level is double buffered, fits
    ``capacity_bytes``.  Tiles are dense (density is not used: a
-   compressed format's metadata is not modelled here).
+   compressed format's metadata is not modelled here).  At a row-addressed
+   level (``row_bytes`` set) the tiles are counted in rows instead
+   (``tile_rows``): rows of all stored tiles, times 2 when double buffered,
+   fit ``capacity_bytes // row_bytes`` rows.
 
 The architecture is duck-typed (``levels`` with ``name``, ``capacity_bytes``,
 ``holds``/``may_hold``, ``bytes_per_word``, ``fanout``, ``spatial_axes``,
-``double_buffered``) so that this package does not import the cost model.
+``double_buffered``, optionally ``row_bytes``/``row_axis``) so that this
+package does not import the cost model.
 """
 
 from __future__ import annotations
@@ -139,18 +143,124 @@ def _check_spatial(mapping: Mapping, workload, arch, src: str) -> Iterator[Mappi
                                f"without exceeding an axis size", source=src, field=f"{arch.levels[i].name}.spatial")
 
 
-def tile_bytes(mapping: Mapping, workload, arch, level: int) -> dict[str, float]:
-    """Bytes of the tile of each tensor stored at ``level`` (one instance, one buffer)."""
-    extents = mapping.tile_extents(level, workload.dims)
+def group_dims(workload) -> frozenset[str]:
+    """Dims that index every tensor: independent problems (groups, a batch of GEMMs) sharing no data."""
+    dims = set(workload.dims)
+    for t in workload.tensors:
+        dims &= t.dims
+    return frozenset(dims)
+
+
+def stored_box_words(tensor, extents: dict[str, int], groups: frozenset[str] = frozenset()) -> int:
+    """Words of the dense box a row-addressed buffer keeps for a tile of ``tensor`` with loop ``extents``.
+
+    Per tensor axis: the product of the extents of its group dims (each group
+    a separate block) times the range of the other terms over the tile with
+    the gaps of their common stride skipped (1 + sum |c| (e - 1) / gcd of the
+    |c| whose e > 1): a window of stride s over one output row and one kernel
+    column stores every s-th input only.  Not clipped to the stored tensor:
+    the buffer keeps the padding too.  Matches Gemmini's code generator.
+    """
+    words = 1
+    for expr in tensor.indices:
+        span, moving = 1, []
+        for dim, coeff in expr.terms:
+            extent = extents.get(dim, 1)
+            if dim in groups:
+                span *= extent
+            elif extent > 1:
+                moving.append((abs(coeff), extent))
+        if moving:
+            step = math.gcd(*(c for c, _ in moving))
+            span *= 1 + sum(c * (e - 1) for c, e in moving) // step
+        words *= span
+    return words
+
+
+def row_block_words(mapping: Mapping, workload, arch, level: int, tensor) -> int:
+    """Words of ``tensor`` one row of row-addressed ``level`` holds: the product of the spatial factors of
+    the dims (indexing the tensor) that the mapping unrolls on the level's row axis for the tensor's role
+    (``Level.row_axes``), 1 when the role has none or the spatial factors fit no axis."""
     lv = arch.levels[level]
+    axis_name = lv.row_axis(tensor.role) if hasattr(lv, "row_axis") else None
+    if axis_name is None:
+        return 1
+    at = arch.axis_level(level, axis_name)
+    spatial = {d: f for d, f in mapping.levels[at].spatial.items() if f > 1 and d in workload.dims}
+    assignment, _ = assign_to_axes(spatial, arch.levels[at].spatial_axes, workload)
+    if not assignment:
+        return 1
+    return math.prod(f for d, f in spatial.items() if assignment[d] == axis_name and d in tensor.dims)
+
+
+def tile_rows(mapping: Mapping, workload, arch, level: int) -> dict[str, int] | None:
+    """Rows of the tile of each tensor stored at a row-addressed ``level`` (one instance, one buffer);
+    None when the level is not row-addressed (``row_bytes`` unset).
+
+    rows = ceil(box words / block words) x ceil(block bytes / row bytes) for
+    a role with a row axis (``row_block_words``), ceil(box bytes / row bytes)
+    for the others; box words from ``stored_box_words``.
+    """
+    lv = arch.levels[level]
+    row_bytes = getattr(lv, "row_bytes", None)
+    if row_bytes is None:
+        return None
+    extents = mapping.tile_extents(level, workload.dims)
+    groups = group_dims(workload)
+    rows = {}
+    for t in workload.tensors:
+        if not mapping.stores(level, t, arch):
+            continue
+        box = stored_box_words(t, extents, groups)
+        word_bytes = lv.bytes_per_word(t)
+        if lv.row_axis(t.role) is None:
+            rows[t.name] = math.ceil(box * word_bytes / row_bytes)
+        else:
+            block = row_block_words(mapping, workload, arch, level, t)
+            rows[t.name] = -(-box // block) * math.ceil(block * word_bytes / row_bytes)
+    return rows
+
+
+def tile_bytes(mapping: Mapping, workload, arch, level: int) -> dict[str, float]:
+    """Bytes of the tile of each tensor stored at ``level`` (one instance, one buffer): words (halos
+    included) times bytes per word, or at a row-addressed level its rows times the row bytes."""
+    rows = tile_rows(mapping, workload, arch, level)
+    lv = arch.levels[level]
+    if rows is not None:
+        return {name: r * lv.row_bytes for name, r in rows.items()}
+    extents = mapping.tile_extents(level, workload.dims)
     return {t.name: t.tile_words(extents) * lv.bytes_per_word(t)
             for t in workload.tensors if mapping.stores(level, t, arch)}
+
+
+def _check_rows(mapping: Mapping, workload, arch, index: int, src: str) -> Iterator[MappingError]:
+    level = arch.levels[index]
+    rows = tile_rows(mapping, workload, arch, index)
+    buffers = 2 if getattr(level, "double_buffered", False) else 1
+    need = buffers * sum(rows.values())
+    have = level.capacity_bytes // level.row_bytes
+    if need <= have:
+        return
+    tensors = {t.name: t for t in workload.tensors}
+    parts = []
+    for name, r in rows.items():
+        block = row_block_words(mapping, workload, arch, index, tensors[name])
+        how = f"{block} word(s) per row" if level.row_axis(tensors[name].role) else "packed"
+        parts.append(f"{name} {r} rows ({how})")
+    extra = " x2 (double buffered)" if buffers == 2 else ""
+    yield MappingError(f"{_level_label(index, arch)}: tiles need {need} rows of {level.row_bytes} bytes "
+                       f"({', '.join(parts)}{extra}) but the level has {have} rows ({level.capacity_bytes} bytes); "
+                       "a block narrower than a row takes a whole row",
+                       source=src, field=f"{level.name}.capacity")
 
 
 def _check_capacity(mapping: Mapping, workload, arch, src: str) -> Iterator[MappingError]:
     for i, level in enumerate(arch.levels):
         capacity = level.capacity_bytes
         if capacity is None:
+            continue
+        if getattr(level, "row_bytes", None) is not None:
+            yield from _check_rows(mapping, workload, arch, i, src)
             continue
         per_tensor = tile_bytes(mapping, workload, arch, i)
         buffers = 2 if getattr(level, "double_buffered", False) else 1
