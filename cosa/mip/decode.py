@@ -9,6 +9,7 @@ import pyomo.environ as pe
 from mappings import LevelMapping, Mapping
 
 from .formulation import Formulation
+from .runs import fix_runs, level_order, unfix_runs
 
 
 def _count(var) -> int:
@@ -21,7 +22,9 @@ def decode(form: Formulation) -> Mapping:
 
     Temporal factors from ``nT``, spatial factors from ``nS`` (merged over a
     level's axes), loop order from the order slots (outermost slot first);
-    levels without an order decision keep the workload's dim order.
+    a level whose compute runs the model counts (``runs.py``) gets the run
+    innermost; other levels without an order decision keep the workload's
+    dim order.
     """
     problem = form.problem
     L = problem.levels
@@ -44,6 +47,10 @@ def decode(form: Formulation) -> Mapping:
             values = [pe.value(o, exception=False) or 0.0 for o in form.order[k, d]]
             slot_of[d] = max(range(len(values)), key=lambda s: (values[s], -s))
         orders[k] = tuple(sorted(problem.dims, key=lambda d: slot_of[d]))
+    for h, runs in form.runs.items():
+        if not runs.order_decided:
+            # the run the model counted on goes innermost, in the order its merges need
+            orders[h] = level_order(runs, problem.dims, temporal[h], lambda v: pe.value(v, exception=False))
     levels = []
     for k in range(L):
         order = tuple(d for d in orders[k] if temporal[k].get(d, 1) > 1)
@@ -109,6 +116,8 @@ def fix_to_mapping(form: Formulation, mapping: Mapping) -> bool:
         for d in problem.dims:
             for s, var in enumerate(form.order[k, d]):
                 var.fix(1 if order.index(d) == s else 0)
+    for runs in form.runs.values():
+        fix_runs(runs, mapping, problem.workload.dims)
     return True
 
 
@@ -118,6 +127,8 @@ def unfix_all(form: Formulation) -> None:
     for slots in form.order.values():
         for var in slots:
             var.unfix()
+    for runs in form.runs.values():
+        unfix_runs(runs)
 
 
 def _exponent(n: int, p: int) -> int:

@@ -185,14 +185,21 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
 
 def _shrink_capacity(problem, mapping, level: int):
     """The problem with level ``level``'s budget scaled by usable bytes / bytes the decoded tiles need
-    (never below the true usable capacity, which is exact and safe)."""
+    (never below a budget that surely fits: the usable capacity, which the model's word counts bound
+    exactly; at a row-addressed level, whose rows may each hold a single word, the usable rows' worth
+    of the smallest words)."""
     from mappings.validate import tile_bytes
 
     lv = problem.arch.levels[level]
     usable = lv.capacity_bytes / (2 if lv.double_buffered else 1)
+    floor = usable
+    row_bytes = getattr(lv, "row_bytes", None)
+    if row_bytes:
+        stored = [t for t in problem.workload.tensors if level in problem.holders[t.name]]
+        floor = usable * min([lv.bytes_per_word(t) for t in stored] or [row_bytes]) / row_bytes
     need = sum(tile_bytes(mapping, problem.workload, problem.arch, level).values())
     capacity = list(problem.capacity)
-    capacity[level] = max(usable, capacity[level] * min(usable / need, 1.0))
+    capacity[level] = max(floor, capacity[level] * min(usable / need, 1.0))
     return dataclasses.replace(problem, capacity=tuple(capacity))
 
 

@@ -35,12 +35,21 @@ traffic terms over all instances times the levels' pJ per byte.  Symmetry:
 loops with factor 1 keep the workload's dim order among themselves.
 A level's ``compute_quantum`` (iterations per residency rounded up) is
 modelled as compute >= outer iterations * quantum (exact when the inner
-iterations fit one quantum); ``partial_sum_bits`` / ``init_fill_bits`` of
-the level below DRAM change the output bytes at DRAM.
+iterations fit one quantum).  A level's ``compute_rows`` (Gemmini WS) adds
+``compute_overhead_cycles`` per compute command to the compute term, the
+commands counted from which loops merge into one run (``runs.py``: exact
+merge conditions, the run chosen by the model and emitted innermost by the
+decoder).  Where that level is double buffered with a write bandwidth, its
+refills bound the compute term too, as in ``ComputeRuns.work``: >= half the
+iterations + every fill, and (one-word held tile) >= iterations + changes x
+(fill - rows of the last command).  ``partial_sum_bits`` / ``init_fill_bits``
+of the level below DRAM change the output bytes at DRAM.
 Measured: the latency objective predicts evaluate()'s cycles of random
 mappings with median error < 1 % and Spearman rank correlation >= 0.997
-(gemmini WS/OS, simba); single mappings can be off by up to 60 % where the
-quantum rounding is not exact.
+(gemmini WS/OS, simba), and the compute commands of gemmini WS mappings
+exactly (the fewest the model allows for a fixed mapping); single mappings
+can be off by up to 60 % where the quantum rounding (gemmini OS) is not
+exact.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ from dataclasses import dataclass, field
 import pyomo.environ as pe
 
 from .problem import Problem, WindowAxis, exponent
+from .runs import build_runs, run_levels
 
 LN2 = math.log(2.0)
 EPS = 1e-7
@@ -87,6 +97,7 @@ class Formulation:
     extent_log: dict = field(default_factory=dict)
     terms: dict = field(default_factory=dict)
     cuts: int = 0
+    runs: dict = field(default_factory=dict)
 
     # --- model size -----------------------------------------------------------
     def size(self) -> tuple[int, int, int]:
@@ -238,6 +249,23 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         return tile_log[t, i]
 
     # --- capacity -------------------------------------------------------------
+    def unit_log(t, i, lv):
+        # log2 bytes one tile word takes: its word size, or at a row-addressed level (Level.row_bytes) whose
+        # rows hold one block of the dims unrolled on the tensor's row axis: row bytes - log2 block words
+        # (exact while a block never exceeds a row)
+        row_bytes = getattr(lv, "row_bytes", None)
+        axis = lv.row_axis(t.role) if row_bytes else None
+        if axis is None:
+            return log2(lv.bytes_per_word(t)), lv.bytes_per_word(t)
+        j = arch.axis_level(i, axis)
+        size = next(a.size for a in arch.levels[j].spatial_axes if a.name == axis)
+        if size * lv.bytes_per_word(t) > row_bytes:
+            return log2(lv.bytes_per_word(t)), lv.bytes_per_word(t)
+        block = sum(log2(p) * m.nS[a, d, p] for a, slot in enumerate(problem.slots)
+                    if slot.level == j and slot.name == axis for d in slot.dims if d in t.dims
+                    for p in problem.primes[d] if (a, d, p) in m.nS)
+        return log2(row_bytes) - block, row_bytes
+
     for i, lv in enumerate(arch.levels):
         cap = problem.capacity[i]
         if cap is None:
@@ -247,15 +275,16 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         stored = [t for t in wl.tensors if i in problem.holders[t.name]]
         if len(stored) == 1:
             t = stored[0]
-            _add(cap_cons, tile(t.name, i) + log2(lv.bytes_per_word(t)) <= log2(cap) + EPS)
+            _add(cap_cons, tile(t.name, i) + unit_log(t, i, lv)[0] <= log2(cap) + EPS)
             continue
         share_sum = 0
         for t in stored:
-            qs = [q for q in SHARES if q * cap >= lv.bytes_per_word(t)]
+            unit, least = unit_log(t, i, lv)
+            qs = [q for q in SHARES if q * cap >= least]
             sh = pe.Var(range(len(qs)), domain=pe.Binary)
             m.add_component(f"share_{i}_{t.name}", sh)
             _add(cap_cons, sum(sh[n] for n in range(len(qs))) == 1)
-            _add(cap_cons, tile(t.name, i) + log2(lv.bytes_per_word(t))
+            _add(cap_cons, tile(t.name, i) + unit
                       <= sum(log2(q * cap) * sh[n] for n, q in enumerate(qs)) + EPS)
             share_sum = share_sum + sum(q * sh[n] for n, q in enumerate(qs))
         _add(cap_cons, share_sum <= 1 + EPS)
@@ -315,6 +344,16 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         """log2 of spatial factors at levels lo..hi-1 (relevant to t only, when asked)."""
         return sum(log_s(k, d) for k in range(lo, hi) for d in dims if (not relevant_only or d in t.dims))
 
+    # --- compute commands at levels with compute_rows (runs.py) -------------------
+    if objective in ("latency", "edp"):
+        def log_factor(k, d, kind):
+            return log_t(k, d) if kind == "T" else log_s(k, d)
+
+        for h in run_levels(arch):
+            if not getattr(arch.levels[h], "compute_overhead_cycles", 0):
+                continue  # commands cost nothing extra: the count does not change the cycles
+            form.runs[h] = build_runs(m, problem, h, log_t, log_factor, order, nontrivial)
+
     # --- objective -------------------------------------------------------------
     macs_log = sum(log2(bounds[d]) for d in dims)
     ideal_log = macs_log - log2(arch.total_macs_per_cycle)
@@ -341,11 +380,18 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         peak = pe.Var(bounds=(0, None))
         m.add_component(f"{tag}peak", peak)
         comp_y = _exp_tangents(m, f"{tag}compute", compute_log - ideal_log, 0, log2(arch.total_macs_per_cycle) + 1)
-        _add(lat, peak >= comp_y)
         form.terms[f"{tag}compute"] = comp_y
+        compute_terms = comp_y
+        for h, runs in form.runs.items():
+            # every compute command adds its overhead cycles to the iterations it streams
+            c_y = _exp_tangents(m, f"{tag}computes_{h}", runs.log_computes - log2(arch.macs_per_cycle) - ideal_log,
+                                -log2(runs.rows) - 2, log2(arch.total_macs_per_cycle) + 1)
+            form.terms[f"{tag}computes_{h}"] = c_y
+            compute_terms = compute_terms + runs.overhead * c_y
+        _add(lat, peak >= compute_terms)
         for h, lv in enumerate(arch.levels):
             quantum = getattr(lv, "compute_quantum", 1) or 1
-            if quantum > 1:
+            if quantum > 1 and h not in form.runs:
                 # the iterations at and below level h, per residency, round up to the quantum:
                 # compute >= (iterations outside h) * quantum (exact when they fit in one quantum)
                 outer = sum(log_t(k, d) for k in range(h) for d in dims)
@@ -413,6 +459,28 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
                 _add(lat, peak >= sum(parts))
             else:
                 stalls.append(sum(parts))
+        for h in form.runs:
+            # a double-buffered run level refills its held tiles while the computes of the previous
+            # tile drain: the computes cannot run faster than half the iterations plus every fill
+            # (costmodel.compute_runs, ComputeRuns.work)
+            lv = arch.levels[h]
+            if not (lv.double_buffered and lv.write_bandwidth):
+                continue
+            fills, most = [], 0.0
+            for t in wl.tensors:
+                if h > 0 and h in problem.holders[t.name] and (t.name, h) in log_words:
+                    y = _exp_tangents(m, f"{tag}fill_{h}_{t.name}", log_words[t.name, h] - ideal_log, -10, 20)
+                    coef = lv.bytes_per_word(t) / lv.write_bandwidth / arch.macs_per_cycle
+                    fills.append(coef * y)
+                    # words loaded per instance are at most the MACs: bounds the term in ideal units
+                    most += coef * 2.0 * arch.total_macs_per_cycle
+            if fills:
+                # ... except where the level has no loop of its own (the cost model charges none there)
+                _add(lat, peak >= 0.5 * comp_y + sum(fills) - most * (1 - form.runs[h].busy))
+            for t, gap_y in _fill_after_last_command(m, problem, form.runs[h], log_words, tag, ideal_log):
+                # the next fill overlaps only the last command before a change: iterations + changes *
+                # (fill - rows of that command), for the one held tile whose fill time is fixed
+                _add(lat, peak >= comp_y + gap_y)
         return peak + sum(stalls)
 
     if objective == "latency":
@@ -511,3 +579,33 @@ def _reload_log(m, problem, form, t, c, log_t, order, order_levels, nontrivial):
                 for d in rel:
                     _add(cons, inside[k, nslots - 1] >= nontrivial[kk, d])
     return total + sum(charged[k, s] for k in levels for s in range(nslots))
+
+
+def _fill_after_last_command(m, problem, runs, log_words, tag: str, ideal_log: float):
+    """Per tensor held at a run level whose held tile is one word (Gemmini WS: the weight register): the
+    term ``changes * (fill - last rows) / macs_per_cycle`` in ideal units, one tangent epigraph per
+    last-command row count (only the run length's own is active).  Empty where the fill time is not fixed
+    or the run lengths are not enumerated."""
+    arch = problem.arch
+    h, lv = runs.level, arch.levels[runs.level]
+    held = [t for t in problem.workload.tensors if h in problem.holders[t.name]]
+    if (not runs.values or h != len(arch.levels) - 1 or lv.fanout != 1 or len(held) != 1
+            or any(d in runs.candidates for d in held[0].dims) or (held[0].name, h) not in log_words):
+        return []
+    from .runs import last_rows
+
+    t = held[0]
+    fill = lv.bytes_per_word(t) / lv.write_bandwidth  # cycles to load the one-word tile
+    groups: dict = {}
+    for v, u in runs.values.items():
+        rest = fill - last_rows(v, runs.rows)
+        if rest > 0:
+            groups.setdefault(rest, []).append(u)
+    big = 64.0
+    terms = 0
+    for n, (rest, members) in enumerate(sorted(groups.items())):
+        # changes = loads of the one-word tile; inactive (another run length, or no loop at h): -big
+        x = (log_words[t.name, h] + math.log2(rest / arch.macs_per_cycle) - ideal_log
+             - big * (1 - sum(members)) - big * (1 - runs.busy))
+        terms = terms + _exp_tangents(m, f"{tag}lastfill_{h}_{n}", x, -10, 20)
+    return [(t, terms)] if groups else []

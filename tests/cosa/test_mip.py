@@ -264,7 +264,7 @@ def test_model_size_is_reported():
 def test_mip_latency_ranks_random_mappings_like_the_cost_model():
     """Spearman rank correlation of the model's latency and evaluate()'s cycles over random valid mappings.
 
-    Measured over 30 random mappings each: rho = 0.9996 and 1.00 (gemmini WS, this conv and a matmul),
+    Measured over 30 random mappings each: rho = 0.9987 and 1.00 (gemmini WS, this conv and a matmul),
     0.997 and 0.999 (gemmini OS), 0.997 and 1.00 (simba); median relative error of the predicted
     cycles < 1 %.  Asserted >= 0.9.
     """

@@ -1,0 +1,412 @@
+"""Compute commands at a level with ``compute_rows``: the MIP's side of ``costmodel.compute_runs``.
+
+At such a level ``h`` (Gemmini WS: the Registers level, R = DIM rows per
+compute, 3 cycles of overhead each), the cost model charges
+``residencies x (iterations + overhead x computes per residency)``, where a
+residency's nontrivial loops, innermost first, form a *run* as long as the
+addresses of every *streamed* tensor (not held at ``h`` or below; read from
+its *source tile* at its innermost holder above ``h``) stay an arithmetic
+progression, and computes per residency = ceil(run / R) x the factors of the
+loops outside the run.
+
+Which loops may merge is a property of the tensors' index expressions and of
+the loop factors.  ``merge_options(problem, h, d, prev)`` gives, for loop
+``d`` directly outside run member ``prev``, conditions ("these factors are 1",
+"this source extent is v") any of which is sufficient for the merge and which
+together are necessary in every case it certifies; an empty list means the
+merge is not certified (the model then never claims it, which
+over-estimates the computes).  Derivation, per streamed tensor ``t``
+(strides ``addr(x) = loop_stride(x) * (c_x / g) * S`` in the row-major
+source tile): the merge needs ``addr(d) = f_prev * addr(prev)``.  Both
+strides are 0 when ``t`` ignores both dims (no condition); one 0 and one not
+never merges.  Otherwise, with ``d`` and ``prev`` each in one index position
+``jd`` and ``jp`` of ``t`` (coefficients of one sign), ``jd`` must lie
+outside ``jp`` (an inner position's stride is too small), and the stored
+extent of ``jp`` is at least ``u * f_prev * loop_stride(prev)``, ``u =
+|c_prev| / g``; equality throughout is needed and enough:
+
+* ``loop_stride(d) = 1``: ``d``'s spatial factor at ``h`` and its factors
+  below ``h`` are 1;
+* ``prev``'s factors at the levels from the source holder to ``h`` (exclusive)
+  are 1;
+* the other dims of position ``jp`` add nothing to its extent (all their
+  factors are 1: no halo), or, for one other dim ``e``, ``|c_e| (ext_e - 1) =
+  |c_prev| - g`` (windows whose stride equals their span tile the row
+  densely: ``W = 2 P + R`` with R = 2 in the source tile);
+* the lattice step of ``jd`` is ``|c_d|``: dims of position ``jd`` whose
+  coefficient is not a multiple of ``c_d`` have extent 1 in the source tile;
+* no position strictly between ``jd`` and ``jp`` is laid out: the dims there
+  have factor 1 at ``h``.
+
+Not certified: two run dims in one index position (``R`` then ``P`` along
+``W = 2 P + R``), a dim in several positions of one tensor.
+
+The MIP encoding: binaries ``inrun[d]`` (the run contains loop ``d``; only a
+nontrivial loop may), ``start[d]`` (the run's innermost loop, at most one)
+and ``link[d, prev]`` (``d`` merges directly over ``prev``; one binary per
+option when there are several); ``inrun[d] = start[d] + sum link[d, .]`` and
+each member has at most one successor.  Links only go outwards in every
+tensor's index positions, so chains have no cycles.  Where the level's loop
+order is not a decision of the MIP, the decoder emits it from the chain (run
+innermost, the rest outside); where it is, the run is the innermost
+nontrivial loop alone.  ``log2 computes >= outer + sum log2 f(h) - run_log +
+log2 ceil(run / R)``, with one binary per achievable run length (``values``;
+the formulation also reads the rows of a residency's last command from it),
+or, where there are more than ``MAX_RUN_VALUES`` lengths, ``+ log2(m + 1)``
+when ``run > m R`` (a binary ``over[m]`` for each m up to ``CEIL_STEPS`` that
+some achievable run falls just above); and ``>= outer + sum log2 f(h) -
+log2 R`` (exact beyond).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pyomo.environ as pe
+
+from .problem import divisors
+
+MAX_RUN_VALUES = 96
+"""Up to this many achievable run lengths get one binary each (exact rounding and last-command rows);
+more fall back to the ``over`` steps."""
+
+CEIL_STEPS = 32
+"""Runs up to this many times ``compute_rows`` round their compute count up exactly (above it the
+count is at most 1 / CEIL_STEPS low)."""
+
+
+@dataclass
+class RunModel:
+    """The run variables of one level (see the module docstring).
+
+    level: the level index h.  rows: compute_rows.  overhead: cycles per
+    compute command.  candidates: dims that may join the run.  order_decided:
+    the level's loop order is a decision of the MIP (order slots); the run is
+    then the innermost nontrivial loop alone.  log_computes: variable, log2
+    of compute commands per instance.  busy: binary, 0 only when the level
+    has no nontrivial loop.  values: run length -> binary (one of them is 1)
+    where the achievable lengths are few (else ``over``: run > m R steps).
+    """
+
+    level: int
+    rows: int
+    overhead: int
+    candidates: tuple[str, ...]
+    order_decided: bool
+    log_computes: object
+    inrun: dict = field(default_factory=dict)
+    start: dict = field(default_factory=dict)
+    link: dict = field(default_factory=dict)
+    over: dict = field(default_factory=dict)
+    values: dict = field(default_factory=dict)
+    busy: object = None
+
+    def variables(self) -> list:
+        """The binaries a fixed mapping determines (for fixing and unfixing)."""
+        return list(self.inrun.values()) + list(self.start.values()) + list(self.link.values())
+
+
+@dataclass(frozen=True)
+class MergeOption:
+    """One sufficient condition for a merge: ``facts`` (level, dim, "T" temporal | "S" spatial) are factors
+    that must be 1; ``extents`` (level, dim, value) are source-tile extents that must equal ``value``."""
+
+    facts: frozenset
+    extents: frozenset = frozenset()
+
+    def holds(self, mapping) -> bool:
+        """Whether ``mapping`` meets this condition."""
+        for (k, e, kind) in self.facts:
+            lm = mapping.levels[k]
+            if (lm.temporal_factor(e) if kind == "T" else lm.spatial_factor(e)) != 1:
+                return False
+        return all(mapping.tile_extents(k, (e,))[e] == value for (k, e, value) in self.extents)
+
+
+def run_levels(arch) -> list[int]:
+    """Levels that set ``compute_rows`` (the cost model charges their compute commands)."""
+    return [h for h, lv in enumerate(arch.levels) if getattr(lv, "compute_rows", None)]
+
+
+def streamed_tensors(problem, h: int) -> list:
+    """Tensors with no holder at ``h`` or below (the MIP does not bypass): read from a source tile above ``h``."""
+    return [t for t in problem.workload.tensors if max(problem.holders[t.name]) < h]
+
+
+def source_level(problem, tensor, h: int) -> int:
+    """The innermost holder of ``tensor`` above ``h``."""
+    return max(i for i in problem.holders[tensor.name] if i < h)
+
+
+def candidates(problem, h: int) -> tuple[str, ...]:
+    """Dims whose loop may be nontrivial at ``h``: no holder at or above ``h`` is too small for even
+    their smallest prime (Gemmini WS: the one-word weight register keeps K, C, R, S out)."""
+    out = []
+    for d in problem.dims:
+        smallest = min(problem.primes[d])
+        fits = True
+        for t in problem.workload.tensors:
+            if d not in t.dims:
+                continue
+            for i in problem.holders[t.name]:
+                cap = problem.capacity[i]
+                if i <= h and cap is not None and cap / problem.arch.levels[i].bytes_per_word(t) < smallest:
+                    fits = False
+        if fits:
+            out.append(d)
+    return tuple(out)
+
+
+def run_values(problem, cands) -> list[int]:
+    """Every run length the candidate dims' factors can form (products of divisors of their bounds)."""
+    runs = {1}
+    for d in cands:
+        runs = {r * x for r in runs for x in divisors(problem.bounds[d])}
+    return sorted(runs)
+
+
+def last_rows(run: int, rows: int) -> int:
+    """Rows the last command of a run streams."""
+    return run - (-(-run // rows) - 1) * rows
+
+
+def ceil_steps(problem, cands, rows: int) -> list[int]:
+    """The m (up to ``CEIL_STEPS``) for which some achievable run lies strictly between m R and (m + 1) R.
+
+    There ``ceil(run / R) = m + 1`` exceeds ``run / R``: one binary per such m
+    makes the rounding exact; runs that are multiples of R need none.
+    """
+    return sorted({r // rows for r in run_values(problem, cands)
+                   if r > rows and r % rows and r // rows <= CEIL_STEPS})
+
+
+def _positions(tensor, dim: str) -> list[int]:
+    return [j for j, expr in enumerate(tensor.indices) if expr.coef(dim)]
+
+
+def _whole(k_lo: int, k_hi: int, dim: str) -> set:
+    """Facts: every factor of ``dim`` at levels k_lo..k_hi-1 is 1."""
+    return {(k, dim, kind) for k in range(k_lo, k_hi) for kind in ("T", "S")}
+
+
+def merge_options(problem, h: int, d: str, prev: str) -> list[MergeOption]:
+    """The conditions under which loop ``d`` extends a run whose next inner member is ``prev``.
+
+    Any one option suffices; together they are necessary wherever an option
+    is returned.  Empty: the merge is not certified (see the module docstring).
+    """
+    L = problem.levels
+    dims = set(problem.dims)
+    combined = [(frozenset(), frozenset())]
+    for t in streamed_tensors(problem, h):
+        rel_d, rel_p = d in t.dims, prev in t.dims
+        if not rel_d and not rel_p:
+            continue
+        if rel_d != rel_p:
+            return []
+        pos_d, pos_p = _positions(t, d), _positions(t, prev)
+        if len(pos_d) != 1 or len(pos_p) != 1 or pos_d[0] >= pos_p[0]:
+            return []
+        jd, jp = pos_d[0], pos_p[0]
+        c_d, c_p = t.indices[jd].coef(d), t.indices[jp].coef(prev)
+        if (c_d > 0) != (c_p > 0):
+            return []
+        s = source_level(problem, t, h)
+        common = {(h, d, "S")} | _whole(h + 1, L, d) | _whole(s, h, prev)
+        for e, c in t.indices[jd].terms:
+            if e != d and c % c_d:
+                common |= _whole(s, L, e)  # the lattice step of d's position stays |c_d|
+        for j in range(jd + 1, jp):
+            for e, _c in t.indices[j].terms:
+                common.add((h, e, "T"))  # nothing laid out between the two positions
+        others = [(e, abs(c)) for e, c in t.indices[jp].terms if e != prev and e in dims]
+        no_halo = set(common)
+        for e, _c in others:
+            no_halo |= _whole(s, L, e)
+        alternatives = [(frozenset(no_halo), frozenset())]
+        if len(others) == 1:
+            e, c_e = others[0]
+            span = abs(c_p) - math.gcd(abs(c_p), c_e)
+            value = 1 + span // c_e
+            if span and span % c_e == 0 and problem.bounds[e] % value == 0:
+                alternatives.append((frozenset(common), frozenset({(s, e, value)})))
+        combined = [(f1 | f2, x1 | x2) for f1, x1 in combined for f2, x2 in alternatives]
+    out = []
+    for facts, extents in combined:
+        values: dict = {}
+        if any(values.setdefault((k, e), v) != v for (k, e, v) in extents):
+            continue  # two tensors ask for different extents of one dim
+        out.append(MergeOption(frozenset(f for f in facts if f[1] in dims), extents))
+    return out
+
+
+def _may_link(problem, h: int, d: str, prev: str) -> bool:
+    """Pairs that no streamed tensor orders (both dims ignored by all) link only in dim order (no cycles)."""
+    if any(d in t.dims or prev in t.dims for t in streamed_tensors(problem, h)):
+        return True
+    return problem.dims.index(d) > problem.dims.index(prev)
+
+
+def _add_link(m, cons, problem, h: int, d: str, prev: str, options, log_factor):
+    """The binary ``link[d, prev]`` and the conditions it implies (one binary per option when several)."""
+    log2 = math.log2
+    var = pe.Var(domain=pe.Binary)
+    m.add_component(f"runs_{h}_link_{d}_{prev}", var)
+    picks = [var]
+    if len(options) > 1:
+        picks = [pe.Var(domain=pe.Binary) for _ in options]
+        for n, pick in enumerate(picks):
+            m.add_component(f"runs_{h}_link_{d}_{prev}_{n}", pick)
+        cons.add(var == sum(picks))
+    for option, pick in zip(options, picks):
+        for (k, e, kind) in sorted(option.facts):
+            expr = log_factor(k, e, kind)
+            if isinstance(expr, (int, float)):
+                continue  # no variable: the factor is 1 already
+            cons.add(expr <= log2(problem.bounds[e]) * (1 - pick))
+        for (k, e, value) in sorted(option.extents):
+            extent = sum(log_factor(kk, e, kind) for kk in range(k, problem.levels) for kind in ("T", "S"))
+            room = log2(problem.bounds[e])
+            cons.add(extent <= log2(value) + room * (1 - pick))
+            cons.add(extent >= log2(value) - room * (1 - pick))
+    return var
+
+
+def build_runs(m, problem, h: int, log_t, log_factor, order: dict, nontrivial: dict) -> RunModel:
+    """Add the run variables and constraints of level ``h`` to model ``m``.
+
+    ``log_t(k, d)``: log2 of d's temporal factor at k; ``log_factor(k, d,
+    kind)``: the same for kind "T" or the spatial factor for "S" (0 when no
+    axis admits it); ``order``/``nontrivial``: the formulation's order slots
+    and nontrivial-loop indicators (used where the order at ``h`` is a decision).
+    """
+    lv = problem.arch.levels[h]
+    rows, overhead = int(lv.compute_rows), int(getattr(lv, "compute_overhead_cycles", 0) or 0)
+    dims = problem.dims
+    log2 = math.log2
+    cands = candidates(problem, h)
+    order_decided = any((h, d) in order for d in dims)
+    log_c = pe.Var(bounds=(None, None))
+    m.add_component(f"runs_{h}_logc", log_c)
+    model = RunModel(h, rows, overhead, cands, order_decided, log_c)
+    cons = pe.ConstraintList()
+    m.add_component(f"runs_{h}_cons", cons)
+    outer = sum(log_t(k, d) for k in range(h) for d in dims)
+    at_h = sum(log_t(h, d) for d in dims)
+    # busy = 0 only when the level has no nontrivial loop (the cost model then charges no refills)
+    model.busy = pe.Var(domain=pe.Binary)
+    m.add_component(f"runs_{h}_busy", model.busy)
+    cons.add(at_h <= sum(log2(problem.bounds[d]) for d in dims) * model.busy)
+    if not cands:
+        cons.add(log_c >= outer + at_h)
+        return model
+    for d in cands:
+        model.inrun[d] = pe.Var(domain=pe.Binary)
+        model.start[d] = pe.Var(domain=pe.Binary)
+        m.add_component(f"runs_{h}_inrun_{d}", model.inrun[d])
+        m.add_component(f"runs_{h}_start_{d}", model.start[d])
+        # only a nontrivial loop joins the run
+        cons.add(log_t(h, d) >= log2(min(problem.primes[d])) * model.inrun[d])
+    cons.add(sum(model.start.values()) <= 1)
+    if order_decided:
+        # the run is the innermost nontrivial loop in the order slots
+        nslots = len(order[h, dims[0]])
+        pos = {d: sum(s * o for s, o in enumerate(order[h, d])) for d in dims}
+        for d in cands:
+            cons.add(model.inrun[d] == model.start[d])
+            for e in dims:
+                if e != d:
+                    cons.add(pos[e] + 1 <= pos[d] + nslots * (2 - model.start[d] - nontrivial[h, e]))
+    else:
+        for d in cands:
+            for prev in cands:
+                if prev == d or not _may_link(problem, h, d, prev):
+                    continue
+                options = merge_options(problem, h, d, prev)
+                if options:
+                    model.link[d, prev] = _add_link(m, cons, problem, h, d, prev, options, log_factor)
+        for d in cands:
+            cons.add(model.inrun[d] == model.start[d] + sum(v for (a, _p), v in model.link.items() if a == d))
+            successors = [v for (_a, p), v in model.link.items() if p == d]
+            if successors:
+                cons.add(sum(successors) <= model.inrun[d])
+    # run_log is exactly the members' log factors (a shorter claimed run would dodge the rounding below)
+    run_log = 0
+    for d in cands:
+        r = pe.Var(bounds=(0, log2(problem.bounds[d])))
+        m.add_component(f"runs_{h}_runlog_{d}", r)
+        cons.add(r <= log_t(h, d))
+        cons.add(r <= log2(problem.bounds[d]) * model.inrun[d])
+        cons.add(r >= log_t(h, d) - log2(problem.bounds[d]) * (1 - model.inrun[d]))
+        run_log = run_log + r
+    values = run_values(problem, cands)
+    if len(values) <= MAX_RUN_VALUES:
+        # one binary per achievable run length: ceil(run / R) and the last command's rows exactly
+        for v in values:
+            model.values[v] = pe.Var(domain=pe.Binary)
+            m.add_component(f"runs_{h}_value_{v}", model.values[v])
+        cons.add(sum(model.values.values()) == 1)
+        cons.add(run_log == sum(log2(v) * u for v, u in model.values.items()))
+        rounding = sum(log2(-(-v // rows)) * u for v, u in model.values.items())
+        cons.add(log_c >= outer + at_h - run_log + rounding)
+        cons.add(log_c >= outer + at_h - log2(rows))
+        return model
+    rounding, below = 0, 1
+    longest = sum(log2(problem.bounds[d]) for d in cands)
+    for step in ceil_steps(problem, cands, rows):
+        over = pe.Var(domain=pe.Binary)
+        m.add_component(f"runs_{h}_over_{step}", over)
+        model.over[step] = over
+        cons.add(run_log <= log2(step * rows) + 1e-6 + (longest - log2(step * rows)) * over)
+        # ceil(run / R) >= step + 1 once run > step * R (increments telescope to the largest step passed)
+        rounding = rounding + (log2(step + 1) - log2(below)) * over
+        below = step + 1
+    cons.add(log_c >= outer + at_h - run_log + rounding)
+    cons.add(log_c >= outer + at_h - log2(rows))
+    return model
+
+
+def run_chain(model: RunModel, value) -> list[str]:
+    """The run's loops in the solution, innermost first (``value(var)`` reads a variable)."""
+    def on(var) -> bool:
+        return (value(var) or 0.0) > 0.5
+
+    starts = [d for d, v in model.start.items() if on(v)]
+    if not starts:
+        return []
+    chain = [starts[0]]
+    while True:
+        nxt = [d for (d, p), v in model.link.items() if p == chain[-1] and on(v) and d not in chain]
+        if not nxt:
+            return chain
+        chain.append(nxt[0])
+
+
+def level_order(model: RunModel, dims, temporal: dict, value) -> tuple[str, ...]:
+    """Loop order (outer to inner) of the run level: loops outside the run in ``dims`` order, then the
+    run from its outermost member to its start."""
+    chain = [d for d in run_chain(model, value) if temporal.get(d, 1) > 1]
+    rest = [d for d in dims if temporal.get(d, 1) > 1 and d not in chain]
+    return tuple(rest + list(reversed(chain)))
+
+
+def fix_runs(model: RunModel, mapping, workload_dims) -> None:
+    """Pin the run to ``mapping``'s loop order at the level: the start is its innermost nontrivial loop,
+    and links join consecutive nontrivial loops only (whether each holds is left to the conditions)."""
+    lm = mapping.levels[model.level]
+    if model.order_decided or (not lm.order and model.level == len(mapping.levels) - 1):
+        return  # an unspecified innermost order is the cheapest one (the cost model's rule), as the model picks
+    loops = [d for d in reversed(lm.loop_order(workload_dims)) if lm.temporal_factor(d) > 1]  # innermost first
+    start = loops[0] if loops else None
+    for d, var in model.start.items():
+        var.fix(1 if d == start else 0)
+    allowed = set(zip(loops[1:], loops[:-1]))
+    for key, var in model.link.items():
+        if key not in allowed:
+            var.fix(0)
+
+
+def unfix_runs(model: RunModel) -> None:
+    for var in model.variables():
+        var.unfix()
