@@ -277,13 +277,18 @@ def _largest_divisor_at_most(n: int, limit: int) -> int:
     return 1
 
 
-def _place(sizes, capacity: int, bank_rows: int, aligned: bool):
-    """Row offsets for buffers of ``sizes`` rows; when ``aligned``, a buffer that fits in one bank never
-    straddles a bank boundary.  None when they do not fit in ``capacity``."""
+def _place(sizes, capacity: int, bank_rows: int, layout: str):
+    """Row offsets for buffers of ``sizes`` rows, None when they do not fit in ``capacity``.
+
+    ``layout``: "spread" starts every buffer at a bank boundary (the array reads its inputs and the weight path
+    reads its next weights at the same time, and two reads of one bank take turns); "aligned" keeps a buffer
+    that fits in one bank from straddling a boundary; "packed" puts them end to end."""
     offsets, pos = [], 0
     for size in sizes:
-        if aligned and size <= bank_rows and (pos % bank_rows) + size > bank_rows:
-            pos = (pos // bank_rows + 1) * bank_rows
+        boundary = (pos + bank_rows - 1) // bank_rows * bank_rows
+        if layout == "spread" or (layout == "aligned" and size <= bank_rows
+                                  and (pos % bank_rows) + size > bank_rows):
+            pos = boundary
         offsets.append(pos)
         pos += size
     return offsets if pos <= capacity else None
@@ -294,8 +299,8 @@ def _allocate(sizes_single, capacity, bank_rows, double):
     tries = ([True] if double in (None, True) else []) + ([False] if double in (None, False) else [])
     for dbl in tries:
         sizes = [s for s in sizes_single for _ in range(2 if dbl else 1)]
-        for aligned in (True, False):
-            offs = _place(sizes, capacity, bank_rows, aligned)
+        for layout in ("spread", "aligned", "packed"):
+            offs = _place(sizes, capacity, bank_rows, layout)
             if offs is not None:
                 per = 2 if dbl else 1
                 return [tuple(offs[i * per:(i + 1) * per]) for i in range(len(sizes_single))], dbl
