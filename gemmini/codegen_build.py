@@ -106,6 +106,8 @@ class _Builder:
         for var, bases in (("a_slot", p.a_bases), ("b_slot", p.b_bases), ("acc_slot", p.acc_bases)):
             if len(bases) > 1:
                 stmts.append(Assign(var, Const(1)))
+        if self.bias_block:  # the bias range each accumulator slot holds (-1: none yet)
+            stmts += [Assign(f"bias_key{slot}", Const(-1)) for slot in range(len(p.acc_bases))]
         pre = {i: [] for i in range(len(self.loops) + 1)}
         post = {i: [] for i in range(len(self.loops) + 1)}
         pre[self.pos_a] += self.load_inputs()
@@ -308,7 +310,15 @@ class _Builder:
             def bias_rows(gi, kb, blk):
                 return [Cmd("mvin", (DramAddr("bias", ((gg + gi) * self.bias_g + gk + kb * p.bk) * ACC_BYTES),
                                      AccAddr(base + p.acc_rows + blk * dim, Const(0)), dim, p.bk, 2))]
-            first = self.k_blocks(bias_rows)
+            # the bias block of a slot is moved in only when the tile's channel range differs from the one it
+            # holds (consecutive pixel tiles of one channel range share it)
+            key = gg * self.bias_g + gk
+            if len(p.acc_bases) > 1:
+                held = select(cmp("==", Var("acc_slot"), 0), Var("bias_key0"), Var("bias_key1"))
+                remember = when(cmp("==", Var("acc_slot"), 0), [Assign("bias_key0", key)], [Assign("bias_key1", key)])
+            else:
+                held, remember = Var("bias_key0"), [Assign("bias_key0", key)]
+            first = when(cmp("!=", held, key), remember + self.k_blocks(bias_rows))
         elif self.bias:
             def bias_block(gi, kb, blk):
                 def rows_run(r0):

@@ -479,11 +479,13 @@ module gemmini_execute
         p2_last_slot <= s2_last_step;
         p2_op <= s2;
         if (!s1_to_s2) s2_step <= s2_step + 16'd1;
+        // the slot uses its buffer from the next cycle on: record it now, so that stage 1 (which may take a new
+        // op in this very cycle) never sees a stale last use of the buffer it is about to preload
+        last_use[s2.buf_sel] <= now + 1;
         // the spacing rule of the next output op must see this one at once
         if (s2.os && has_output(s2) && s2_last_step) prev_out_last <= now + 1;
       end
       if (p2_valid) begin
-        last_use[p2_op.buf_sel] <= now;
         last_present <= now;
         if (p2_last_slot && p2_op.os) begin
           if (has_output(p2_op)) begin
