@@ -13,7 +13,13 @@ same way?); overall the median |error| per scheduler and over all schedules,
 and the mean tau.  WS also prints the previous cost model's error (every
 compute charged DIM cycles: ``compute_quantum`` instead of ``compute_rows``)
 against the same timing runs, and the compute commands the cost model counts
-against those of the generated program.  ``--json`` writes the same numbers.
+against those of the generated program.  Per-row DMA cost: every case is
+also evaluated with the DRAM row cycles off (``flat``: every byte at
+16 B/cycle, the model before per-row transfers), and the cost model's DRAM
+transfer cycles are compared with the timing model's busy cycles of the load
+and store units (``dma error``).  ``--maps DIR`` adds saved mappings
+(``LAYER.SCHEDULER.yaml``; ones that no longer validate are skipped).
+``--json`` writes the same numbers.
 
 The timing model is a Python loop over commands (tens of thousands of
 commands a second): random mappings are drawn among those whose programs have
@@ -90,8 +96,36 @@ def _samples(workload, arch, dataflow: str, randoms: int, seed: int, max_command
     return out
 
 
+def flat_arch(arch):
+    """``arch`` with the per-row transfer cycles off at every level (bytes over bandwidth only)."""
+    off = {lv.name: dict(read_row_extra_cycles=0.0, read_row_min_cycles=0.0, write_row_extra_cycles=0.0,
+                         write_row_min_cycles=0.0) for lv in arch.levels if lv.row_transfer_costed}
+    return arch.with_levels(**off) if off else None
+
+
+def saved_mappings(directory: str, layer: str, arch):
+    """(label, Mapping or None, error or None) of the saved ``<layer name>.<scheduler>.yaml`` files."""
+    import glob
+    import os
+
+    import yaml
+
+    from mappings.io import mapping_from_dict
+
+    name = layer.split("/")[-1]
+    out = []
+    for path in sorted(glob.glob(os.path.join(directory, f"{name}.*.yaml"))):
+        label = "saved-" + os.path.basename(path)[len(name) + 1:-len(".yaml")]
+        try:
+            with open(path) as fh:
+                out.append((label, mapping_from_dict(yaml.safe_load(fh), arch), None))
+        except Exception as exc:
+            out.append((label, None, f"{type(exc).__name__}: {exc}"))
+    return out
+
+
 def measure_layer(layer: str, dataflow: str, randoms: int, seed: int, search_s: float,
-                  max_commands: int) -> list[dict]:
+                  max_commands: int, maps: str | None = None) -> list[dict]:
     """Every case of one layer: cost-model and timing-model cycles and bytes."""
     from costmodel import evaluate
     from gemmini import GemminiConfig, codegen
@@ -105,6 +139,7 @@ def measure_layer(layer: str, dataflow: str, randoms: int, seed: int, search_s: 
     quantum_arch = arch.with_levels(**{regs.name: dict(compute_rows=None, compute_overhead_cycles=0,
                                                        compute_quantum=arch.params["dim"])}) \
         if regs.compute_rows is not None else None
+    flat = flat_arch(arch)
     workload = load_one(layer)
     try:  # layers the code generator cannot run (batched matmuls) are reported once, not scheduled
         from gemmini.codegen_tiling import problem_of
@@ -113,12 +148,22 @@ def measure_layer(layer: str, dataflow: str, randoms: int, seed: int, search_s: 
         return [{"layer": layer, "case": "-", "dataflow": dataflow, "skipped": f"codegen: {exc}"}]
     rows = []
     cases = _schedules(workload, arch, seed, search_s) + _samples(workload, arch, dataflow, randoms, seed, max_commands)
+    if maps:
+        cases += saved_mappings(maps, layer, arch)
     for label, mapping, error in cases:
         row = {"layer": layer, "case": label, "dataflow": dataflow, "mapping": mapping}
         if mapping is None:
             rows.append({**row, "skipped": error})
             continue
-        cost = evaluate(workload, arch, mapping)
+        try:
+            cost = evaluate(workload, arch, mapping)
+        except Exception as exc:  # a saved mapping the current validator refuses
+            rows.append({**row, "skipped": f"evaluate: {type(exc).__name__}: {exc}"})
+            continue
+        row["cost_dram_cycles"] = cost.transfer_cycles[arch.levels[0].name]
+        if flat is not None:
+            flat_cost = evaluate(workload, flat, mapping)
+            row.update(flat_cycles=flat_cost.cycles, flat_dram_cycles=flat_cost.transfer_cycles[flat.levels[0].name])
         row.update(cost_cycles=cost.cycles, cost_dram_bytes=cost.dram_bytes, bound_by=cost.bound_by,
                    cost_computes=cost.computes)
         if quantum_arch is not None:
@@ -140,8 +185,18 @@ def measure_layer(layer: str, dataflow: str, randoms: int, seed: int, search_s: 
                    program_computes=sum(1 for c in program.commands if c.name.startswith("compute")))
         if "quantum_cycles" in row:
             row["quantum_error"] = row["quantum_cycles"] / tr.cycles - 1
+        dma_busy = tr.busy["load"] + tr.busy["store"]
+        row["dma_error"] = row["cost_dram_cycles"] / dma_busy - 1 if dma_busy else None
+        row["compute_error"] = cost.compute_cycles / tr.busy["execute"] - 1 if tr.busy["execute"] else None
+        if "flat_cycles" in row:
+            row["flat_error"] = row["flat_cycles"] / tr.cycles - 1
+            row["flat_dma_error"] = row["flat_dram_cycles"] / dma_busy - 1 if dma_busy else None
         rows.append(row)
     return rows
+
+
+def _pct(value) -> str:
+    return f"{'-':>8s}" if value is None else f"{value:+8.1%}"
 
 
 def kendall_tau(xs, ys) -> float | None:
@@ -157,7 +212,7 @@ def kendall_tau(xs, ys) -> float | None:
 def summarize(rows: list[dict]) -> dict:
     done = [r for r in rows if "error" in r]
     per_sched = {}
-    for name in SCHEDULERS + ("sample",):
+    for name in SCHEDULERS + ("sample", "saved"):
         errs = [abs(r["error"]) for r in done if r["case"].startswith(name) and (name != "random" or r["case"] == "random")]
         if errs:
             per_sched[name] = statistics.median(errs)
@@ -179,7 +234,33 @@ def summarize(rows: list[dict]) -> dict:
         by = {r["case"]: r for r in done if r["layer"] == layer}
         if "cosa" in by and "gemmini-default" in by:
             mip_vs_default.append(by["cosa"]["timing_cycles"] / by["gemmini-default"]["timing_cycles"])
+    def med(key, cases=done):
+        vals = [abs(r[key]) for r in cases if r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    def worst(key):
+        vals = [r for r in done if r.get(key) is not None]
+        if not vals:
+            return None
+        r = max(vals, key=lambda r: abs(r[key]))
+        return f"{r[key]:+.3f} ({r['layer']} {r['case']})"
+
+    flat_taus = {}
+    for layer in dict.fromkeys(r["layer"] for r in done if "flat_cycles" in r):
+        cases = [r for r in done if r["layer"] == layer and "flat_cycles" in r]
+        flat_taus[layer] = kendall_tau([r["flat_cycles"] for r in cases], [r["timing_cycles"] for r in cases])
+    valid_flat_taus = [t for t in flat_taus.values() if t is not None]
     return {
+        # per-row DMA cost: total and DRAM-transfer errors with row cycles (now) and without (flat)
+        "median_abs_error_flat": med("flat_error"),
+        "worst_error": worst("error"),
+        "worst_error_flat": worst("flat_error"),
+        "median_abs_dma_error": med("dma_error"),
+        "median_abs_dma_error_flat": med("flat_dma_error"),
+        "worst_dma_error": worst("dma_error"),
+        "worst_dma_error_flat": worst("flat_dma_error"),
+        "median_abs_compute_error": med("compute_error"),
+        "flat_mean_kendall_tau": statistics.mean(valid_flat_taus) if valid_flat_taus else None,
         "median_abs_error_schedulers": statistics.median([abs(r["error"]) for r in sched]) if sched else None,
         "median_abs_error_all": statistics.median([abs(r["error"]) for r in done]) if done else None,
         "median_abs_error_by_case": per_sched,
@@ -209,6 +290,7 @@ def main(argv=None) -> int:
     ap.add_argument("--search-seconds", type=float, default=2.0, help="random search's time budget")
     ap.add_argument("--max-commands", type=int, default=200_000)
     ap.add_argument("--jobs", type=int, default=1, help="layers measured in parallel processes")
+    ap.add_argument("--maps", default=None, help="also measure saved mappings LAYER.SCHEDULER.yaml in this folder")
     ap.add_argument("--json", default=None, help="write cases and summary here")
     ap.add_argument("--pickle", default=None, help="also pickle the cases with their Mapping objects here")
     args = ap.parse_args(argv)
@@ -219,10 +301,11 @@ def main(argv=None) -> int:
     else:
         layers = list(args.layers or QUICK)
     task = dict(dataflow=args.dataflow, randoms=args.random, seed=args.seed, search_s=args.search_seconds,
-                max_commands=args.max_commands)
+                max_commands=args.max_commands, maps=args.maps)
     rows: list[dict] = []
     print(f"{'layer':32s} {'case':16s} {'cost cyc':>11s} {'timing cyc':>11s} {'error':>7s} "
-          f"{'cost DRAM B':>12s} {'timing DRAM B':>13s} {'quantum err':>11s} {'computes cost/prog':>19s}")
+          f"{'cost DRAM B':>12s} {'timing DRAM B':>13s} {'quantum err':>11s} {'computes cost/prog':>19s} "
+          f"{'flat err':>8s} {'dma err':>8s} {'flat dma':>8s} {'comp err':>8s}")
 
     def show(layer_rows):
         for r in layer_rows:
@@ -232,7 +315,8 @@ def main(argv=None) -> int:
             quantum = f"{r['quantum_error']:+11.1%}" if "quantum_error" in r else f"{'-':>11s}"
             print(f"{r['layer']:32s} {r['case']:16s} {r['cost_cycles']:11.0f} {r['timing_cycles']:11d} "
                   f"{r['error']:+7.1%} {r['cost_dram_bytes']:12.0f} {r['timing_dram_bytes']:13d} {quantum} "
-                  f"{r['cost_computes']:>9d}/{r['program_computes']:<9d}")
+                  f"{r['cost_computes']:>9d}/{r['program_computes']:<9d} {_pct(r.get('flat_error'))} "
+                  f"{_pct(r.get('dma_error'))} {_pct(r.get('flat_dma_error'))} {_pct(r.get('compute_error'))}")
         sys.stdout.flush()
 
     def keep(layer_rows):
@@ -256,7 +340,8 @@ def main(argv=None) -> int:
         if isinstance(value, float):
             value = f"{value:.3f}"
         elif isinstance(value, dict):
-            value = ", ".join(f"{k}: {'-' if v is None else f'{v:.3f}'}" for k, v in value.items())
+            value = ", ".join(f"{k}: {'-' if v is None else f'{v:.3f}'}" if not isinstance(v, str) else f"{k}: {v}"
+                              for k, v in value.items())
         elif isinstance(value, list):
             value = ", ".join(f"{v:.2f}" for v in value)
         print(f"{key}: {value}")

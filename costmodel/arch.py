@@ -93,6 +93,20 @@ class Level:
     channels unrolled on the array rows under WS, weight and accumulator
     rows the output channels unrolled on the columns).  See
     ``mappings.validate.tile_rows``.
+
+    Per-row transfer cost (defaults change nothing): a DMA that moves a tile
+    between this level (the parent) and its next inner holder row by row pays
+    per row, not per byte.  read_row_extra_cycles / write_row_extra_cycles:
+    cycles a row read from / written to this level costs on top of its beats;
+    read_row_min_cycles / write_row_min_cycles: the least cycles one row takes.
+    A row of b bytes then costs max(ceil(b / bandwidth) + extra, min) cycles
+    instead of b / bandwidth (Gemmini: an mvin row costs its 16-byte beats + 1,
+    an mvout row at least 1.5 cycles).  Rows are counted for the tensors whose
+    role has a row axis at the inner holder (``row_axes``): one row carries the
+    inner tile's extent along the dims unrolled on that axis, at most
+    ``max_transfer_row_bytes`` of the inner level's words (a whole number of
+    blocks), and a block narrower than the axis moves alone.
+    max_transfer_row_bytes: set on the inner level; None = no cap.
     """
 
     name: str
@@ -114,6 +128,11 @@ class Level:
     compute_overhead_cycles: int = 0
     row_bytes: int | None = None
     row_axes: tuple[tuple[str, str], ...] = ()
+    read_row_extra_cycles: float = 0.0
+    read_row_min_cycles: float = 0.0
+    write_row_extra_cycles: float = 0.0
+    write_row_min_cycles: float = 0.0
+    max_transfer_row_bytes: int | None = None
 
     def __post_init__(self):
         # accept {role: axis} and keep a hashable, canonical (role, axis) tuple in ROLES order
@@ -126,6 +145,23 @@ class Level:
         order = {r: k for k, r in enumerate(ROLES)}
         pairs = sorted(((str(r), str(a)) for r, a in pairs), key=lambda p: (order.get(p[0], len(order)), p))
         object.__setattr__(self, "row_axes", tuple(pairs))
+
+    @property
+    def row_transfer_costed(self) -> bool:
+        """Whether rows moved to or from this level cost per row (any ``*_row_*_cycles`` set)."""
+        return any((self.read_row_extra_cycles, self.read_row_min_cycles, self.write_row_extra_cycles,
+                    self.write_row_min_cycles))
+
+    def row_transfer_cycles(self, row_bytes: float, write: bool) -> float:
+        """Cycles one row of ``row_bytes`` bytes read from (written to, ``write``) this level takes.
+
+        max(ceil(row bytes / bandwidth) + extra, min); without a bandwidth only the extra and min count.
+        """
+        bandwidth = self.write_bandwidth if write else self.read_bandwidth
+        extra = self.write_row_extra_cycles if write else self.read_row_extra_cycles
+        least = self.write_row_min_cycles if write else self.read_row_min_cycles
+        beats = math.ceil(row_bytes / bandwidth - 1e-9) if bandwidth else 0
+        return max(beats + extra, least)
 
     def row_axis(self, role: str) -> str | None:
         """The spatial axis whose block one row of a tensor of ``role`` holds (None: packed densely)."""
@@ -194,6 +230,7 @@ class Arch:
                 raise ArchError(f"compute_overhead_cycles ({extra}) needs compute_rows", source=src,
                                 field=f"{lv.name}.compute_overhead_cycles")
             _check_rows(self, lv, src)
+            _check_row_transfer(lv, src)
             unknown = set(lv.holds) - set(ROLES)
             if unknown:
                 raise ArchError(f"unknown roles {sorted(unknown)}; known {ROLES}", source=src, field=f"{lv.name}.holds")
@@ -257,3 +294,15 @@ def _check_rows(arch: Arch, lv: Level, src: str) -> None:
             below = sorted({a.name for other in arch.levels[index:] for a in other.spatial_axes})
             raise ArchError(f"role '{role}': no spatial axis named '{axis}' at or below this level "
                             f"(axes there: {below})", source=src, field=f"{lv.name}.row_axes")
+
+
+def _check_row_transfer(lv: Level, src: str) -> None:
+    """Per-row transfer cycles are finite non-negative numbers; max_transfer_row_bytes a positive integer."""
+    for label in ("read_row_extra_cycles", "read_row_min_cycles", "write_row_extra_cycles", "write_row_min_cycles"):
+        value = getattr(lv, label)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ArchError(f"must be a non-negative number, got {value!r}", source=src, field=f"{lv.name}.{label}")
+    cap = lv.max_transfer_row_bytes
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ArchError(f"must be a positive integer or None, got {cap!r}", source=src,
+                        field=f"{lv.name}.max_transfer_row_bytes")

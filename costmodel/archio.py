@@ -36,6 +36,11 @@
           compute_overhead_cycles: 0 # cycles each compute command adds (with compute_rows)
           row_bytes: null            # row-addressed: bytes per row (null = counted in words)
           row_axes: {}               # role -> spatial axis whose unrolled block one row holds
+          read_row_extra_cycles: 0   # cycles each row read from this level adds to its beats
+          read_row_min_cycles: 0     # least cycles one row read from this level takes
+          write_row_extra_cycles: 0  # the same for rows written to this level
+          write_row_min_cycles: 0
+          max_transfer_row_bytes: null  # most bytes one row moved to/from the outer holder carries
 
   Level field names are those of ``costmodel.arch.Level``; anything else is an error.
 
@@ -190,6 +195,12 @@ def _level(doc, index: int, source: str) -> Level:
     if "compute_overhead_cycles" in doc:
         kw["compute_overhead_cycles"] = _num(doc["compute_overhead_cycles"], int, source,
                                              f"{where}.compute_overhead_cycles", False, 0)
+    for key in ("read_row_extra_cycles", "read_row_min_cycles", "write_row_extra_cycles", "write_row_min_cycles"):
+        if key in doc:
+            kw[key] = _num(doc[key], float, source, f"{where}.{key}", False, 0)
+    if "max_transfer_row_bytes" in doc:
+        kw["max_transfer_row_bytes"] = _num(doc["max_transfer_row_bytes"], int, source,
+                                            f"{where}.max_transfer_row_bytes", True, 1)
     if "row_bytes" in doc:
         kw["row_bytes"] = _num(doc["row_bytes"], int, source, f"{where}.row_bytes", True, 1)
     if "row_axes" in doc:
@@ -245,7 +256,10 @@ def _level_to_dict(lv: Level) -> dict:
     }
     # calibration fields: written only when set, so the other presets' files stay as they were
     for key, default in (("partial_sum_bits", None), ("init_fill_bits", None), ("compute_quantum", 1),
-                         ("compute_rows", None), ("compute_overhead_cycles", 0), ("row_bytes", None)):
+                         ("compute_rows", None), ("compute_overhead_cycles", 0), ("row_bytes", None),
+                         ("read_row_extra_cycles", 0.0), ("read_row_min_cycles", 0.0),
+                         ("write_row_extra_cycles", 0.0), ("write_row_min_cycles", 0.0),
+                         ("max_transfer_row_bytes", None)):
         if getattr(lv, key) != default:
             out[key] = getattr(lv, key)
     if lv.row_axes:

@@ -49,6 +49,9 @@ class Cost:
     the rows of the stored tile (``mappings.validate.tile_rows``: the dense
     box, halo and padding included, in rows of the unrolled block); there
     footprint_bytes is rows x row_bytes.
+    transfer_rows[level][tensor]: rows moved between the level and the inner
+    holder of the tensor where the level charges per row (``Level`` row
+    cycles; ``costmodel.evaluate.transfer_rows``), summed over instances.
     """
 
     cycles: float
@@ -69,6 +72,7 @@ class Cost:
     partial_sums: dict = field(default_factory=dict)
     computes: int = 0
     footprint_rows: dict = field(default_factory=dict)
+    transfer_rows: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The JSON form of ``cosa evaluate --json``."""
@@ -90,6 +94,7 @@ class Cost:
             "partial_sums": {lv: {t: vars(p) for t, p in per.items()} for lv, per in self.partial_sums.items()},
             "computes": self.computes,
             "footprint_rows": {lv: dict(per) for lv, per in self.footprint_rows.items()},
+            "transfer_rows": {lv: dict(per) for lv, per in self.transfer_rows.items()},
         }
 
 

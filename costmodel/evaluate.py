@@ -76,7 +76,19 @@ write bandwidth, each fill overlaps only the last compute before it
 (``ComputeRuns.work``).  ``Cost.computes`` counts those commands per instance.
 Each level's transfer cycles = bytes read from one instance / read_bandwidth +
 bytes written / write_bandwidth (a port serves both in turn; unlimited
-bandwidth costs 0).  Levels with
+bandwidth costs 0).  Per-row transfers (``transfer_rows``): where a parent
+sets ``read_row_*``/``write_row_*`` cycles, the words of a tensor that it
+exchanges with an inner holder whose ``row_axes`` name the tensor's role move
+in rows, and those words cost per row instead of per byte: one row carries
+the inner tile's extent along the dims unrolled on the row axis (a *line*),
+cut into rows of at most ``max_transfer_row_bytes`` of the inner level's
+words (whole blocks), and a block narrower than the axis moves alone; a line
+of L words in rows of R costs floor(L / R) full rows + one row of the rest,
+each ``Level.row_transfer_cycles`` of its bytes at the parent (partial sums
+at ``partial_sum_bits``), and lines = words moved / L (Gemmini: an mvin row
+costs its 16-byte beats + 1 cycle, an mvout row at least 1.5 cycles; input
+rows carry up to 64 channels, weight rows up to 64 output channels, output
+rows one DIM-column block).  ``Cost.transfer_rows`` counts the rows.  Levels with
 ``double_buffered`` overlap their transfers with compute, the others stall it:
 cycles = max(compute, overlapped transfers) + sum(non-overlapped transfers).
 
@@ -90,7 +102,7 @@ from __future__ import annotations
 import math
 
 from mappings import MappingError
-from mappings.validate import tile_rows
+from mappings.validate import assign_to_axes, tile_rows
 
 from .compute_runs import compute_runs, compute_work
 from .cost import Access, Cost, PartialSums
@@ -244,6 +256,88 @@ def calibration_bytes(workload, arch, mapping, psums) -> tuple[dict, dict]:
     return extra_read, extra_write
 
 
+def _row_dims(mapping, workload, arch, level: int, tensor) -> tuple[str, tuple[str, ...], int] | None:
+    """(axis name, dims indexing ``tensor`` unrolled on it, axis size) of ``tensor``'s row axis at
+    ``level`` (None: its role has none)."""
+    axis_name = arch.levels[level].row_axis(tensor.role)
+    if axis_name is None:
+        return None
+    at = arch.axis_level(level, axis_name)
+    size = next(a.size for a in arch.levels[at].spatial_axes if a.name == axis_name)
+    spatial = {d: f for d, f in mapping.levels[at].spatial.items() if f > 1 and d in workload.dims}
+    assignment, _ = assign_to_axes(spatial, arch.levels[at].spatial_axes, workload)
+    dims = tuple(d for d in spatial if assignment and assignment[d] == axis_name and d in tensor.dims)
+    return axis_name, dims, size
+
+
+def transfer_row_words(mapping, workload, arch, child: int, tensor) -> tuple[int, int] | None:
+    """(line words, row words) of ``tensor`` moved between ``child`` and its parent; None without a row axis.
+
+    line: the child tile's extent along the dims unrolled on the tensor's row
+    axis (contiguous words).  row: the words one transferred row carries: the
+    block alone when it is narrower than the axis, else the line cut at
+    ``max_transfer_row_bytes`` of the child's words (a whole number of blocks).
+    """
+    found = _row_dims(mapping, workload, arch, child, tensor)
+    if found is None:
+        return None
+    _, dims, size = found
+    lv = arch.levels[child]
+    block = math.prod(mapping.levels[arch.axis_level(child, found[0])].spatial_factor(d) for d in dims)
+    extents = mapping.tile_extents(child, workload.dims)
+    line = math.prod(extents[d] for d in dims)
+    if block < size:
+        return block, block
+    row = line
+    if lv.max_transfer_row_bytes is not None:
+        cap_words = int(lv.max_transfer_row_bytes // lv.bytes_per_word(tensor))
+        row = min(line, max(block, cap_words // block * block))
+    return line, row
+
+
+def transfer_rows(workload, arch, mapping, accesses, psums) -> tuple[dict, dict]:
+    """Per-row transfer cost at parents that set row cycles (see the module docstring).
+
+    Returns (extra cycles per level index, summed over instances: the row
+    cycles minus the bytes / bandwidth already charged; rows[level index]
+    [tensor name] -> rows moved).
+    """
+    extra = {i: 0.0 for i in range(len(arch.levels))}
+    rows: dict = {}
+    tensors = {t.name: t for t in workload.tensors}
+    for t in tensors.values():
+        chain = holders(workload, arch, mapping, t)
+        for p, c in zip(chain, chain[1:]):
+            parent = arch.levels[p]
+            if not parent.row_transfer_costed:
+                continue
+            shape = transfer_row_words(mapping, workload, arch, c, t)
+            if shape is None:
+                continue
+            line, row = shape
+            bpw = parent.bytes_per_word(t)
+            if t.is_output:
+                ps = psums.get(p, {}).get(t.name) or PartialSums()
+                psum_bpw = (arch.levels[c].partial_sum_bits or 8 * bpw) / 8
+                moves = ((ps.reads, psum_bpw, False), (ps.writes, psum_bpw, True), (ps.final_writes, bpw, True))
+            else:
+                moves = ((accesses[p][t.name].reads, bpw, False),)
+            for words, word_bytes, write in moves:
+                if not words:
+                    continue
+                full, rest = divmod(line, row)
+                per_line = full * parent.row_transfer_cycles(row * word_bytes, write)
+                if rest:
+                    per_line += parent.row_transfer_cycles(rest * word_bytes, write)
+                lines = words / line
+                bandwidth = parent.write_bandwidth if write else parent.read_bandwidth
+                charged = words * word_bytes / bandwidth if bandwidth else 0.0
+                extra[p] += lines * per_line - charged
+                rows.setdefault(p, {}).setdefault(t.name, 0.0)
+                rows[p][t.name] += lines * (full + (1 if rest else 0))
+    return extra, rows
+
+
 def evaluate(workload, arch, mapping) -> Cost:
     """Accesses, latency, energy and utilization of ``mapping`` (see the module docstring)."""
     _validate(workload, arch, mapping)
@@ -253,6 +347,7 @@ def evaluate(workload, arch, mapping) -> Cost:
     runs = compute_runs(workload, arch, mapping)
     compute_cycles = math.ceil(compute_work(arch, mapping, runs) / arch.macs_per_cycle)
     extra_read, extra_write = calibration_bytes(workload, arch, mapping, psums)
+    row_extra, rows_moved = transfer_rows(workload, arch, mapping, accesses, psums)
 
     transfer, overlapped, energy = {}, {}, {}
     level_bytes = {}
@@ -266,6 +361,7 @@ def evaluate(workload, arch, mapping) -> Cost:
             cycles += read_bytes / per_instance / lv.read_bandwidth
         if lv.write_bandwidth:
             cycles += write_bytes / per_instance / lv.write_bandwidth
+        cycles += row_extra[i] / per_instance
         transfer[lv.name] = cycles
         overlapped[lv.name] = bool(lv.double_buffered)
         energy[lv.name] = read_bytes * lv.read_energy_pj_per_byte + write_bytes * lv.write_energy_pj_per_byte
@@ -306,4 +402,5 @@ def evaluate(workload, arch, mapping) -> Cost:
         partial_sums={names[i]: per for i, per in psums.items()},
         computes=sum(r.computes for r in runs.values()),
         footprint_rows={names[i]: {n: r.get(n, 0) for n in foot[i]} for i, r in rows.items() if r is not None},
+        transfer_rows={names[i]: per for i, per in rows_moved.items()},
     )

@@ -65,9 +65,12 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
         # issues commands in program order into shallow queues (8 execute entries, a few DIM-cycle
         # computes), so the next tile's mvins enter the load queue only when the current tile's
         # computes have nearly all been issued (calibrated against gemmini.sim.timing).
+        # The DMA moves rows (measured on our RTL, gemmini/rtl): an mvin row costs its 16-byte beats + 1
+        # cycle, an mvout row at least 1.5 cycles (one-beat rows go at 2 per 3 cycles), so narrow rows
+        # cost up to twice their bytes at 16 B/cycle.
         Level("DRAM", None, ALL, read_bandwidth=16.0, write_bandwidth=16.0,
               read_energy_pj_per_byte=DRAM_PJ_PER_BYTE, write_energy_pj_per_byte=DRAM_PJ_PER_BYTE,
-              double_buffered=False),
+              double_buffered=False, read_row_extra_cycles=1.0, write_row_min_cycles=1.5),
         # Rows of DIM bytes: under WS an input row holds the channels unrolled on the array rows, a weight
         # row the output channels unrolled on its columns (a narrower block still takes a whole row).  OS
         # input rows hold a chunk of the Registers-level reduction, which no spatial axis describes, so the
@@ -75,13 +78,17 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
         Level("Scratchpad", sp_bytes, frozenset({"input", "weight"}), word_bits=8,
               read_energy_pj_per_byte=sram_pj_per_byte(sp_bytes), write_energy_pj_per_byte=sram_pj_per_byte(sp_bytes),
               fanout=1, double_buffered=ws, row_bytes=dim if ws else None,
-              row_axes=(("input", "rows"), ("weight", "cols")) if ws else ()),
+              row_axes=(("input", "rows"), ("weight", "cols")) if ws else (),
+              # one mvin row carries up to 64 bytes (the code generator's max_mvin_cols_sp; at least a block)
+              max_transfer_row_bytes=max(64, dim)),
         Level("Accumulator", acc_bytes, frozenset({"output"}), word_bits=32,
               read_energy_pj_per_byte=sram_pj_per_byte(acc_bytes),
               write_energy_pj_per_byte=sram_pj_per_byte(acc_bytes),
               fanout=dim * dim, spatial_axes=(rows, cols), double_buffered=ws,
               # rows of DIM int32: one row per output pixel holds the output channels on the columns
               row_bytes=4 * dim, row_axes=(("output", "cols"),),
+              # mvout and partial-sum mvin rows move one DIM-column block
+              max_transfer_row_bytes=4 * dim,
               # Partial sums spill to DRAM and come back as full int32 rows (mvout full width, mvin3).
               # The code generator's bias (DIM int32 rows per column block and tile, added as the D
               # operand) is a few percent of the traffic and not charged: init_fill_bits stays unset.

@@ -47,12 +47,20 @@ def test_partial_sums_split_hand_counted_and_equal_to_the_trace():
 
 
 def test_partial_sum_bits_charges_spills_at_the_accumulator_word_size():
-    arch = SMALL.arch("ws")
+    # bytes over bandwidth only (the per-row DRAM cycles off): the extra bytes cost their cycles
+    arch = SMALL.arch("ws").with_levels(DRAM=dict(read_row_extra_cycles=0.0, write_row_min_cycles=0.0))
     plain = arch.with_levels(Accumulator=dict(partial_sum_bits=None))
     wide, narrow = evaluate(MM, arch, CASES["spill"]), evaluate(MM, plain, CASES["spill"])
     assert wide.accesses == narrow.accesses  # word counts are unchanged; only their size at DRAM differs
     assert wide.dram_bytes - narrow.dram_bytes == (384 + 384) * (4 - 1)
     assert wide.transfer_cycles["DRAM"] - narrow.transfer_cycles["DRAM"] == pytest.approx(768 * 3 / 16)
+    # per-row DMA (the preset): a DIM-4 partial-sum row is one 16-byte beat as int32 and as int8, so the
+    # word size changes no cycles; the 768 partial-sum rows cost 1 beat + 1 (reads) or 1.5 (writes) each
+    rows_on = SMALL.arch("ws")
+    wide = evaluate(MM, rows_on, CASES["spill"])
+    narrow = evaluate(MM, rows_on.with_levels(Accumulator=dict(partial_sum_bits=None)), CASES["spill"])
+    assert wide.transfer_cycles["DRAM"] == pytest.approx(narrow.transfer_cycles["DRAM"])
+    assert wide.transfer_rows["DRAM"]["C"] == pytest.approx((384 + 384 + 128) / 4)
     # without spills the field changes nothing
     assert evaluate(MM, arch, CASES["no_spill"]).dram_bytes == evaluate(MM, plain, CASES["no_spill"]).dram_bytes
 
@@ -88,7 +96,11 @@ CASES16 = {
 def test_cycles_track_the_timing_model_and_rank_alike():
     """Intentionally changed with the per-compute cost and the new timing model: DIM 16 cases (the DIM-4 ones
     are bound by per-row DMA costs), within 10% and ranked alike; the short runs are where the per-change
-    fill overlap matters (the DIM-cycle quantum misses them by about 18%)."""
+    fill overlap matters (the DIM-cycle quantum misses them by about 18%).  Intentionally changed again with
+    the per-row DMA cost: DRAM transfers are now within 15% of the timing model's DMA busy cycles (below), and
+    the totals within 16%: the flat 16 B/cycle used to underestimate the DMA by 20-35% and so hid that the
+    timing model overlaps some DMA with the queued computes at each tile change (the preset charges DRAM as
+    stalling) and that back-to-back computes under one weight block pay less than 3 cycles each."""
     arch = DEFAULT.arch("ws")
     quantum = arch.with_levels(Registers=dict(compute_rows=None, compute_overhead_cycles=0, compute_quantum=16))
     model, measured = [], []
@@ -99,7 +111,7 @@ def test_cycles_track_the_timing_model_and_rank_alike():
         model.append(cost.cycles)
         measured.append(timing(program.commands, DEFAULT).cycles)
     for m, t in zip(model, measured):
-        assert abs(m / t - 1) < 0.1, (model, measured)
+        assert abs(m / t - 1) < 0.16, (model, measured)
     # ranked alike wherever the measured cycles differ by more than the 10% band
     for i, j in itertools.combinations(range(len(model)), 2):
         if abs(measured[i] / measured[j] - 1) > 0.1:
@@ -107,6 +119,21 @@ def test_cycles_track_the_timing_model_and_rank_alike():
     short = list(CASES16).index("short_runs")
     old = evaluate(MM16, quantum, CASES16["short_runs"]).cycles
     assert abs(model[short] / measured[short] - 1) < 0.05 < abs(old / measured[short] - 1)
+
+
+def test_dram_row_cycles_track_the_timing_models_dma_busy_cycles():
+    """Per-row DMA cost: the cost model's DRAM transfer cycles against the timing model's load + store busy
+    cycles (one shared DMA port) of the generated programs, within 15%, and closer than bytes / 16 B/cycle
+    (which is 20-35% low: 16- and 64-byte rows cost a cycle more each, one-beat mvout rows 1.5 cycles)."""
+    arch = DEFAULT.arch("ws")
+    flat = arch.with_levels(DRAM=dict(read_row_extra_cycles=0.0, write_row_min_cycles=0.0))
+    for name, mapping in CASES16.items():
+        result = timing(codegen.generate(MM16, mapping, arch, dataflow="ws", bias=False).commands, DEFAULT)
+        dma = result.busy["load"] + result.busy["store"]
+        rows = evaluate(MM16, arch, mapping).transfer_cycles["DRAM"]
+        plain = evaluate(MM16, flat, mapping).transfer_cycles["DRAM"]
+        assert abs(rows / dma - 1) < 0.15, (name, rows, dma)
+        assert abs(rows / dma - 1) < abs(plain / dma - 1) - 0.05, (name, rows, plain, dma)
 
 
 def quantum_arch(quantum: int) -> Arch:

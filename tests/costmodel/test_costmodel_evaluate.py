@@ -123,7 +123,12 @@ def test_gemmini_default_matmul_is_compute_bound_plus_serial_dram():
     # A (M x K) once per M tile, B (K x N) once per (M, N) tile, C written once as int8.
     dram = 256 * 256 + 4 * 256 * 256 + 256 * 256
     assert cost.dram_bytes == dram
-    assert cost.cycles == pytest.approx(cost.compute_cycles + dram / 16)
+    # Intentionally changed by the per-row DMA cost: A and B move in rows of 64 int8 words (4 beats + 1
+    # cycle), C in one-block rows of 16 (one beat, at least 1.5 cycles).
+    a_rows, b_rows, c_rows = 256 * 256 // 64, 4 * 256 * 256 // 64, 256 * 256 // 16
+    assert cost.transfer_rows["DRAM"] == {"A": a_rows, "B": b_rows, "C": c_rows}
+    assert cost.transfer_cycles["DRAM"] == pytest.approx((a_rows + b_rows) * 5 + c_rows * 1.5)
+    assert cost.cycles == pytest.approx(cost.compute_cycles + dram / 16 + a_rows + b_rows + c_rows * 0.5)
     assert cost.utilization == pytest.approx(cost.ideal_cycles / cost.cycles)
 
 

@@ -173,7 +173,10 @@ def model_computes(form, mapping) -> float:
                          ids=lambda n: n.name)
 def test_model_counts_the_cost_models_compute_commands_and_cycles(nest):
     """Measured: computes equal on every mapping (merged runs, runs over 4 * DIM, 7 x 7 = 3 * 16 + 1),
-    cycles within 1 % (pw, c3)."""
+    cycles within 1 % (pw, c3) where the array's blocks fill its axes.  Intentionally changed by the
+    per-row DMA cost: where a block is narrower than the array (rows of a few bytes, each costing a beat
+    and a cycle) the model's bounds on those rows are looser (partial-sum reads: a chord of 2**-r; padded
+    input words that the cost model clips cost 2 cycles each instead of 1/16): measured within 7 %."""
     form = build(build_problem(nest, WS), "latency")
     rng = random.Random(11)
     ideal = nest.macs / WS.total_macs_per_cycle
@@ -183,7 +186,8 @@ def test_model_counts_the_cost_models_compute_commands_and_cycles(nest):
         cost = evaluate(nest, WS, mapping)
         assert model_computes(form, mapping) == pytest.approx(cost.computes, rel=1e-6), mapping
         if nest.name != "s2":  # the model's strided input tile spans the gaps (its DRAM term is high there)
-            assert predict(form, mapping) * ideal == pytest.approx(cost.cycles, rel=0.02), mapping
+            full = all(mapping.levels[2].spatial_factor(d) == 16 for d in ("C", "K"))  # blocks fill the array
+            assert predict(form, mapping) * ideal == pytest.approx(cost.cycles, rel=0.02 if full else 0.08), mapping
         merged += len(level_runs(nest, WS, mapping, REGS).run_dims) > 1
     if nest.name != "c3":
         assert merged >= 1  # the sample exercises merges
@@ -243,3 +247,31 @@ def test_levels_without_overhead_build_no_run_model():
     assert form.runs == {}
     assert math.isclose(gemmini(dataflow="os").levels[REGS].compute_quantum, 16)
     assert build(build_problem(workloads.matmul("mm", M=32, N=16, K=16), gemmini(dataflow="os")), "latency").runs == {}
+
+
+def _ws_mapping(dram: dict, dram_order: tuple, sp: dict, acc: dict, regs: dict) -> Mapping:
+    return Mapping((LevelMapping(dram, {}, dram_order), LevelMapping(sp, {}, tuple(sp)),
+                    LevelMapping(acc, {"C": 16, "K": 16}, tuple(acc)), LevelMapping(regs, {}, tuple(regs))))
+
+
+@pytest.mark.parametrize("mapping", [
+    # input rows of 32 channels, weight rows of 32 output channels, no spills
+    _ws_mapping({"P": 2}, ("P",), {}, {"C": 2, "K": 2}, {"P": 7, "Q": 14}),
+    # K outside C at DRAM: the weights move in rows of 16, outputs spill as full 64-byte rows
+    _ws_mapping({"C": 2, "K": 2, "P": 2}, ("C", "K", "P"), {}, {}, {"P": 7, "Q": 14}),
+    # rows of 32 words moved many times (the weights reloaded per pixel tile)
+    _ws_mapping({"P": 7, "Q": 2}, ("P", "Q"), {"C": 2}, {"K": 2}, {"P": 2, "Q": 7}),
+], ids=["rows32", "spills", "reloads"])
+def test_model_charges_the_cost_models_dram_rows_where_blocks_fill_the_array(mapping):
+    """Per-row DMA cost (DRAM rows of 16..64 bytes cost a cycle more each, mvout rows at least 1.5 cycles):
+    the model's latency of a fixed mapping whose blocks fill the array is within 2 % of evaluate()'s, and the
+    row cycles are a real part of it (rows switched off change the cycles by more than that)."""
+    nest = workloads.conv2d("pw", C=32, K=32, P=14, Q=14)
+    validate(mapping, nest, WS)
+    ideal = nest.macs / WS.total_macs_per_cycle
+    cost = evaluate(nest, WS, mapping)
+    flat = WS.with_levels(DRAM=dict(read_row_extra_cycles=0.0, write_row_min_cycles=0.0))
+    assert cost.transfer_rows["DRAM"]
+    assert cost.cycles > 1.03 * evaluate(nest, flat, mapping).cycles
+    predicted = predict(build(build_problem(nest, WS), "latency"), mapping) * ideal
+    assert predicted == pytest.approx(cost.cycles, rel=0.02)
