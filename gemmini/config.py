@@ -35,8 +35,9 @@ class GemminiConfig:
     default) and dma_max_inflight: DMA read beats in flight at once (the
     RTL's 64 credits); both used by the timing model only.
     compute_overhead_cycles: cycles each WS compute command adds to the rows
-    it streams, on average, in the cost-model preset (``arch``): 3, measured
-    against our RTL.  acc_bits / input_bits: accumulator and input/weight
+    it streams, on average, in the cost-model preset (``arch``): 0, as in our
+    RTL, where back-to-back computes leave no bubble (the timing model, which
+    follows the RTL, charges the rows only).  acc_bits / input_bits: accumulator and input/weight
     word sizes (bits).
     """
 
@@ -53,7 +54,7 @@ class GemminiConfig:
     max_mvin_bytes: int = 64
     dma_latency_cycles: int = 16
     dma_max_inflight: int = 64
-    compute_overhead_cycles: int = 3
+    compute_overhead_cycles: int = 0
     acc_bits: int = 32
     input_bits: int = 8
 

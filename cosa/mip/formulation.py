@@ -361,8 +361,9 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
             return log_t(k, d) if kind == "T" else log_s(k, d)
 
         for h in run_levels(arch):
-            if not getattr(arch.levels[h], "compute_overhead_cycles", 0):
-                continue  # commands cost nothing extra: the count does not change the cycles
+            lv = arch.levels[h]
+            if not getattr(lv, "compute_overhead_cycles", 0) and not (lv.double_buffered and lv.write_bandwidth):
+                continue  # commands cost nothing extra and no refill waits on them: the count changes nothing
             form.runs[h] = build_runs(m, problem, h, log_t, log_factor, order, nontrivial)
 
     # --- objective -------------------------------------------------------------
@@ -443,6 +444,8 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         form.terms[f"{tag}compute"] = comp_y
         compute_terms = comp_y
         for h, runs in form.runs.items():
+            if not runs.overhead:
+                continue
             # every compute command adds its overhead cycles to the iterations it streams
             c_y = _exp_tangents(m, f"{tag}computes_{h}", runs.log_computes - log2(arch.macs_per_cycle) - ideal_log,
                                 -log2(runs.rows) - 2, log2(arch.total_macs_per_cycle) + 1)

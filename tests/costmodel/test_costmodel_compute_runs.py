@@ -15,7 +15,8 @@ from gemmini import GemminiConfig, codegen
 from mappings import LevelMapping as LM, Mapping
 
 DIM = 4
-SMALL = GemminiConfig(dim=DIM, sp_kib=16, acc_kib=8)
+# a per-compute overhead of 3 cycles exercises the mechanism (the preset's default is 0)
+SMALL = GemminiConfig(dim=DIM, sp_kib=16, acc_kib=8, compute_overhead_cycles=3)
 ARCH = SMALL.arch("ws")
 
 

@@ -307,7 +307,7 @@ def test_d_operand_reads_wait_for_result_writes_in_the_same_bank():
 def test_config_carries_the_calibration():
     assert DEFAULT_CONFIG.dma_latency_cycles == 16 and DEFAULT_CONFIG.dma_max_inflight == 64
     arch = DEFAULT_CONFIG.arch("ws")
-    assert arch.params["compute_overhead_cycles"] == DEFAULT_CONFIG.compute_overhead_cycles == 3
+    assert arch.params["compute_overhead_cycles"] == DEFAULT_CONFIG.compute_overhead_cycles == 0
     assert type(DEFAULT_CONFIG).from_arch(replace(DEFAULT_CONFIG, compute_overhead_cycles=5).arch("ws")) \
         .compute_overhead_cycles == 5
     with pytest.raises(SimulationError) as info:

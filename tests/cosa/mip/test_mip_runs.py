@@ -241,10 +241,12 @@ def test_runs_at_a_level_whose_order_is_decided_are_counted_conservatively():
     assert result.objective * nest.macs / arch.total_macs_per_cycle >= 0.97 * cost.cycles
 
 
-def test_levels_without_overhead_build_no_run_model():
-    arch = gemmini(dataflow="ws", compute_overhead_cycles=0)
-    form = build(build_problem(workloads.matmul("mm", M=32, N=16, K=16), arch), "latency")
-    assert form.runs == {}
+def test_levels_without_overhead_or_refills_build_no_run_model():
+    mm = workloads.matmul("mm", M=32, N=16, K=16)
+    # no per-command overhead, but the weight refills of the double-buffered PEs wait on the last command
+    assert REGS in build(build_problem(mm, gemmini(dataflow="ws", compute_overhead_cycles=0)), "latency").runs
+    single = gemmini(dataflow="ws", compute_overhead_cycles=0).with_levels(Registers=dict(double_buffered=False))
+    assert build(build_problem(mm, single), "latency").runs == {}
     assert math.isclose(gemmini(dataflow="os").levels[REGS].compute_quantum, 16)
     assert build(build_problem(workloads.matmul("mm", M=32, N=16, K=16), gemmini(dataflow="os")), "latency").runs == {}
 
