@@ -12,12 +12,16 @@ from ..schedule import Schedule, SchedulingError, SolverStats
 from .decode import add_capacity_cut, decode
 from .formulation import OBJECTIVES, CosaWeights, build
 from .polish import objective_value, polish_orders
+from .predict import baseline_mappings, load_start
 from .problem import build_problem, prime_factors
 from .solve import SOLVERS, solve
 
 MAX_CUT_ROUNDS = 16
 NOGOOD_CUTS_PER_LEVEL = 2
 EDP_ROUNDS = 3
+MAX_START_TRIES = 3  # baseline mappings tried for a MIP start before solving without one
+START_TIME_LIMIT_S = 10.0  # per fixed solve; never more than a quarter of the time left
+START_MIN_S = 1.0  # ... except before any baseline has loaded
 
 
 def _evaluator():
@@ -71,14 +75,24 @@ def _diagnose_infeasible(form, src: str) -> SchedulingError:
 
 def mip_schedule(workload, arch, objective: str = "latency", solver: str = "highs", time_limit_s: float = 60.0,
                  mip_gap: float = 0.01, seed: int = 0, weights: CosaWeights | None = None,
-                 order_levels="all", polish: bool = True, min_utilization: float | None = None) -> Schedule:
+                 order_levels="all", polish: bool = True, min_utilization: float | None = None,
+                 warm_start: bool = True) -> Schedule:
     """Schedule ``workload`` on ``arch`` with the CoSA MIP.
 
     Returns a Schedule whose mapping passed ``mappings.validate``.  ``polish``
     refines loop orders with the exact cost model (factors unchanged).
     ``min_utilization``: optional lower bound on the fraction of the spatial
-    instances used.  Raises SchedulingError when no valid mapping exists or
-    the time limit passes with no incumbent.
+    instances used.  ``warm_start``: give every solve a MIP start, the
+    model's point for a valid mapping (the best one found so far, at first a
+    baseline: the gemmini-default mapping on a Gemmini preset, else seeded
+    random ones); a mapping the model cannot express or finds infeasible is
+    skipped, and the solve runs without a start when none loads.  Seconds
+    spent on the starts count in ``stats.solve_s`` and the time limit.
+    When the time limit stops the search, the baseline start is returned
+    instead of the incumbent if the cost model ranks it better, or if no
+    valid incumbent was found (``extra["returned"]`` says which).
+    Raises SchedulingError when no valid mapping exists or the time limit
+    passes with no incumbent.
     """
     src = f"schedule of {workload.name} on {arch.name}"
     if objective not in OBJECTIVES:
@@ -111,14 +125,49 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     rounds = 0
     evaluated = 0
     polished = False
-    best = None  # (key, mapping, cost, result)
+    best = None  # (key, mapping, cost, result, "mip" or the start's source)
+    fallback = None  # (source, mapping, model objective): the first valid baseline that loaded as a start
+    fallback_costed = False
     reference = None
     objective_of_round = first
+    candidates = baseline_mappings(workload, arch, seed) if warm_start else iter(())
+    start_tries = MAX_START_TRIES
+    start_choice = None  # (source, mapping) whose model point starts the next solve
+    starts = []  # per solve: (source, model objective) of its start, or None
     while True:
+        point = None
+        if warm_start:
+            budget = min(START_TIME_LIMIT_S, (deadline - time.perf_counter()) / 4)
+            if fallback is None:
+                # no valid mapping in hand yet: a start is worth a short overrun of a tiny time limit
+                budget = max(budget, START_MIN_S)
+            if start_choice is not None and budget > 0.05:
+                point, spent = load_start(form, start_choice[1], start_choice[0], budget, seed,
+                                           solve_fn=solve)
+                solve_s += spent
+            while point is None and start_tries > 0 and budget > 0.05:
+                start_choice = next(candidates, None)
+                if start_choice is None:
+                    break
+                start_tries -= 1
+                point, spent = load_start(form, start_choice[1], start_choice[0], budget, seed,
+                                           solve_fn=solve)
+                solve_s += spent
+            if point is not None and fallback is None and point.source != "incumbent":
+                fallback = (point.source, start_choice[1], point.objective)
+        starts.append((point.source, point.objective) if point is not None else None)
         remaining = max(deadline - time.perf_counter(), 0.05)
-        result = solve(form.model, solver, remaining, mip_gap, seed, src, size=form.size())
+        result = solve(form.model, solver, remaining, mip_gap, seed, src, size=form.size(),
+                       warm_start=point is not None)
         solve_s += result.solve_s
-        if not result.has_solution:
+        out_of_time = result.status == "time_limit" or time.perf_counter() >= deadline
+        if not result.has_solution and out_of_time and (best is not None or fallback is not None):
+            if best is not None:
+                break
+            mapping, result = _fallback_round(fallback, result)
+            returned = fallback[0]
+            found = []
+        elif not result.has_solution:
             if result.status == "infeasible":
                 raise _diagnose_infeasible(form, src)
             if result.status == "time_limit":
@@ -127,9 +176,18 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
                                       field="time_limit_s")
             raise SchedulingError(f"solver {solver} stopped with status '{result.status}' and no solution",
                                   source=src, field="solver")
-        mapping = decode(form)
-        found = violations(mapping, workload, arch)
+        else:
+            mapping = decode(form)
+            found = violations(mapping, workload, arch)
+            returned = "mip"
         capacity = [e for e in found if (e.field or "").endswith(".capacity")]
+        if capacity and out_of_time and (best is not None or fallback is not None):
+            # the time is up and the incumbent overflows a level: keep the best valid mapping known
+            if best is not None:
+                break
+            mapping, result = _fallback_round(fallback, result)
+            returned = fallback[0]
+            found = capacity = []
         if found and len(capacity) == len(found) and cuts < MAX_CUT_ROUNDS:
             level = arch.level_index(capacity[0].field.rsplit(".", 1)[0])
             cuts += 1
@@ -158,7 +216,22 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
                 polished = True
         key = objective_value(cost, objective) if cost is not None else result.objective
         if best is None or key < best[0]:
-            best = (key, mapping, cost, result)
+            best = (key, mapping, cost, result, returned)
+            start_choice = ("incumbent", mapping)
+        if (result.status == "time_limit" and returned == "mip" and fallback is not None and not fallback_costed
+                and evaluate is not None and objective != "cosa"):
+            # stopped by the clock: the incumbent is not proven better than the start it began from,
+            # and the model only approximates the cost, so let the exact cost model pick
+            fallback_costed = True
+            other, other_result = _fallback_round(fallback, result)
+            other_cost = evaluate(workload, arch, other)
+            evaluated += 1
+            if polish:
+                other, other_cost, n = polish_orders(workload, arch, other, evaluate, objective, cost=other_cost)
+                evaluated += n
+            other_key = objective_value(other_cost, objective)
+            if other_key < best[0]:
+                best = (other_key, other, other_cost, other_result, fallback[0])
         rounds += 1
         if objective != "edp" or cost is None or rounds >= EDP_ROUNDS or time.perf_counter() >= deadline:
             break
@@ -173,14 +246,28 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
         if min_utilization is not None:
             _add_min_utilization(form, min_utilization)
         build_s += time.perf_counter() - t1
-    key, mapping, cost, result = best
+    key, mapping, cost, result, returned = best
     nvars, nint, ncons = form.size()
     stats = SolverStats(solver=solver, status=result.status, variables=nvars, binaries=nint, constraints=ncons,
                         gap=result.gap, objective=result.objective, build_s=build_s, solve_s=solve_s, cuts=cuts,
                         seed=seed, evaluated=evaluated)
     extra = {"objective": objective, "order_levels": list(problem.order_levels), "polished": polished,
-             "rounds": rounds, "last_round_objective": objective_of_round}
+             "rounds": rounds, "last_round_objective": objective_of_round,
+             "start": starts[0][0] if starts and starts[0] else None,
+             "start_objective": starts[0][1] if starts and starts[0] else None,
+             "starts_used": sum(1 for s in starts if s), "returned": returned}
     return Schedule(workload, arch, mapping, cost, "cosa", stats, extra)
+
+
+def _fallback_round(fallback, result):
+    """The start's baseline mapping as this round's answer, when the time ran out before the MIP
+    found a valid one: its model objective, the solver's bound and the gap between them."""
+    source, mapping, objective = fallback
+    gap = None
+    if result.bound is not None and math.isfinite(result.bound):
+        gap = abs(objective - result.bound) / max(abs(objective), 1e-12)
+    return mapping, dataclasses.replace(result, status="time_limit", has_solution=True, objective=objective,
+                                        gap=gap)
 
 
 def _shrink_capacity(problem, mapping, level: int):
