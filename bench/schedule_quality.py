@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 import time
 
@@ -119,6 +120,17 @@ def run_network(network: str, arch_name: str, args, console: Console) -> dict:
                      + "); util = repeat-weighted geomean; seconds = sums over distinct layers.  "
                      f"random budget: {args.random_factor:g}x the MIP's seconds per layer.")
     console.print(table)
+    # the MIP's own word on each layer: solved to optimality, or stopped by the clock (and what it returned then)
+    stopped = []
+    for p in per_layer:
+        row = p["rows"]["cosa"]
+        solver = (row.get("extra") or {}).get("solver") or {}
+        if row.get("status") != "optimal":
+            returned = (solver.get("extra") or {}).get("returned", "mip")
+            stopped.append(f"{p['layer']} ({row.get('status')}, returned {returned})")
+    mip_seconds = sorted(p["rows"]["cosa"]["seconds"] for p in per_layer if p["rows"]["cosa"].get("seconds") is not None)
+    console.print(f"cosa: median MIP time {_fmt(statistics.median(mip_seconds) if mip_seconds else None, '.2f')} s per "
+                  f"layer; not proven optimal within {args.time_limit:g} s: {', '.join(stopped) or 'none'}")
     return {"network": network, "arch": arch.name, "schedulers": schedulers, "layers": per_layer,
             "geomean_relative_to_cosa": geo_rel, "geomean_relative_to_cosa_weighted": geo_rel_w,
             "summary": g, "wall_s": wall, "compare": report.to_json(result)}
