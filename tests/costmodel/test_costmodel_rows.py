@@ -22,6 +22,8 @@ from gemmini.codegen_tiling import make_plan, problem_of
 from mappings import LevelMapping as LM, Mapping, MappingError, tile_bytes, tile_rows, validate, violations
 from mappings.validate import stored_box_words
 
+from gemmini_mappings import random_gemmini_mapping
+
 DIM = 4
 TINY = gemmini(dim=DIM, scratchpad_kib=1, accumulator_kib=1)  # 256 rows of 4 B; 64 rows of 16 B
 WORDS = TINY.with_levels(Scratchpad=dict(row_bytes=None, row_axes=()), Accumulator=dict(row_bytes=None, row_axes=()))
@@ -194,43 +196,11 @@ CASES = [
 ]
 
 
-def _primes(n: int) -> list[int]:
-    out, d = [], 2
-    while d * d <= n:
-        while n % d == 0:
-            out.append(d)
-            n //= d
-        d += 1
-    return out + ([n] if n > 1 else [])
-
-
-def random_gemmini_mapping(workload, flow: str, rng: random.Random) -> Mapping:
-    """Random factors the generator supports: the array dims at level 2 (<= DIM), level-3 loops by dataflow."""
-    dims = dict(workload.dims)
-    conv = "P" in dims
-    rows_dim = ("C" if conv else "K") if flow == "ws" else ("P" if conv else "M")
-    cols_dim = "K" if conv else "N"
-    level3 = ({"N", "P", "Q"} if conv else {"M"}) if flow == "ws" else ({"C", "R", "S"} if conv else {"K"})
-    temporal = [dict() for _ in range(4)]
-    spatial = {}
-    for d, bound in dims.items():
-        if d in (rows_dim, cols_dim):
-            spatial[d] = rng.choice([x for x in range(1, min(DIM, bound) + 1) if bound % x == 0])
-            bound //= spatial[d]
-        parts = [1] * (4 if d in level3 else 3)
-        for p in _primes(bound):
-            parts[rng.randrange(len(parts))] *= p
-        for level, f in enumerate(parts):
-            temporal[level][d] = f
-    return Mapping(tuple(LM(temporal=temporal[i], spatial=spatial if i == 2 else {},
-                            order=tuple(rng.sample(list(dims), len(dims))) if i < 3 else ()) for i in range(4)))
-
-
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(case=st.sampled_from(range(len(CASES))), seed=st.integers(0, 10_000))
 def test_cost_model_rows_equal_the_generator_plan_ws(case, seed):
     workload = CASES[case]
-    mapping = random_gemmini_mapping(workload, "ws", random.Random(seed))
+    mapping = random_gemmini_mapping(workload, "ws", DIM, random.Random(seed))
     cost = evaluate(workload, ROOMY, mapping)
     plan = make_plan(problem_of(workload), mapping, GemminiConfig.from_arch(ROOMY), "ws", source="test")
     role = names_by_role(workload)
@@ -244,7 +214,7 @@ def test_cost_model_rows_equal_the_generator_plan_ws(case, seed):
 @given(case=st.sampled_from([0, 2, 3]), seed=st.integers(0, 10_000))
 def test_cost_model_accumulator_rows_equal_the_generator_plan_os(case, seed):
     workload = CASES[case]
-    mapping = random_gemmini_mapping(workload, "os", random.Random(seed))
+    mapping = random_gemmini_mapping(workload, "os", DIM, random.Random(seed))
     plan = make_plan(problem_of(workload), mapping, GemminiConfig.from_arch(ROOMY_OS), "os", source="test")
     assert tile_rows(mapping, workload, ROOMY_OS, 2) == {names_by_role(workload)["output"]: plan.acc_rows}
 

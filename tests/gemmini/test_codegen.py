@@ -14,20 +14,12 @@ from gemmini.codegen import generate
 from gemmini.config import SMALL_CONFIG, GemminiConfig
 from gemmini.errors import CodegenError, SimulationError
 from gemmini.run import example_inputs, reference_output, run_program
-from mappings import LevelMapping, Mapping
+from mappings import Mapping
 from workloads import FrameworkError, conv2d, einsum, matmul
 
+from gemmini_mappings import check, check_or_refused_for_capacity, lm, random_gemmini_mapping
+
 CFG = SMALL_CONFIG  # DIM 4, 1024 scratchpad rows, 128 accumulator rows
-
-
-def lm(temporal=None, spatial=None, order=()):
-    return LevelMapping(temporal or {}, spatial or {}, tuple(order))
-
-
-def check(program, seed=0, with_timing=True):
-    result = run_program(program, seed=seed, with_timing=with_timing)
-    assert result.mismatches == 0 and result.verified
-    return result
 
 
 # --- hand-built mappings ---------------------------------------------------------------------
@@ -154,43 +146,8 @@ def test_conv_os_unrolling_output_rows_runs_down_columns():
 
 # --- random valid mappings (a small in-test generator, independent of the schedulers) --------------
 
-def _split(n, parts, rng):
-    out = [1] * parts
-    for prime in _primes(n):
-        out[rng.randrange(parts)] *= prime
-    return out
-
-
-def _primes(n):
-    out, d = [], 2
-    while d * d <= n:
-        while n % d == 0:
-            out.append(d)
-            n //= d
-        d += 1
-    return out + ([n] if n > 1 else [])
-
-
 def random_mapping(wl, flow, dim, rng):
-    """Factors at levels 0..3 honouring the array rules (rows/cols <= dim, level-3 dims by dataflow)."""
-    names = dict(wl.dims)
-    conv = "P" in names
-    rows_dim = ("C" if conv else "K") if flow == "ws" else ("P" if conv else "M")
-    cols_dim = "K" if conv else "N"
-    level3 = ({"N", "P", "Q"} if conv else {"M"}) if flow == "ws" else ({"C", "R", "S"} if conv else {"K"})
-    temporal = [dict() for _ in range(4)]
-    spatial = {}
-    for d, bound in names.items():
-        if d in (rows_dim, cols_dim):
-            divisors = [x for x in range(1, min(dim, bound) + 1) if bound % x == 0]
-            s = rng.choice(divisors)
-            spatial[d] = s
-            bound //= s
-        parts = _split(bound, 4 if d in level3 else 3, rng)
-        for level, f in enumerate(parts):
-            temporal[level][d] = f
-    orders = [tuple(rng.sample(list(names), len(names))) for _ in range(3)]
-    return Mapping(tuple(lm(temporal[i], spatial if i == 2 else {}, orders[i] if i < 3 else ()) for i in range(4)))
+    return random_gemmini_mapping(wl, flow, dim, rng)
 
 
 RANDOM_WORKLOADS = [
@@ -205,13 +162,7 @@ RANDOM_WORKLOADS = [
 @given(case=st.sampled_from(range(len(RANDOM_WORKLOADS))), seed=st.integers(0, 10_000), bias=st.booleans())
 def test_random_mappings_bit_exact_or_refused_for_capacity(case, seed, bias):
     wl, flow = RANDOM_WORKLOADS[case]
-    mapping = random_mapping(wl, flow, CFG.dim, random.Random(seed))
-    try:
-        program = generate(wl, mapping, CFG, dataflow=flow, bias=bias, relu=seed % 2 == 0, scale=0.02)
-    except CodegenError as exc:
-        assert "capacity" in str(exc) or "block stride" in str(exc)
-        return
-    check(program, seed=seed, with_timing=False)
+    check_or_refused_for_capacity(wl, random_mapping(wl, flow, CFG.dim, random.Random(seed)), CFG, flow, seed, bias)
 
 
 # --- schedules from the project's schedulers ---------------------------------------------------------

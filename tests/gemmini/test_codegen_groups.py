@@ -17,22 +17,14 @@ from gemmini.codegen_c import emit_gemmini_h
 from gemmini.config import SMALL_CONFIG, GemminiConfig
 from gemmini.errors import CodegenError
 from gemmini.reference import batched_matmul_ref, conv_ref
-from gemmini.run import example_inputs, reference_output, run_program
-from mappings import LevelMapping, Mapping
+from gemmini.run import example_inputs, reference_output
+from mappings import Mapping
 from workloads import conv2d, depthwise_conv2d, matmul
 from workloads.ir import LoopNest
 
+from gemmini_mappings import check, check_or_refused_for_capacity, lm, random_gemmini_mapping
+
 CFG = SMALL_CONFIG  # DIM 4, 1024 scratchpad rows, 128 accumulator rows
-
-
-def lm(temporal=None, spatial=None, order=()):
-    return LevelMapping(temporal or {}, spatial or {}, tuple(order))
-
-
-def check(program, seed=0, with_timing=True):
-    result = run_program(program, seed=seed, with_timing=with_timing)
-    assert result.mismatches == 0 and result.verified
-    return result
 
 
 # --- the references against the loop nest itself ---------------------------------------------------
@@ -248,40 +240,9 @@ def test_vendor_api_call_loops_over_the_batch_and_refuses_groups():
 
 # --- random valid mappings ------------------------------------------------------------------------------
 
-def _primes(n):
-    out, d = [], 2
-    while d * d <= n:
-        while n % d == 0:
-            out.append(d)
-            n //= d
-        d += 1
-    return out + ([n] if n > 1 else [])
-
-
 def random_group_mapping(wl, flow, dim, rng):
-    """Random factors at levels 0..3 honouring the array's rules; the group dim may land at any level's
-    temporal loops (the Registers level included)."""
-    names = dict(wl.dims)
-    conv = "P" in names
-    rows_dim = ("C" if conv else "K") if flow == "ws" else ("P" if conv else "M")
-    cols_dim = "K" if conv else "N"
-    group = "G" if conv else "batch"
-    level3 = ({"N", "P", "Q"} if conv else {"M"}) if flow == "ws" else ({"C", "R", "S"} if conv else {"K"})
-    level3 = level3 | {group}
-    temporal = [dict() for _ in range(4)]
-    spatial = {}
-    for d, bound in names.items():
-        if d in (rows_dim, cols_dim):
-            s = rng.choice([x for x in range(1, min(dim, bound) + 1) if bound % x == 0])
-            spatial[d] = s
-            bound //= s
-        parts = [1] * (4 if d in level3 else 3)
-        for prime in _primes(bound):
-            parts[rng.randrange(len(parts))] *= prime
-        for level, f in enumerate(parts):
-            temporal[level][d] = f
-    orders = [tuple(rng.sample(list(names), len(names))) for _ in range(3)]
-    return Mapping(tuple(lm(temporal[i], spatial if i == 2 else {}, orders[i] if i < 3 else ()) for i in range(4)))
+    """Random valid factors; the group dim may land at any level's temporal loops (the Registers level too)."""
+    return random_gemmini_mapping(wl, flow, dim, rng, extra_level3={"G" if "P" in wl.dims else "batch"})
 
 
 RANDOM_WORKLOADS = [
@@ -296,13 +257,7 @@ RANDOM_WORKLOADS = [
 @given(case=st.sampled_from(range(len(RANDOM_WORKLOADS))), seed=st.integers(0, 10_000), bias=st.booleans())
 def test_random_group_mappings_bit_exact_or_refused_for_capacity(case, seed, bias):
     wl, flow = RANDOM_WORKLOADS[case]
-    mapping = random_group_mapping(wl, flow, CFG.dim, random.Random(seed))
-    try:
-        program = generate(wl, mapping, CFG, dataflow=flow, bias=bias, relu=seed % 2 == 0, scale=0.02)
-    except CodegenError as exc:
-        assert "capacity" in str(exc) or "block stride" in str(exc)
-        return
-    check(program, seed=seed, with_timing=False)
+    check_or_refused_for_capacity(wl, random_group_mapping(wl, flow, CFG.dim, random.Random(seed)), CFG, flow, seed, bias)
 
 
 # --- schedules from the project's schedulers -------------------------------------------------------------

@@ -1,0 +1,6 @@
+"""Make the shared test-support modules (tests/support) importable from every test package."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
