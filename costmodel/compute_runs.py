@@ -173,7 +173,9 @@ def level_runs(workload, arch, mapping, level: int) -> ComputeRuns:
     iterations = math.prod(math.prod(m.temporal.values()) for m in mapping.levels[level:])
     loops = [d for d in reversed(lm.loop_order(dims)) if lm.temporal_factor(d) > 1]  # innermost first
     if not loops:
-        return ComputeRuns(level, residencies, (), 1, iterations, 1)
+        # nothing to stream: every compute streams one row, and the held tiles still change and refill
+        changes, fill = held_tile_changes(workload, arch, mapping, level)
+        return ComputeRuns(level, residencies, (), 1, iterations, 1, changes, 1, fill)
     # one iteration of a level's temporal loop of d moves d by its factors inside that loop
     inside = mapping.tile_extents(level + 1, dims)
     loop_strides = {d: lm.spatial_factor(d) * inside[d] for d in loops}

@@ -294,10 +294,11 @@ def build_runs(m, problem, h: int, log_t, log_factor, order: dict, nontrivial: d
     m.add_component(f"runs_{h}_cons", cons)
     outer = sum(log_t(k, d) for k in range(h) for d in dims)
     at_h = sum(log_t(h, d) for d in dims)
-    # busy = 0 only when the level has no nontrivial loop (the cost model then charges no refills)
+    # the cost model charges refills whether or not the level has a loop of its own (an empty level streams
+    # one row per compute), so the refill terms stay active: busy is fixed to 1
     model.busy = pe.Var(domain=pe.Binary)
     m.add_component(f"runs_{h}_busy", model.busy)
-    cons.add(at_h <= sum(log2(problem.bounds[d]) for d in dims) * model.busy)
+    model.busy.fix(1)
     if not cands:
         cons.add(log_c >= outer + at_h)
         return model
