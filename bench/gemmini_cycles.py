@@ -156,11 +156,13 @@ def run_network(network: str, args, console: Console) -> dict:
 NOTES = (
     "Every program is simulated by the functional model (output compared bit for bit with NumPy) and "
     "timed by the timing model; `cm` is the cost model's cycle estimate for the same mapping, `err` = (cm "
-    "- model) / model.\n\nThe timing model gives every preload+compute pair one DIM-cycle slot of the "
-    "array whatever its row count (16.2 cycles for 1 to 16 rows, weights reused or not), so a layer's "
-    "utilization is bounded by the rows its computes stream: at most the image width when the scratchpad "
-    "input tile keeps the kernel halo (7/16 on the 7x7 layers), 1/16 for a batch-1 FC layer.  Mappings "
-    "that leave an output tile before its reduction ends also move int32 partial sums through DRAM.\n")
+    "- model) / model.\n\nThe timing model follows our RTL command by command (within 1% of its cycles, "
+    "`bench/gemmini_rtl.py`): a compute streams its rows, new weights take DIM cycles to shift in and overlap "
+    "only the last compute before them, every DMA row costs its 16-byte beats plus one cycle.  A layer's "
+    "utilization is therefore bounded by the rows one weight block streams: the image width when the "
+    "scratchpad input tile keeps the kernel halo (7 rows per compute on the 7x7 layers), one row for a "
+    "batch-1 FC layer.  Mappings that leave an output tile before its reduction ends also move int32 "
+    "partial sums through DRAM.\n")
 
 
 
