@@ -267,19 +267,23 @@ class _Builder:
         def arow(idx):
             return (idx["n"] * e2["oh"] + idx["oh"]) * e2["ow"] + idx["ow"]
 
+        def run(idx, f):
+            rows = emin(dim, flat - f)
+            start = {**idx}
+            for d in merged:
+                start[d] = Const(0)
+            return body_fn(gpix(start) + f * strides["ow"], arow(start) + f, rows)
+        return self.row_runs(outer_dims, e2, flat, "o{}", "orun", run, {d: Const(0) for d in ("n", "oh", "ow")})
+
+    def row_runs(self, outer_dims, extents, flat: int, loop_name: str, run_var: str, body_fn, idx=None) -> list:
+        """Loops over ``outer_dims`` (named ``loop_name.format(dim)``, trip counts from ``extents``), inside
+        them runs of at most DIM of the ``flat`` merged rows: ``body_fn(idx, first_row_of_run)``."""
         def nest(k, idx):
             if k < len(outer_dims):
                 d = outer_dims[k]
-                return loop(f"o{d}", e2[d], lambda v: nest(k + 1, {**idx, d: v}))
-
-            def run(f):
-                rows = emin(dim, flat - f)
-                start = {**idx}
-                for d in merged:
-                    start[d] = Const(0)
-                return body_fn(gpix(start) + f * strides["ow"], arow(start) + f, rows)
-            return loop("orun", flat, run, step=dim)
-        return nest(0, {d: Const(0) for d in ("n", "oh", "ow")})
+                return loop(loop_name.format(d), extents[d], lambda v: nest(k + 1, {**idx, d: v}))
+            return loop(run_var, flat, lambda f: body_fn(idx, f), step=self.dim)
+        return nest(0, dict(idx or {}))
 
     def acc_base(self) -> Expr:
         return self.base(self.p.acc_bases, "acc_slot")
@@ -442,25 +446,19 @@ class _Builder:
             flat *= e3[d]
         outer = [d for d in ("n", "oh") if d not in merged]
 
-        def nest(k, idx):
-            if k < len(outer):
-                d = outer[k]
-                return loop(f"{d}3", e3[d], lambda v: nest(k + 1, {**idx, d: v}))
-
-            def per_run(r3):
-                rows = emin(dim, flat - r3)
-                a, b, c = self.operands(idx)
-                a, c = a + r3 * p.a_stride, c + r3
-                cl = AccAddr(c, acc_flag)
-                d = self.bias_operand(self.acc_block())
-                first = all_of([fresh, cmp("==", r3, 0)] + [cmp("==", idx[d], 0) for d in outer])
-                with_weights = [Cmd("preload", (SpAddr(b), cl, bc, bk, rows, bk)),
-                                Cmd("compute_preloaded", (SpAddr(a), d, rows, bc, rows, bk))]
-                reuse = [Cmd("preload", (Garbage(), cl, bc, bk, rows, bk)),
-                         Cmd("compute_accumulated", (SpAddr(a), d, rows, bc, rows, bk))]
-                return when(first, with_weights, reuse)
-            return loop("r3", flat, per_run, step=dim)
-        return nest(0, {})
+        def per_run(idx, r3):
+            rows = emin(dim, flat - r3)
+            a, b, c = self.operands(idx)
+            a, c = a + r3 * p.a_stride, c + r3
+            cl = AccAddr(c, acc_flag)
+            d = self.bias_operand(self.acc_block())
+            first = all_of([fresh, cmp("==", r3, 0)] + [cmp("==", idx[d], 0) for d in outer])
+            with_weights = [Cmd("preload", (SpAddr(b), cl, bc, bk, rows, bk)),
+                            Cmd("compute_preloaded", (SpAddr(a), d, rows, bc, rows, bk))]
+            reuse = [Cmd("preload", (Garbage(), cl, bc, bk, rows, bk)),
+                     Cmd("compute_accumulated", (SpAddr(a), d, rows, bc, rows, bk))]
+            return when(first, with_weights, reuse)
+        return self.row_runs(outer, e3, flat, "{}3", "r3", per_run)
 
     def block_os(self) -> list:
         p = self.p
