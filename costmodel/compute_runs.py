@@ -193,9 +193,16 @@ def level_runs(workload, arch, mapping, level: int) -> ComputeRuns:
         if best is None or computes < best[2]:
             best = (run, length, computes)
     run, length, computes = best
-    last_rows = length - (-(-length // rows) - 1) * rows  # the last compute of a residency
+    last_rows = last_compute_rows(length, rows)
     changes, fill = held_tile_changes(workload, arch, mapping, level)
     return ComputeRuns(level, residencies, run, length, iterations, computes, changes, last_rows, fill)
+
+
+def last_compute_rows(run_length: int, rows: int) -> int:
+    """Rows the last compute of a run streams: a run of ``run_length`` iterations is cut into commands of
+    at most ``rows`` with the short one first (as the code generator does), so that a fill of new held
+    tiles, which overlaps only the compute before it, overlaps a full one."""
+    return min(run_length, rows)
 
 
 def held_tile_changes(workload, arch, mapping, level: int) -> tuple[int, float]:

@@ -30,7 +30,7 @@ blocks one after another (group-major); a new group means new weights.
 from __future__ import annotations
 
 from .codegen_ir import (AccAddr, Assign, Cmd, Comment, Const, DramAddr, Expr, For, Garbage, SpAddr, Var,
-                         all_of, cmp, emin, lit, loop, negate, select, when)
+                         all_of, cmp, emax, emin, lit, loop, negate, select, when)
 from .codegen_tiling import INPUT_DIMS, OUTPUT_DIMS, WEIGHT_DIMS, Plan
 
 ACC_BYTES = 4
@@ -446,13 +446,17 @@ class _Builder:
             flat *= e3[d]
         outer = [d for d in ("n", "oh") if d not in merged]
 
-        def per_run(idx, r3):
-            rows = emin(dim, flat - r3)
+        # The short command of a run goes first: a new weight block's DIM-cycle shift overlaps only the
+        # compute before it, which is then the previous run's last, full one (run rows r3 .. r3 + rows).
+        short = -flat % dim
+
+        def per_run(idx, step):
+            r3, rows = emax(0, step - short), emin(dim, step + dim - short)
             a, b, c = self.operands(idx)
             a, c = a + r3 * p.a_stride, c + r3
             cl = AccAddr(c, acc_flag)
             d = self.bias_operand(self.acc_block())
-            first = all_of([fresh, cmp("==", r3, 0)] + [cmp("==", idx[d], 0) for d in outer])
+            first = all_of([fresh, cmp("==", step, 0)] + [cmp("==", idx[d], 0) for d in outer])
             with_weights = [Cmd("preload", (SpAddr(b), cl, bc, bk, rows, bk)),
                             Cmd("compute_preloaded", (SpAddr(a), d, rows, bc, rows, bk))]
             reuse = [Cmd("preload", (Garbage(), cl, bc, bk, rows, bk)),

@@ -70,6 +70,8 @@ from dataclasses import dataclass, field
 
 import pyomo.environ as pe
 
+from costmodel.compute_runs import last_compute_rows
+
 from .problem import Problem, WindowAxis, exponent
 from .runs import build_runs, run_levels
 
@@ -710,13 +712,11 @@ def _fill_after_last_command(m, problem, runs, log_words, tag: str, ideal_log: f
     if (not runs.values or h != len(arch.levels) - 1 or lv.fanout != 1 or len(held) != 1
             or any(d in runs.candidates for d in held[0].dims) or (held[0].name, h) not in log_words):
         return []
-    from .runs import last_rows
-
     t = held[0]
     fill = lv.bytes_per_word(t) / lv.write_bandwidth  # cycles to load the one-word tile
     groups: dict = {}
     for v, u in runs.values.items():
-        rest = fill - last_rows(v, runs.rows)
+        rest = fill - last_compute_rows(v, runs.rows)
         if rest > 0:
             groups.setdefault(rest, []).append(u)
     big = 64.0

@@ -166,11 +166,6 @@ def run_values(problem, cands) -> list[int]:
     return sorted(runs)
 
 
-def last_rows(run: int, rows: int) -> int:
-    """Rows the last command of a run streams."""
-    return run - (-(-run // rows) - 1) * rows
-
-
 def ceil_steps(problem, cands, rows: int) -> list[int]:
     """The m (up to ``CEIL_STEPS``) for which some achievable run lies strictly between m R and (m + 1) R.
 

@@ -219,9 +219,10 @@ def test_a_double_buffered_fill_overlaps_only_the_last_compute_before_the_change
     mm = W.matmul(M=6, N=3, K=1)
     mapping = Mapping((LM(temporal={"N": 3}), LM(), LM(temporal={"M": 6})))
     runs = compute_runs(mm, fill_arch(0), mapping)[2]
-    assert (runs.changes, runs.last_rows, runs.fill_cycles, runs.computes) == (3, 2, 8.0, 6)  # runs of 4 + 2 rows
-    # per weight: max(6 rows + overhead, 6 - 2 + 8 (the fill after the last compute), 6 / 2 + 8 (drain + fill))
-    assert evaluate(mm, fill_arch(0), mapping).compute_cycles == 3 * 12
+    # runs of 2 + 4 rows: the short compute goes first, so the fill overlaps a full one
+    assert (runs.changes, runs.last_rows, runs.fill_cycles, runs.computes) == (3, 4, 8.0, 6)
+    # per weight: max(6 rows + overhead, 6 - 4 + 8 (the fill after the last compute), 6 / 2 + 8 (drain + fill))
+    assert evaluate(mm, fill_arch(0), mapping).compute_cycles == 3 * 11
     assert evaluate(mm, fill_arch(5), mapping).compute_cycles == 3 * (6 + 5 * 2)
     # single-buffered: fills stall the array instead (the level's transfer cycles add to the total)
     serial = evaluate(mm, fill_arch(0, double_buffered=False), mapping)
