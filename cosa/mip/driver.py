@@ -75,12 +75,18 @@ def _diagnose_infeasible(form, src: str) -> SchedulingError:
 
 def mip_schedule(workload, arch, objective: str = "latency", solver: str = "highs", time_limit_s: float = 60.0,
                  mip_gap: float = 0.01, seed: int = 0, weights: CosaWeights | None = None,
-                 order_levels="all", polish: bool = True, min_utilization: float | None = None,
+                 order_levels="outer", polish: bool = True, min_utilization: float | None = None,
                  warm_start: bool = True) -> Schedule:
     """Schedule ``workload`` on ``arch`` with the CoSA MIP.
 
     Returns a Schedule whose mapping passed ``mappings.validate``.  ``polish``
     refines loop orders with the exact cost model (factors unchanged).
+    ``order_levels``: the levels whose loop order is a MIP decision: "outer"
+    (CoSA's choice: the DRAM level only; the model counts the irrelevant
+    loops of the other levels as reloads, an upper bound that ``polish`` then
+    improves on), "all" (every level above the innermost holder; a larger
+    model, several times slower to prove, which found no better ResNet-50
+    schedule on the gemmini preset), or explicit level indices.
     ``min_utilization``: optional lower bound on the fraction of the spatial
     instances used.  ``warm_start``: give every solve a MIP start, the
     model's point for a valid mapping (the best one found so far, at first a

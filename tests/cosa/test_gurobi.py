@@ -15,7 +15,7 @@ from cosa.cli import main
 from cosa.mip import build, build_problem, gurobi_available
 from costmodel import load_arch, preset
 from mappings.validate import violations
-from workloads import dump_short, load_one, matmul
+from workloads import conv2d, dump_short, load_one, matmul
 
 SMALL = preset("gemmini", dim=4, scratchpad_kib=1, accumulator_kib=1)
 SMALL_SPEC = "gemmini:dim=4,scratchpad_kib=1,accumulator_kib=1"
@@ -62,10 +62,13 @@ def test_cli_schedule_with_gurobi(tmp_path, capsys):
     assert runs["gurobi"]["cost"]["cycles"] == runs["highs"]["cost"]["cycles"]
 
 
+# a batched 3x3 convolution whose model on the cluster preset is over the pip licence (checked, not assumed)
+OVER_LICENCE = conv2d("big", N=8, C=256, K=512, P=56, Q=56, R=3, S=3, padding=1)
+
+
 def _over_licence_layer():
-    """A ResNet-50 layer whose model on the cluster preset is over the pip licence (checked, not assumed)."""
-    workload, arch = load_one("resnet50/conv1"), load_arch("cluster")
-    nvars, nint, ncons = build(build_problem(workload, arch, "all"), "latency", None).size()
+    workload, arch = OVER_LICENCE, load_arch("cluster")
+    nvars, nint, ncons = build(build_problem(workload, arch, "outer"), "latency", None).size()
     assert nvars > PIP_LICENCE_LIMIT or ncons > PIP_LICENCE_LIMIT, (nvars, ncons)
     return workload, arch, (nvars, nint, ncons)
 
@@ -81,9 +84,11 @@ def test_a_model_over_the_size_limited_licence_is_refused_clearly():
     assert "\n" not in text
 
 
-def test_cli_over_the_licence_exits_2_with_one_line(capsys):
+def test_cli_over_the_licence_exits_2_with_one_line(capsys, tmp_path):
     _, _, (nvars, _, ncons) = _over_licence_layer()
-    code = main(["schedule", "resnet50/conv1", "--arch", "cluster", "--solver", "gurobi"])
+    path = tmp_path / "big.yaml"
+    path.write_text(dump_short([OVER_LICENCE]))
+    code = main(["schedule", str(path), "--arch", "cluster", "--solver", "gurobi"])
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     lines = captured.err.strip().splitlines()
