@@ -83,6 +83,18 @@ def test_folding_gives_full_height_computes():
     check(program)
 
 
+def test_a_runs_short_compute_goes_first():
+    # runs of 10 rows at DIM 4 under each of the 2 weight blocks: 2 + 4 + 4, so that the next block's weight
+    # shift, which overlaps only the compute before it, overlaps a full one
+    wl = matmul("mm", M=10, N=8, K=4)
+    mapping = Mapping((lm(), lm(), lm({"N": 2}, {"K": 4, "N": 4}), lm({"M": 10})))
+    program = generate(wl, mapping, CFG, dataflow="ws")
+    computes = [c for c in program.commands if c.is_compute]
+    assert [(c.rs1 >> 48) & 0xFFFF for c in computes] == [2, 4, 4] * 2
+    assert [c.funct == isa.COMPUTE_PRELOADED for c in computes] == [True, False, False] * 2
+    check(program)
+
+
 CONV_CASES = [((1, 0, 1), (7, 6)), ((1, 1, 1), (7, 6)), ((2, 1, 1), (7, 6)), ((1, 2, 2), (7, 6)), ((2, 0, 1), (7, 7)),
               ((2, 1, 2), (9, 8))]
 
