@@ -319,9 +319,13 @@ def cmd_run(args) -> int:
     else:
         cycles = "n/a" if d["cycles"] is None else f"{d['cycles']:,.0f}"
         util = "n/a" if d["utilization"] is None else f"{d['utilization']:.1%}"
+        units = ("load", "execute", "store")
+        busy = (", busy load/execute/store " + "/".join(f"{d['busy'][u]:,}" for u in units) + " cycles"
+                if d.get("busy") else "")
         print(f"{workload.name}: {'verified bit-exact' if d['verified'] else 'MISMATCH'} "
               f"({d['mismatches']} mismatches), {cycles} cycles, ideal {d['ideal_cycles']:,.0f}, "
-              f"utilization {util}, {d['instructions']:,} instructions, {d['dram_bytes']:,} DRAM bytes [{args.sim}]")
+              f"utilization {util}, {d['instructions']:,} instructions, {d['dram_bytes']:,} DRAM bytes{busy} "
+              f"[{args.sim}]")
     if not d["verified"]:
         raise RunFailed(f"{workload.name}: output differs from the NumPy reference in {d['mismatches']} elements")
     return 0

@@ -26,7 +26,9 @@ class RunResult:
     elements.  cycles: the timing model's cycles (None when no timing model
     ran); ideal_cycles: MACs / DIM^2; utilization: ideal / cycles.
     instructions: commands executed.  dram_bytes: main-memory bytes moved by
-    mvin/mvout.
+    mvin/mvout.  busy: cycles each unit ("load", "execute", "store") was
+    moving data or computing, as the simulator that gave ``cycles`` counts
+    them (None without a cycle count).
     """
 
     outputs: np.ndarray
@@ -37,6 +39,7 @@ class RunResult:
     utilization: float | None
     instructions: int
     dram_bytes: int
+    busy: dict | None = None
 
     def to_dict(self) -> dict:
         """The JSON form (without the output array)."""
@@ -103,13 +106,13 @@ def read_buffer(program: Program, memory: np.ndarray, name: str) -> np.ndarray:
     return memory[buf.offset:buf.offset + buf.nbytes].view(buf.dtype).reshape(buf.shape).copy()
 
 
-def timing_cycles(program: Program):
-    """Cycles of the stream on the timing model, or None when it is not available."""
+def timing_result(program: Program):
+    """The timing model's ``TimingResult`` for the stream, or None when it is not available."""
     try:
         from .sim.timing import timing
     except ImportError:
         return None
-    return timing(program.commands, program.config).cycles
+    return timing(program.commands, program.config)
 
 
 def run_program(program: Program, inputs: dict | None = None, sim: str = "isa", *, seed: int = 0,
@@ -133,6 +136,8 @@ def run_program(program: Program, inputs: dict | None = None, sim: str = "isa", 
     result = execute(program.commands, memory, program.config)
     outputs = read_buffer(program, memory, "output")
     mismatches = int(np.count_nonzero(outputs != expected))
-    cycles = timing_cycles(program) if with_timing else None
+    timed = timing_result(program) if with_timing else None
+    cycles = timed.cycles if timed is not None else None
     return RunResult(outputs, mismatches == 0, mismatches, cycles, ideal,
-                     (ideal / cycles) if cycles else None, result.instructions, program.dram_bytes())
+                     (ideal / cycles) if cycles else None, result.instructions, program.dram_bytes(),
+                     dict(timed.busy) if timed is not None else None)

@@ -444,7 +444,8 @@ def run_program_rtl(program, inputs: dict | None = None, *, mode: str = "c", see
     mismatches = int(np.count_nonzero(outputs != expected))
     ideal = cfg.ideal_cycles(program.macs)
     result = RunResult(outputs, mismatches == 0, mismatches, report.cycles, ideal,
-                       ideal / report.cycles if report.cycles else None, report.instructions, program.dram_bytes())
+                       ideal / report.cycles if report.cycles else None, report.instructions, program.dram_bytes(),
+                       dict(report.busy))
     return RtlRun(result, report, mode)
 
 
@@ -463,7 +464,7 @@ def run_rtl(program_or_c, config: GemminiConfig | None = None, *, inputs: dict |
         report = run_c(program_or_c, config, mem_latency=mem_latency, max_cycles=max_cycles)
         ok = report.exit_code == 0
         return RunResult(np.zeros(0, dtype=np.int8), ok, 0 if ok else -1, report.cycles, 0.0, None,
-                         report.instructions, report.dma_read_bytes + report.dma_write_bytes)
+                         report.instructions, report.dma_read_bytes + report.dma_write_bytes, dict(report.busy))
     if config is not None and config != program_or_c.config:
         raise SimulationError("config differs from the program's config", source=SOURCE, field="config")
     return run_program_rtl(program_or_c, inputs, mode=mode, seed=seed, mem_latency=mem_latency,

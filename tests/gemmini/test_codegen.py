@@ -218,7 +218,11 @@ def test_run_result_fields_and_dram_bytes():
     minimum = 12 * 16 + 16 * 8 + 12 * 8
     assert minimum <= result.dram_bytes == program.dram_bytes()
     assert set(result.to_dict()) == {"verified", "mismatches", "cycles", "ideal_cycles", "utilization",
-                                     "instructions", "dram_bytes"}
+                                     "instructions", "dram_bytes", "busy"}
+    # the timing model's per-unit busy cycles: each unit works at most the whole run, the array at least its slots
+    assert set(result.busy) == {"load", "execute", "store"}
+    assert all(0 < b <= result.cycles for b in result.busy.values())
+    assert result.busy["execute"] >= sum(max((c.rs1 >> 48) & 0xFFFF, 1) for c in program.commands if c.is_compute)
 
 
 def test_a_wrong_output_is_reported_not_verified():
