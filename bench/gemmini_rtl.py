@@ -11,8 +11,8 @@ and the cost model's estimate, each with its relative error per layer;
 utilization (MACs / DIM^2 over RTL cycles), per-unit busy cycles and the
 simulation speed (simulated cycles per host second).  Geomeans over layers.
 
-    python bench/gemmini_rtl.py [--quick] [--networks resnet50,bert_base_128] [--layers a,b]
-                                [--time-limit 30] [--mem-latency 16] [--mappings DIR]
+    python bench/gemmini_rtl.py [--quick] [--networks resnet50,bert_base_128] [--layers a,b|all]
+                                [--jobs N] [--time-limit 30] [--mem-latency 16] [--mappings DIR]
                                 [--json out.json] [--results bench/RESULTS.md]
 
 ``--mappings DIR`` takes each layer's mapping from ``DIR/LAYER.SCHEDULER.yaml``
@@ -24,6 +24,7 @@ cost-model column is then ``costmodel.evaluate`` of that mapping.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import math
 import statistics
@@ -107,13 +108,22 @@ def run_layer(network: str, name: str, scheduler: str, args) -> dict:
 
 
 def run_network(network: str, args, console: Console) -> dict:
-    if args.layers:
+    known = [w.name for w in zoo.network(network)]
+    if args.layers == "all":
+        names = known
+    elif args.layers:
         names = [x.strip() for x in args.layers.split(",") if x.strip()]
     else:
         names = (QUICK_LAYERS if args.quick else DEFAULT_LAYERS)[network]
-    known = {w.name for w in zoo.network(network)}
     names = [n for n in names if n in known]
-    rows = {(n, s): run_layer(network, n, s, args) for n in names for s in SCHEDULERS}
+    jobs = [(n, s) for n in names for s in SCHEDULERS]
+    if args.jobs > 1:
+        # each run is a Verilated simulation of its own: layers run side by side in processes
+        with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+            results = pool.map(run_layer, *zip(*[(network, n, s, args) for n, s in jobs]))
+            rows = dict(zip(jobs, results))
+    else:
+        rows = {(n, s): run_layer(network, n, s, args) for n, s in jobs}
     table = Table(title=f"{NETWORKS.get(network, network)} on the Gemmini RTL (DIM 16, WS, memory latency "
                         f"{args.mem_latency} cycles)")
     for col in ("layer", "sched", "RTL cycles", "util", "speedup", "ok", "timing model", "err", "cost model",
@@ -164,7 +174,8 @@ def run_network(network: str, args, console: Console) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--networks", default="resnet50,bert_base_128")
-    ap.add_argument("--layers", help="comma-separated layer names (default: a representative set)")
+    ap.add_argument("--layers", help="comma-separated layer names, or all (default: a representative set)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs side by side in this many processes")
     ap.add_argument("--quick", action="store_true", help="two ResNet-50 layers and one BERT GEMM")
     ap.add_argument("--time-limit", type=float, default=30.0, help="MIP time limit per layer (s)")
     ap.add_argument("--mem-latency", type=int, default=rtl.DEFAULT_MEM_LATENCY,
@@ -183,7 +194,8 @@ def main(argv=None) -> int:
     build = rtl.build(DEFAULT_CONFIG)
     console.print(f"gemmini RTL, {date}; {machine}; {rtl.verilator_version()}; build "
                   f"{build.build_seconds:.0f} s (cached: {time.perf_counter() - t0 < 5}); seed {args.seed}, MIP "
-                  f"limit {args.time_limit:g} s, mode {args.mode}" + (", quick subset" if args.quick else ""))
+                  f"limit {args.time_limit:g} s, mode {args.mode}, jobs {args.jobs}"
+                  + (", quick subset" if args.quick else ""))
     runs = [run_network(n.strip(), args, console) for n in args.networks.split(",") if n.strip()]
     save_outputs(name="gemmini_rtl", title="Gemmini RTL cycles", date=date, machine=machine, console=console,
                  command="python bench/gemmini_rtl.py " + " ".join(sys.argv[1:] if argv is None else argv),

@@ -11,6 +11,6 @@ cosa run gemmini "$layer" --mapping out/conv3x3_mapping.yaml
 cosa bound "$layer" --arch gemmini
 # every distinct ResNet-50 layer; random search gets 300 samples per layer here (the benchmark
 # bench/schedule_quality.py gives it 10x the MIP's time instead); the MIP stops after 20 s per layer
-# and returns its incumbent (three layers need longer to prove optimality)
+# and returns its incumbent (two 3x3 layers need longer to prove optimality)
 cosa compare resnet50 --arch gemmini --schedulers cosa,gemmini-default,random --random-samples 300 --jobs 2 \
   --time-limit 20 --csv out/compare.csv --plot out/compare.png
