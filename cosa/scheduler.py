@@ -30,7 +30,8 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
 
     scheduler: "cosa" (the MIP; ``solver`` "highs" or "gurobi", ``time_limit_s``,
     ``mip_gap`` relative, ``seed``; options: ``weights`` (CosaWeights for
-    objective "cosa"), ``order_levels`` ("all", "outer" or level indices),
+    objective "cosa"), ``order_levels`` ("outer", the default: the loop order
+    is a decision at the DRAM level only, as in CoSA; "all"; or level indices),
     ``polish`` (loop-order refinement by the cost model, default True),
     ``min_utilization``), "gemmini-default" (the vendor's tiling),
     "random" (options ``samples``/``seconds``), "exhaustive" (option ``limit``).
