@@ -13,7 +13,8 @@ Structure (outer to inner), following the mapping:
 * an accumulator tile is opened right inside the innermost level-0/1 loop
   that changes the output (on the first visit the bias is moved in as DIM
   broadcast rows per column block, which the first compute writing each row
-  adds as its D operand; partial sums are moved back in on later visits) and
+  adds as its D operand, from the other bank when double buffered; partial
+  sums are moved back in on later visits) and
   closed at the end of that loop's body (scaled int8 mvout on the last visit,
   full 32-bit spill otherwise);
 * inside the level-2 loops, one array block: WS preloads the weight block
@@ -288,6 +289,13 @@ class _Builder:
     def acc_base(self) -> Expr:
         return self.base(self.p.acc_bases, "acc_slot")
 
+    def bias_base(self) -> Expr:
+        """First row of the current tile's bias block.  Double buffered, it sits after the other slot's
+        tile: the slots start in different banks, so the computes read their D rows from the bank their
+        results do not go to (D reads from the bank being written halve the array's rate)."""
+        bases = self.p.acc_bases
+        return (self.base(bases[::-1], "acc_slot") if len(bases) > 1 else Const(bases[0])) + self.p.acc_rows
+
     def k_blocks(self, body_fn) -> list:
         """``body_fn(gi, kb, block)`` per group ``gi`` and output-channel block ``kb`` of the accumulator tile;
         ``block``: the tile's column-block index (group-major)."""
@@ -313,7 +321,7 @@ class _Builder:
         if self.bias_block:
             def bias_rows(gi, kb, blk):
                 return [Cmd("mvin", (DramAddr("bias", ((gg + gi) * self.bias_g + gk + kb * p.bk) * ACC_BYTES),
-                                     AccAddr(base + p.acc_rows + blk * dim, Const(0)), dim, p.bk, 2))]
+                                     AccAddr(self.bias_base() + blk * dim, Const(0)), dim, p.bk, 2))]
             # the bias block of a slot is moved in only when the tile's channel range differs from the one it
             # holds (consecutive pixel tiles of one channel range share it)
             key = gg * self.bias_g + gk
@@ -385,7 +393,7 @@ class _Builder:
         """The D operand: the bias block (full int32 rows) on a first write, else garbage (zeros)."""
         if not self.bias_block:
             return Garbage()
-        row = self.acc_base() + self.p.acc_rows + c_addr_k_block * self.dim
+        row = self.bias_base() + c_addr_k_block * self.dim
         return select(self.first_write(), AccAddr(row, Const(0), True), Garbage())
 
     def operands(self, idx3):

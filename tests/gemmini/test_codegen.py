@@ -64,6 +64,24 @@ def test_bias_is_added_as_d_operand_from_a_broadcast_block():
     check(program)
 
 
+def test_a_tiles_bias_rows_sit_in_the_bank_its_results_do_not_go_to():
+    # double buffered, the slots start in different banks and each tile's bias block follows the other
+    # slot's tile: reading D rows from the bank being written would halve the array's rate
+    program = generate(MM, MM_WS, CFG, dataflow="ws")
+    bases, bank_rows = program.plan.acc_bases, CFG.acc_bank_rows
+    assert len(bases) == 2 and bases[0] // bank_rows != bases[1] // bank_rows
+    with_bias = 0
+    for preload, c in zip(program.commands, program.commands[1:]):
+        d = isa.LocalAddr.decode(c.rs2 & 0xFFFFFFFF)
+        if not c.is_compute or d.is_garbage:
+            continue
+        out = isa.LocalAddr.decode(preload.rs2 & 0xFFFFFFFF)
+        assert d.row // bank_rows != out.row // bank_rows
+        with_bias += 1
+    assert with_bias > 0
+    check(program)
+
+
 def test_weights_stay_in_the_array_across_streamed_rows():
     # level-2 order (K, N, M): M innermost, so each weight block is preloaded once per 3 computes
     mapping = Mapping((lm(), lm(), lm({"M": 3, "N": 2, "K": 4}, {"K": 4, "N": 4}, ("K", "N", "M")), lm({"M": 4})))
