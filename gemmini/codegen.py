@@ -217,7 +217,8 @@ def expand(statements, buffers: dict, config: GemminiConfig) -> tuple:
 def choose_plan(problem: Problem, mapping, config, flow, *, source, double_buffer, acc_double_buffer,
                 orientation: str = "auto") -> Plan:
     """The plan of ``problem`` or of its transpose (a convolution walked down image columns), whichever
-    lets computes stream more rows; ``orientation`` "rows" or "columns" forces one."""
+    lets computes stream more rows (ties: whichever moves the accumulator in longer runs);
+    ``orientation`` "rows" or "columns" forces one."""
     from .codegen_build import _Builder
 
     if orientation not in ("auto", "rows", "columns"):
@@ -227,7 +228,7 @@ def choose_plan(problem: Problem, mapping, config, flow, *, source, double_buffe
     if problem.kind == "conv2d":
         candidates = {"auto": [problem, problem.transpose()], "rows": [problem],
                       "columns": [problem.transpose()]}[orientation]
-    best, best_score, first_error = None, -1.0, None
+    best, best_score, first_error = None, (-1.0, -1.0), None
     for cand in candidates:
         try:
             plan = make_plan(cand, mapping, config, flow, source=source, double_buffer=double_buffer,
@@ -235,7 +236,8 @@ def choose_plan(problem: Problem, mapping, config, flow, *, source, double_buffe
         except CodegenError as exc:
             first_error = first_error or exc
             continue
-        score = _Builder(plan, True, 1.0, False).rows_per_compute()
+        builder = _Builder(plan, True, 1.0, False)
+        score = (builder.rows_per_compute(), builder.rows_per_store())
         if score > best_score:
             best, best_score = plan, score
     if best is None:

@@ -30,6 +30,8 @@ blocks one after another (group-major); a new group means new weights.
 
 from __future__ import annotations
 
+import math
+
 from .codegen_ir import (AccAddr, Assign, Cmd, Comment, Const, DramAddr, Expr, For, Garbage, SpAddr, Var,
                          all_of, cmp, emax, emin, lit, loop, negate, select, when)
 from .codegen_tiling import INPUT_DIMS, OUTPUT_DIMS, WEIGHT_DIMS, Plan
@@ -253,13 +255,8 @@ class _Builder:
         e2 = p.extents[2]
         ga = {d: self.start(d, (0, 1)) for d in ("n", "oh", "ow")}
         strides = dict(zip(("n", "oh", "ow"), self.out_s))
-        merged = ["ow"]
-        for d, inner in (("oh", "ow"), ("n", "oh")):
-            if merged[-1] == inner and strides[d] == e2[inner] * strides[inner]:
-                merged.append(d)
-        flat = 1
-        for d in merged:
-            flat *= e2[d]
+        merged = self.merged_acc_rows()
+        flat = math.prod(e2[d] for d in merged)
         outer_dims = [d for d in ("n", "oh", "ow") if d not in merged]
 
         def gpix(idx):
@@ -275,6 +272,16 @@ class _Builder:
                 start[d] = Const(0)
             return body_fn(gpix(start) + f * strides["ow"], arow(start) + f, rows)
         return self.row_runs(outer_dims, e2, flat, "o{}", "orun", run, {d: Const(0) for d in ("n", "oh", "ow")})
+
+    def merged_acc_rows(self) -> list:
+        """Pixel dims of the accumulator tile (inner first) whose rows are one run in main memory too."""
+        e2 = self.p.extents[2]
+        strides = dict(zip(("n", "oh", "ow"), self.out_s))
+        merged = ["ow"]
+        for d, inner in (("oh", "ow"), ("n", "oh")):
+            if merged[-1] == inner and strides[d] == e2[inner] * strides[inner]:
+                merged.append(d)
+        return merged
 
     def row_runs(self, outer_dims, extents, flat: int, loop_name: str, run_var: str, body_fn, idx=None) -> list:
         """Loops over ``outer_dims`` (named ``loop_name.format(dim)``, trip counts from ``extents``), inside
@@ -434,13 +441,15 @@ class _Builder:
         return merged
 
     def rows_per_compute(self) -> float:
-        """Average rows a compute streams (what the orientation choice maximizes)."""
+        """Average rows a compute streams (what the orientation choice maximizes first)."""
         if self.p.dataflow == "os":
             return float(self.p.spatial[2]["ow"])
-        flat = 1
-        for d in self.merged_rows():
-            flat *= self.p.extents[3][d]
-        return flat / -(-flat // self.dim)
+        return _rows_per_command(math.prod(self.p.extents[3][d] for d in self.merged_rows()), self.dim)
+
+    def rows_per_store(self) -> float:
+        """Average rows an accumulator move (mvout, partial-sum mvin) carries (the orientation choice's
+        tie-break: fewer, longer DMA commands)."""
+        return _rows_per_command(math.prod(self.p.extents[2][d] for d in self.merged_acc_rows()), self.dim)
 
     def block_ws(self) -> list:
         p, dim = self.p, self.dim
@@ -494,6 +503,11 @@ class _Builder:
                 return loop("c3", e3["c"], per_c, step=w)
             return loop("kw3", e3["kw"], per_kw)
         return loop("kh3", e3["kh"], per_kh)
+
+
+def _rows_per_command(flat: int, dim: int) -> float:
+    """Average rows per command when ``flat`` rows go in commands of at most ``dim``."""
+    return flat / -(-flat // dim)
 
 
 def build_program(plan: Plan, *, bias: bool, scale: float, relu: bool) -> list:
