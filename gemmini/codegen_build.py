@@ -13,7 +13,7 @@ Structure (outer to inner), following the mapping:
 * an accumulator tile is opened right inside the innermost level-0/1 loop
   that changes the output (on the first visit the bias is moved in as DIM
   broadcast rows per column block, which the first compute writing each row
-  adds as its D operand, from the other bank when double buffered; partial
+  adds as its D operand, from another bank where there is room; partial
   sums are moved back in on later visits) and
   closed at the end of that loop's body (scaled int8 mvout on the last visit,
   full 32-bit spill otherwise);
@@ -297,11 +297,9 @@ class _Builder:
         return self.base(self.p.acc_bases, "acc_slot")
 
     def bias_base(self) -> Expr:
-        """First row of the current tile's bias block.  Double buffered, it sits after the other slot's
-        tile: the slots start in different banks, so the computes read their D rows from the bank their
-        results do not go to (D reads from the bank being written halve the array's rate)."""
-        bases = self.p.acc_bases
-        return (self.base(bases[::-1], "acc_slot") if len(bases) > 1 else Const(bases[0])) + self.p.acc_rows
+        """First row of the current tile's bias block (``Plan.bias_bases``: in another bank than the tile
+        where there is room, since D reads from the bank being written halve the array's rate)."""
+        return self.base(self.p.bias_bases, "acc_slot")
 
     def k_blocks(self, body_fn) -> list:
         """``body_fn(gi, kb, block)`` per group ``gi`` and output-channel block ``kb`` of the accumulator tile;

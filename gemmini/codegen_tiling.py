@@ -264,6 +264,7 @@ class Plan:
     b_bases: tuple
     acc_bases: tuple
     bias_rows: int = 0  # accumulator rows of the bias block (DIM broadcast rows per column block), 0: none
+    bias_bases: tuple = ()  # first accumulator row of each slot's bias block
     notes: tuple = field(default_factory=tuple)
 
     def tile(self, level: int, dim: str) -> int:
@@ -474,6 +475,16 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
         raise CodegenError(f"the accumulator tile needs {acc_rows} rows but the accumulator has "
                            f"{config.acc_rows} rows", source=source, field="Accumulator.capacity")
     (acc_bases,) = acc_alloc
+    # computes add the bias as their D operand, read at full rate only from a bank their results do not go to:
+    # each slot's bias block follows the other slot's tile (slots start in different banks), and a single
+    # tile's goes to the next bank boundary when there is room
+    if not bias_rows:
+        bias_bases = ()
+    elif acc_double:
+        bias_bases = tuple(base + acc_rows for base in acc_bases[::-1])
+    else:
+        apart = _place([acc_rows, bias_rows], config.acc_rows, config.acc_bank_rows, "spread")
+        bias_bases = (apart[1] if apart is not None else acc_bases[0] + acc_rows,)
     if reuse_order and not mapping.levels[2].order:
         notes.append("unspecified Accumulator-level order completed for reuse in the array")
     if hoisted_g > 1:
@@ -487,4 +498,5 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
         notes.append("accumulator tile does not fit twice: single buffered")
     return Plan(problem, config, dataflow, tuple(temporal), tuple(spatial), tuple(extents), tuple(loops), bc, bk,
                 c_chunk, step_h, step_w, stored_h, stored_w, a_stride, a_pix, a_rows, b_rows_per_block, b_rows,
-                acc_pix, acc_rows, sp_double, acc_double, a_bases, b_bases, acc_bases, bias_rows, tuple(notes))
+                acc_pix, acc_rows, sp_double, acc_double, a_bases, b_bases, acc_bases, bias_rows, bias_bases,
+                tuple(notes))

@@ -64,12 +64,14 @@ def test_bias_is_added_as_d_operand_from_a_broadcast_block():
     check(program)
 
 
-def test_a_tiles_bias_rows_sit_in_the_bank_its_results_do_not_go_to():
+@pytest.mark.parametrize("double", [None, False])
+def test_a_tiles_bias_rows_sit_in_the_bank_its_results_do_not_go_to(double):
     # double buffered, the slots start in different banks and each tile's bias block follows the other
-    # slot's tile: reading D rows from the bank being written would halve the array's rate
-    program = generate(MM, MM_WS, CFG, dataflow="ws")
+    # slot's tile; single buffered, the bias block starts at the next bank boundary: reading D rows from the
+    # bank being written would halve the array's rate
+    program = generate(MM, MM_WS, CFG, dataflow="ws", double_buffer=double)
     bases, bank_rows = program.plan.acc_bases, CFG.acc_bank_rows
-    assert len(bases) == 2 and bases[0] // bank_rows != bases[1] // bank_rows
+    assert len(bases) == (1 if double is False else 2)
     with_bias = 0
     for preload, c in zip(program.commands, program.commands[1:]):
         d = isa.LocalAddr.decode(c.rs2 & 0xFFFFFFFF)
