@@ -159,6 +159,19 @@ def test_column_orientation_is_bit_exact_and_streams_tall_strips(orientation):
         assert max(rows) == 2
 
 
+def test_equal_computes_either_way_the_orientation_with_longer_accumulator_moves_wins():
+    # tiles 2 pixels wide (P) and 8 tall (Q) of a 1x1 conv: both orientations stream computes of DIM = 4 rows,
+    # but walked down the image columns an output block leaves in 4-row mvouts (a tile column has 8 pixels),
+    # along the image rows in 2-row ones (a tile row has 2 pixels, and the next row is not contiguous)
+    wl = conv2d("pw", C=4, K=4, P=8, Q=8)
+    mapping = Mapping((lm({"P": 4}), lm(), lm({}, {"C": 4, "K": 4}), lm({"P": 2, "Q": 8})))
+    mvouts = {o: generate(wl, mapping, CFG, dataflow="ws", orientation=o).counts()["mvout"] for o in ("rows", "columns")}
+    assert mvouts == {"rows": 32, "columns": 16}
+    program = generate(wl, mapping, CFG, dataflow="ws")
+    assert program.plan.problem.transposed and program.counts()["mvout"] == 16
+    check(program)
+
+
 def test_rectangular_strided_dilated_conv_both_orientations():
     wl = conv2d("rect", N=2, C=4, K=8, H=11, W=9, R=3, S=2, padding=(1, 2), stride=(2, 1), dilation=(1, 2))
     d = wl.dims
