@@ -161,20 +161,23 @@ def stored_box_words(tensor, extents: dict[str, int], groups: frozenset[str] = f
     column stores every s-th input only.  Not clipped to the stored tensor:
     the buffer keeps the padding too.  Matches Gemmini's code generator.
     """
-    words = 1
-    for expr in tensor.indices:
-        span, moving = 1, []
-        for dim, coeff in expr.terms:
-            extent = extents.get(dim, 1)
-            if dim in groups:
-                span *= extent
-            elif extent > 1:
-                moving.append((abs(coeff), extent))
-        if moving:
-            step = math.gcd(*(c for c, _ in moving))
-            span *= 1 + sum(c * (e - 1) for c, e in moving) // step
-        words *= span
-    return words
+    return math.prod(stored_span(expr.terms, extents, groups) for expr in tensor.indices)
+
+
+def stored_span(terms, extents: dict[str, int], groups: frozenset[str] = frozenset()) -> int:
+    """Entries of one tensor axis (index ``sum c * dim`` over ``terms``, pairs (dim, c)) that a
+    row-addressed buffer keeps for loop ``extents``: see ``stored_box_words``."""
+    span, moving = 1, []
+    for dim, coeff in terms:
+        extent = extents.get(dim, 1)
+        if dim in groups:
+            span *= extent
+        elif extent > 1:
+            moving.append((abs(coeff), extent))
+    if moving:
+        step = math.gcd(*(c for c, _ in moving))
+        span *= 1 + sum(c * (e - 1) for c, e in moving) // step
+    return span
 
 
 def row_block_words(mapping: Mapping, workload, arch, level: int, tensor) -> int:

@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 import pyomo.environ as pe
 
 from costmodel.compute_runs import last_compute_rows
+from mappings.validate import group_dims
 
 from .problem import Problem, WindowAxis, exponent
 from .runs import build_runs, run_levels
@@ -108,6 +109,7 @@ class Formulation:
     order: dict
     tile_log: dict = field(default_factory=dict)
     extent_log: dict = field(default_factory=dict)
+    stored_log: dict = field(default_factory=dict)  # (tensor, level) -> log2 words a row-addressed level keeps
     terms: dict = field(default_factory=dict)
     cuts: int = 0
     runs: dict = field(default_factory=dict)
@@ -229,16 +231,19 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         for d in dims:
             extent_log[i, d] = sum(log_t(k, d) + log_s(k, d) for k in range(i, L))
     window_cache: dict = {}
+    groups = group_dims(wl)
     m.link = pe.ConstraintList()
 
-    def window_log(i: int, axis: WindowAxis):
+    def window_log(i: int, axis: WindowAxis, stored: bool = False):
+        """log2 of the axis' extent in the tile at level ``i``; ``stored``: of the entries a row-addressed
+        buffer keeps (padding included, stride gaps skipped: ``WindowAxis.stored_extent``)."""
         key = (i, axis)
         if key in window_cache:
-            return window_cache[key]
+            return window_cache[key][stored]
         combos = list(axis.combos(bounds))
         if len(combos) > 400:
             # conservative: 1 + sum c*(e-1) <= prod(c*e) for integers c, e >= 1
-            expr = sum(log2(c) + extent_log[i, d] for d, c in axis.terms)
+            expr = stored_expr = sum(log2(c) + extent_log[i, d] for d, c in axis.terms)
         else:
             u = pe.Var(range(len(combos)), domain=pe.Binary)
             m.add_component(f"window_{len(window_cache)}", u)
@@ -250,16 +255,27 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
                         m.nS[a, d, p] for a, slot in enumerate(problem.slots) if slot.level >= i and (a, d, p) in m.nS)
                     _add(m.link, sum(exponent(c[pos], p) * u[n] for n, c in enumerate(combos)) == total)
             expr = sum(log2(axis.extent(dict(zip(names, c)))) * u[n] for n, c in enumerate(combos))
-        window_cache[key] = expr
-        return expr
+            stored_expr = sum(log2(axis.stored_extent(dict(zip(names, c)), groups)) * u[n]
+                              for n, c in enumerate(combos))
+        window_cache[key] = (expr, stored_expr)
+        return window_cache[key][stored]
 
     tile_log = {}
+    stored_log = {}
 
     def tile(t: str, i: int):
         if (t, i) not in tile_log:
             ax = problem.axes[t]
             tile_log[t, i] = sum(extent_log[i, d] for d in ax.plain) + sum(window_log(i, w) for w in ax.windows)
         return tile_log[t, i]
+
+    def stored_tile(t: str, i: int):
+        """log2 of the words a row-addressed level keeps for the tile (``mappings.validate.stored_box_words``)."""
+        if (t, i) not in stored_log:
+            ax = problem.axes[t]
+            stored_log[t, i] = (sum(extent_log[i, d] for d in ax.plain)
+                                + sum(window_log(i, w, stored=True) for w in ax.windows))
+        return stored_log[t, i]
 
     # --- capacity -------------------------------------------------------------
     def unit_log(t, i, lv):
@@ -286,9 +302,11 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         cap_cons = pe.ConstraintList()
         m.add_component(f"cap_{i}", cap_cons)
         stored = [t for t in wl.tensors if i in problem.holders[t.name]]
+        # a row-addressed buffer keeps a tile's padding and skips a stride's gaps (the code generator's layout)
+        footprint = stored_tile if getattr(lv, "row_bytes", None) else tile
         if len(stored) == 1:
             t = stored[0]
-            _add(cap_cons, tile(t.name, i) + unit_log(t, i, lv)[0] <= log2(cap) + EPS)
+            _add(cap_cons, footprint(t.name, i) + unit_log(t, i, lv)[0] <= log2(cap) + EPS)
             continue
         share_sum = 0
         for t in stored:
@@ -297,12 +315,12 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
             sh = pe.Var(range(len(qs)), domain=pe.Binary)
             m.add_component(f"share_{i}_{t.name}", sh)
             _add(cap_cons, sum(sh[n] for n in range(len(qs))) == 1)
-            _add(cap_cons, tile(t.name, i) + unit
+            _add(cap_cons, footprint(t.name, i) + unit
                       <= sum(log2(q * cap) * sh[n] for n, q in enumerate(qs)) + EPS)
             share_sum = share_sum + sum(q * sh[n] for n, q in enumerate(qs))
         _add(cap_cons, share_sum <= 1 + EPS)
 
-    form = Formulation(m, problem, objective, m.nT, m.nS, {}, tile_log, extent_log)
+    form = Formulation(m, problem, objective, m.nT, m.nS, {}, tile_log, extent_log, stored_log)
 
     # --- traffic terms the objective needs ---------------------------------
     pairs = []  # (tensor, parent, child)

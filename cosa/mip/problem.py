@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from itertools import product
 
+from mappings.validate import stored_span
+
 from ..schedule import SchedulingError
 
 
@@ -66,6 +68,11 @@ class WindowAxis:
     def extent(self, extents: dict[str, int]) -> int:
         span = 1 + sum(c * (extents[d] - 1) for d, c in self.terms)
         return min(span, self.clip) if self.clip is not None else span
+
+    def stored_extent(self, extents: dict[str, int], groups: frozenset[str] = frozenset()) -> int:
+        """Entries a row-addressed buffer keeps (``mappings.validate.stored_span``): the padding too (not
+        clipped), without the gaps of a common stride, group dims as separate blocks."""
+        return stored_span(self.terms, extents, groups)
 
     def combos(self, bounds: dict[str, int]):
         """Every tuple of loop extents (divisors of the bounds) of this axis' dims."""
