@@ -10,7 +10,9 @@ Variables (all small integers or binaries):
   ``s`` (0 = outermost); one dim per slot.  ``nontrivial[k, d]``: that loop has
   a factor > 1.
 * ``window[...]``: one-hot choice of the loop extents of a sliding-window axis,
-  so that halo footprints ``stride*(p-1) + dilation*(r-1) + 1`` are exact.
+  so that halo footprints ``stride*(p-1) + dilation*(r-1) + 1`` are exact; the
+  same choice gives the box a row-addressed buffer keeps (padding included,
+  a common stride's gaps skipped), which its capacity constraint counts.
 * ``share[i, t, q]``: the fraction ``q`` of a shared buffer given to tensor ``t``
   (fractions sum to at most 1), which turns the sum of tile sizes into linear
   per-tensor constraints in the log domain.
