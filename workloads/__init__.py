@@ -1,6 +1,7 @@
 """The loop-nest IR, its builders and loaders, and the bundled zoo."""
 
 from .builders import conv2d, depthwise_conv2d, einsum, matmul
+from .dtypes import DTYPE_BITS, resolve_dtype
 from .errors import FrameworkError, WorkloadError
 from .ir import ROLES, AffineExpr, LoopNest, Tensor, tensor
 from . import zoo
@@ -8,7 +9,7 @@ from .loaders import dump_short, load, load_one
 from .onnx_loader import load_onnx
 
 __all__ = [
-    "AffineExpr", "FrameworkError", "LoopNest", "ROLES", "Tensor", "WorkloadError",
+    "AffineExpr", "DTYPE_BITS", "FrameworkError", "LoopNest", "ROLES", "Tensor", "WorkloadError",
     "conv2d", "depthwise_conv2d", "einsum", "matmul", "tensor",
-    "dump_short", "load", "load_one", "load_onnx", "zoo",
+    "dump_short", "load", "load_one", "load_onnx", "resolve_dtype", "zoo",
 ]

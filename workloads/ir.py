@@ -116,6 +116,9 @@ class Tensor:
     ``indices``: one affine expression per tensor axis.  ``role``: ``input``,
     ``weight`` or ``output`` (the accumulated read-write tensor).  ``bits``:
     word size in bits.  ``density``: fraction of nonzeros (1.0 = dense).
+    ``dtype``: the number type (``float32``, ``float64``, ``int8``, ``int32``;
+    see ``workloads.dtypes``) or None when only the bits are known (a
+    target then decides: ``workloads.dtypes.resolve_dtype``).
     ``shape``: the stored extent per axis in words when it differs from the
     index range (padding: a padded convolution's input range covers the halo,
     but only ``shape`` words exist in memory); None = the index range.
@@ -127,6 +130,7 @@ class Tensor:
     bits: int = 8
     density: float = 1.0
     shape: tuple[int, ...] | None = None
+    dtype: str | None = None
 
     def __post_init__(self):
         object.__setattr__(
@@ -138,6 +142,13 @@ class Tensor:
             raise WorkloadError(f"bits must be a positive integer, got {self.bits!r}", source=f"tensor {self.name}", field="bits")
         if not 0.0 < float(self.density) <= 1.0:
             raise WorkloadError(f"density must be in (0, 1], got {self.density!r}", source=f"tensor {self.name}", field="density")
+        if self.dtype is not None:
+            from .dtypes import DTYPE_BITS, check_dtype
+
+            check_dtype(self.dtype, f"tensor {self.name}")
+            if DTYPE_BITS[self.dtype] != self.bits:
+                raise WorkloadError(f"dtype {self.dtype} has {DTYPE_BITS[self.dtype]} bits, not {self.bits}",
+                                    source=f"tensor {self.name}", field="dtype")
         if self.shape is not None:
             object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
             if len(self.shape) != len(self.indices):
@@ -283,6 +294,7 @@ class LoopNest:
                     "name": t.name,
                     "role": t.role,
                     "bits": t.bits,
+                    **({"dtype": t.dtype} if t.dtype else {}),
                     "density": t.density,
                     "indices": [str(e) for e in t.indices],
                     "words": self.size_words(t),
@@ -292,7 +304,11 @@ class LoopNest:
         }
 
 
-def tensor(name: str, indices: Iterable[str | AffineExpr], role: str = "input", bits: int = 8, density: float = 1.0,
-           shape: Iterable[int] | None = None) -> Tensor:
-    """Convenience constructor that parses string index expressions."""
-    return Tensor(name, tuple(indices), role, bits, density, tuple(shape) if shape is not None else None)
+def tensor(name: str, indices: Iterable[str | AffineExpr], role: str = "input", bits: int | None = None,
+           density: float = 1.0, shape: Iterable[int] | None = None, dtype: str | None = None) -> Tensor:
+    """Convenience constructor that parses string index expressions (bits default to the dtype's, else 8)."""
+    if bits is None:
+        from .dtypes import DTYPE_BITS
+
+        bits = DTYPE_BITS.get(dtype, 8) if dtype is not None else 8
+    return Tensor(name, tuple(indices), role, bits, density, tuple(shape) if shape is not None else None, dtype)

@@ -37,6 +37,11 @@ for one layer).  The YAML dialect is detected from the document:
                         # tensors: [{name, role, indices: ["2*P + R", ...], bits, density, shape}]
 
   Pairs (stride, dilation, padding) are an int or ``[height, width]``.
+  ``dtype`` (``float32``, ``float64``, ``int8``, ``int32``) gives the number
+  type: one name for every tensor, a dict by role, a list per tensor
+  (einsum), or per tensor (loopnest; a top-level one applies to tensors
+  without their own).  Without ``bits`` the bits follow the type; with both
+  they must agree.  Only ``bits``: see ``workloads.dtypes.resolve_dtype``.
 * **Layer list**: a YAML list of names; each is the sibling file ``<name>.yaml``
   (CoSA's ``layers.yaml`` and ``unique_layers.yaml``).
 
@@ -61,17 +66,18 @@ from typing import Any, Mapping
 import yaml
 
 from .builders import conv2d, einsum, matmul
+from .dtypes import DTYPE_BITS, apply_dtype, check_dtype
 from .errors import WorkloadError
 from .ir import AffineExpr, LoopNest, Tensor
 
 SHORT_KINDS = ("conv2d", "depthwise", "matmul", "einsum", "loopnest")
 
 _CONV_KEYS = {"kind", "name", "N", "C", "K", "H", "W", "P", "Q", "R", "S", "stride", "dilation", "padding", "groups",
-              "bits", "density", "repeat", "source"}
-_MATMUL_KEYS = {"kind", "name", "M", "N", "K", "batch", "bits", "density", "repeat", "source"}
-_EINSUM_KEYS = {"kind", "name", "spec", "bounds", "tensor_names", "bits", "density", "repeat", "source"}
-_LOOPNEST_KEYS = {"kind", "name", "dims", "tensors", "repeat", "op", "source"}
-_TENSOR_KEYS = {"name", "role", "indices", "bits", "density", "shape"}
+              "bits", "dtype", "density", "repeat", "source"}
+_MATMUL_KEYS = {"kind", "name", "M", "N", "K", "batch", "bits", "dtype", "density", "repeat", "source"}
+_EINSUM_KEYS = {"kind", "name", "spec", "bounds", "tensor_names", "bits", "dtype", "density", "repeat", "source"}
+_LOOPNEST_KEYS = {"kind", "name", "dims", "tensors", "dtype", "repeat", "op", "source"}
+_TENSOR_KEYS = {"name", "role", "indices", "bits", "dtype", "density", "shape"}
 _KEYS_BY_KIND = {"conv2d": _CONV_KEYS, "depthwise": _CONV_KEYS, "matmul": _MATMUL_KEYS, "einsum": _EINSUM_KEYS,
                  "loopnest": _LOOPNEST_KEYS}
 _FLAT_CNN_KEYS = {"shape", "N", "C", "K", "M", "P", "Q", "R", "S", "Wstride", "Hstride", "Wdilation", "Hdilation"}
@@ -559,6 +565,7 @@ def short_form_layer(doc: dict, default_name: str, source: str = "<string>", whe
         nest = _wrap(source, label, conv2d, name, **ints, stride=stride, dilation=dilation, padding=padding,
                      bits=_bits_arg(doc.get("bits"), source, f"{at}bits"), repeat=repeat)
         _check_conv_sizes(nest, ints, source, label)
+        nest = apply_dtype(nest, doc.get("dtype"), "bits" in doc, source, f"{at}dtype")
         return _apply_density(nest, doc.get("density"), source, f"{at}density")
     if kind == "matmul":
         _reject_unknown(doc, _MATMUL_KEYS, source, label)
@@ -570,6 +577,7 @@ def short_form_layer(doc: dict, default_name: str, source: str = "<string>", whe
                      K=_int(doc["K"], source, f"{at}K"),
                      batch=None if batch is None else _int(batch, source, f"{at}batch"),
                      bits=_bits_arg(doc.get("bits"), source, f"{at}bits"), repeat=repeat)
+        nest = apply_dtype(nest, doc.get("dtype"), "bits" in doc, source, f"{at}dtype")
         return _apply_density(nest, doc.get("density"), source, f"{at}density")
     if kind == "einsum":
         _reject_unknown(doc, _EINSUM_KEYS, source, label)
@@ -593,8 +601,9 @@ def short_form_layer(doc: dict, default_name: str, source: str = "<string>", whe
         names = doc.get("tensor_names")
         if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
             raise WorkloadError("must be a list of names", source=source, field=f"{at}tensor_names")
-        return _wrap(source, label, einsum, doc["spec"], bounds, name=name, tensor_names=names, bits=bits,
+        nest = _wrap(source, label, einsum, doc["spec"], bounds, name=name, tensor_names=names, bits=bits,
                      density=density, repeat=repeat)
+        return apply_dtype(nest, doc.get("dtype"), "bits" in doc, source, f"{at}dtype")
     return _loopnest_form(doc, name, repeat, source, label, at)
 
 
@@ -643,9 +652,13 @@ def _loopnest_form(doc: dict, name: str, repeat: int, source: str, label: str, a
             if not isinstance(shape, list):
                 raise WorkloadError("must be a list of axis sizes", source=source, field=f"{where}.shape")
             shape = tuple(_int(s, source, f"{where}.shape[{a}]") for a, s in enumerate(shape))
+        dtype = tdoc.get("dtype", doc.get("dtype"))
+        if dtype is not None:
+            check_dtype(dtype, source, f"{where}.dtype" if "dtype" in tdoc else f"{at}dtype")
+        bits = tdoc.get("bits", 8 if dtype is None else DTYPE_BITS[dtype])
         tensors.append(_wrap(source, where, Tensor, str(tdoc["name"]), tuple(exprs), tdoc.get("role", "input"),
-                             _int(tdoc.get("bits", 8), source, f"{where}.bits"),
-                             _float(tdoc.get("density", 1.0), source, f"{where}.density"), shape))
+                             _int(bits, source, f"{where}.bits"),
+                             _float(tdoc.get("density", 1.0), source, f"{where}.density"), shape, dtype))
     op = doc.get("op") or {}
     return _wrap(source, label, LoopNest, name, dims, tuple(tensors), repeat, dict(_mapping(op, source, f"{at}op")))
 
@@ -703,6 +716,8 @@ def short_form(nest: LoopNest) -> dict:
         doc = {"kind": "loopnest", "name": nest.name, "dims": dict(nest.dims), "tensors": []}
         for t in nest.tensors:
             tdoc = {"name": t.name, "role": t.role, "indices": [str(e) for e in t.indices], "bits": t.bits}
+            if t.dtype is not None:
+                tdoc["dtype"] = t.dtype
             if t.density != 1.0:
                 tdoc["density"] = t.density
             if t.shape is not None:
@@ -715,6 +730,9 @@ def short_form(nest: LoopNest) -> dict:
         doc["bits"] = bits if len(set(bits.values())) > 1 else next(iter(bits.values()))
     if density:
         doc["density"] = density
+    if doc["kind"] != "loopnest" and any(t.dtype for t in nest.tensors):
+        doc["dtype"] = [t.dtype for t in nest.tensors] if doc["kind"] == "einsum" else \
+            {t.role: t.dtype for t in nest.tensors if t.dtype}
     if nest.repeat != 1:
         doc["repeat"] = nest.repeat
     return doc
