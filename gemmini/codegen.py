@@ -246,7 +246,7 @@ def choose_plan(problem: Problem, mapping, config, flow, *, source, double_buffe
 
 
 def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, bias: bool = True,
-             scale: float = 1.0, relu: bool = False, double_buffer: bool | None = None,
+             scale: float | str = 1.0, relu: bool = False, double_buffer: bool | None = None,
              validate: bool = True, orientation: str = "auto") -> Program:
     """The Gemmini program of ``workload`` (matmul, batched matmul, conv2d, grouped or depthwise conv2d)
     under ``mapping``.
@@ -257,7 +257,7 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
     A batch/group dim is never unrolled on the array (CodegenError); its
     Registers-level loop, if any, runs as the innermost Accumulator-level loop.
     bias: add the int32 bias (else start from zero).  scale: the float32
-    output scale; relu: ReLU before saturating to int8.  double_buffer: None =
+    output scale, or "auto" for ``run.self_check_scale`` (few example outputs saturate); relu: ReLU before saturating to int8.  double_buffer: None =
     as the architecture's levels say (the WS preset double-buffers the
     scratchpad and accumulator), or, given a config, wherever tiles fit
     twice; True/False to ask (one buffer where two do not fit).
@@ -285,6 +285,10 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
         acc_double = bool(getattr(arch.levels[2], "double_buffered", False))
     plan = choose_plan(problem, mapping, config, flow, source=source, double_buffer=sp_double,
                        acc_double_buffer=acc_double, orientation=orientation)
+    if scale == "auto":
+        from .run import self_check_scale
+
+        scale = self_check_scale(problem)
     statements = tuple(build_program(plan, bias=bias, scale=scale, relu=relu))
     buffers, memory_bytes = _layout(problem, plan)
     commands = expand(statements, buffers, config)

@@ -11,9 +11,9 @@ Structure (outer to inner), following the mapping:
   double buffered (the decoupled load queue then fills one half while the
   array reads the other);
 * an accumulator tile is opened right inside the innermost level-0/1 loop
-  that changes the output (on the first visit the bias is moved in as DIM
-  broadcast rows per column block, which the first compute writing each row
-  adds as its D operand, from another bank where there is room; partial
+  that changes the output (on the first visit the int32 bias is broadcast
+  into every row of the tile by stride-0 accumulator mvins in overwrite
+  mode, as gemmini.h does, and every compute accumulates onto it; partial
   sums are moved back in on later visits) and
   closed at the end of that loop's body (scaled int8 mvout on the last visit,
   full 32-bit spill otherwise);
@@ -74,8 +74,6 @@ class _Builder:
         self.outer_red = [lp for lp in self.loops[:self.pos_acc] if lp.dim not in OUTPUT_DIMS]
         self.inner_red = [lp for lp in self.loops[self.pos_acc:n] if lp.dim not in OUTPUT_DIMS]
         self.spills = bool(self.outer_red)
-        # bias added as the D operand of first writes (plan.bias_rows) or broadcast into the whole tile
-        self.bias_block = bias and plan.bias_rows > 0
 
     # --- index expressions -------------------------------------------------------------
     def start(self, dim: str, levels) -> Expr:
@@ -109,8 +107,6 @@ class _Builder:
         for var, bases in (("a_slot", p.a_bases), ("b_slot", p.b_bases), ("acc_slot", p.acc_bases)):
             if len(bases) > 1:
                 stmts.append(Assign(var, Const(1)))
-        if self.bias_block:  # the bias range each accumulator slot holds (-1: none yet)
-            stmts += [Assign(f"bias_key{slot}", Const(-1)) for slot in range(len(p.acc_bases))]
         pre = {i: [] for i in range(len(self.loops) + 1)}
         post = {i: [] for i in range(len(self.loops) + 1)}
         pre[self.pos_a] += self.load_inputs()
@@ -296,11 +292,6 @@ class _Builder:
     def acc_base(self) -> Expr:
         return self.base(self.p.acc_bases, "acc_slot")
 
-    def bias_base(self) -> Expr:
-        """First row of the current tile's bias block (``Plan.bias_bases``: in another bank than the tile
-        where there is room, since D reads from the bank being written halve the array's rate)."""
-        return self.base(self.p.bias_bases, "acc_slot")
-
     def k_blocks(self, body_fn) -> list:
         """``body_fn(gi, kb, block)`` per group ``gi`` and output-channel block ``kb`` of the accumulator tile;
         ``block``: the tile's column-block index (group-major)."""
@@ -323,20 +314,9 @@ class _Builder:
         gk = self.start("k", (0, 1))
         gg = self.start("g", (0, 1))
         first = []
-        if self.bias_block:
-            def bias_rows(gi, kb, blk):
-                return [Cmd("mvin", (DramAddr("bias", ((gg + gi) * self.bias_g + gk + kb * p.bk) * ACC_BYTES),
-                                     AccAddr(self.bias_base() + blk * dim, Const(0)), dim, p.bk, 2))]
-            # the bias block of a slot is moved in only when the tile's channel range differs from the one it
-            # holds (consecutive pixel tiles of one channel range share it)
-            key = gg * self.bias_g + gk
-            if len(p.acc_bases) > 1:
-                held = select(cmp("==", Var("acc_slot"), 0), Var("bias_key0"), Var("bias_key1"))
-                remember = when(cmp("==", Var("acc_slot"), 0), [Assign("bias_key0", key)], [Assign("bias_key1", key)])
-            else:
-                held, remember = Var("bias_key0"), [Assign("bias_key0", key)]
-            first = when(cmp("!=", held, key), remember + self.k_blocks(bias_rows))
-        elif self.bias:
+        # Gemmini reads a compute's D (and a preload's) only from the scratchpad, at input width: the 32-bit
+        # bias is moved into the tile's accumulator rows (overwrite) and every compute accumulates onto it
+        if self.bias:
             def bias_block(gi, kb, blk):
                 def rows_run(r0):
                     rows = emin(dim, p.acc_pix - r0)
@@ -385,7 +365,7 @@ class _Builder:
 
     def accumulate_flag(self) -> Expr:
         """0 for the first write of an accumulator row in this tile (overwrite), else 1."""
-        if self.bias and not self.bias_block:
+        if self.bias:
             return Const(1)  # the tile starts from the broadcast bias
         return negate(self.first_write())
 
@@ -393,13 +373,6 @@ class _Builder:
         """Column-block index (group-major) in the accumulator tile of the current array block."""
         p = self.p
         return self.start("g", (2,)) * (p.extents[2]["k"] // p.bk) + self.start("k", (2,)) // p.bk
-
-    def bias_operand(self, c_addr_k_block: Expr) -> Expr:
-        """The D operand: the bias block (full int32 rows) on a first write, else garbage (zeros)."""
-        if not self.bias_block:
-            return Garbage()
-        row = self.bias_base() + c_addr_k_block * self.dim
-        return select(self.first_write(), AccAddr(row, Const(0), True), Garbage())
 
     def operands(self, idx3):
         """Scratchpad/accumulator addresses of a block at the current level-0..2 point plus level-3 offsets."""
@@ -470,7 +443,7 @@ class _Builder:
             a, b, c = self.operands(idx)
             a, c = a + r3 * p.a_stride, c + r3
             cl = AccAddr(c, acc_flag)
-            d = self.bias_operand(self.acc_block())
+            d = Garbage()  # D: zeros (the bias already sits in the accumulator rows)
             first = all_of([fresh, cmp("==", step, 0)] + [cmp("==", idx[d], 0) for d in outer])
             with_weights = [Cmd("preload", (SpAddr(b), cl, bc, bk, rows, bk)),
                             Cmd("compute_preloaded", (SpAddr(a), d, rows, bc, rows, bk))]
@@ -493,7 +466,7 @@ class _Builder:
                     last = all_of([cmp("==", kh3, e3["kh"] - 1), cmp("==", kw3, e3["kw"] - 1),
                                    cmp("==", c3, e3["c"] - w)])
                     out_addr = select(last, AccAddr(c, acc_flag), Garbage())
-                    d = self.bias_operand(self.acc_block())
+                    d = Garbage()  # the PEs start from zero; the bias sits in the accumulator rows
                     start = Cmd("preload", (d, out_addr, rows, bk, rows, bk))
                     more = Cmd("preload", (Garbage(), out_addr, rows, bk, rows, bk))
                     return when(first, [start, Cmd("compute_preloaded", (SpAddr(a), SpAddr(b), rows, w, w, bk))],

@@ -263,8 +263,6 @@ class Plan:
     a_bases: tuple
     b_bases: tuple
     acc_bases: tuple
-    bias_rows: int = 0  # accumulator rows of the bias block (DIM broadcast rows per column block), 0: none
-    bias_bases: tuple = ()  # first accumulator row of each slot's bias block
     notes: tuple = field(default_factory=tuple)
 
     def tile(self, level: int, dim: str) -> int:
@@ -351,7 +349,7 @@ def _fold_innermost(temporal, order2, ws: bool, free_level3: bool = False) -> li
 
 def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *, source: str,
               double_buffer: bool | None = None, acc_double_buffer: bool | None = None,
-              reuse_order: bool = True, bias_block: bool = True) -> Plan:
+              reuse_order: bool = True) -> Plan:
     """Check ``mapping`` against what the generator supports and derive the plan (CodegenError otherwise).
 
     ``double_buffer`` / ``acc_double_buffer``: True or False to ask for (or refuse) two buffers in the
@@ -462,29 +460,12 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
                            f"bytes but the scratchpad has {config.sp_rows} rows (blocks of {bc}/{bk} columns are "
                            "padded to a full row)", source=source, field="Scratchpad.capacity")
     a_bases, b_bases = sp_bases
-    # the bias as DIM broadcast rows per column block after the tile: computes add it as their D operand on
-    # the first write of each row, instead of broadcasting it into every row of the tile
-    bias_rows = e2["g"] * (e2["k"] // bk) * dim if bias_block else 0
-    acc_alloc, acc_double = _allocate([acc_rows + bias_rows], config.acc_rows, config.acc_bank_rows,
+    acc_alloc, acc_double = _allocate([acc_rows], config.acc_rows, config.acc_bank_rows,
                                       None if acc_double_buffer else acc_double_buffer)
-    if acc_alloc is None and bias_rows:
-        bias_rows = 0
-        acc_alloc, acc_double = _allocate([acc_rows], config.acc_rows, config.acc_bank_rows,
-                                          None if acc_double_buffer else acc_double_buffer)
     if acc_alloc is None:
         raise CodegenError(f"the accumulator tile needs {acc_rows} rows but the accumulator has "
                            f"{config.acc_rows} rows", source=source, field="Accumulator.capacity")
     (acc_bases,) = acc_alloc
-    # computes add the bias as their D operand, read at full rate only from a bank their results do not go to:
-    # each slot's bias block follows the other slot's tile (slots start in different banks), and a single
-    # tile's goes to the next bank boundary when there is room
-    if not bias_rows:
-        bias_bases = ()
-    elif acc_double:
-        bias_bases = tuple(base + acc_rows for base in acc_bases[::-1])
-    else:
-        apart = _place([acc_rows, bias_rows], config.acc_rows, config.acc_bank_rows, "spread")
-        bias_bases = (apart[1] if apart is not None else acc_bases[0] + acc_rows,)
     if reuse_order and not mapping.levels[2].order:
         notes.append("unspecified Accumulator-level order completed for reuse in the array")
     if hoisted_g > 1:
@@ -498,5 +479,4 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
         notes.append("accumulator tile does not fit twice: single buffered")
     return Plan(problem, config, dataflow, tuple(temporal), tuple(spatial), tuple(extents), tuple(loops), bc, bk,
                 c_chunk, step_h, step_w, stored_h, stored_w, a_stride, a_pix, a_rows, b_rows_per_block, b_rows,
-                acc_pix, acc_rows, sp_double, acc_double, a_bases, b_bases, acc_bases, bias_rows, bias_bases,
-                tuple(notes))
+                acc_pix, acc_rows, sp_double, acc_double, a_bases, b_bases, acc_bases, tuple(notes))

@@ -9,6 +9,7 @@ with ``gemmini.reference`` bit for bit.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -48,6 +49,10 @@ class RunResult:
         return out
 
 
+#: Example data: int8 inputs and weights uniform in [-128, 128), int32 bias uniform in [-BIAS, BIAS).
+EXAMPLE_BIAS = 1 << 12
+
+
 def example_inputs(program: Program, seed: int = 0) -> dict:
     """Random int8 inputs/weights and int32 bias (in [-2^12, 2^12)) for ``program``, from ``seed``."""
     rng = np.random.default_rng(seed)
@@ -55,8 +60,23 @@ def example_inputs(program: Program, seed: int = 0) -> dict:
     for name in ("input", "weights"):
         out[name] = rng.integers(-128, 128, size=program.buffers[name].shape).astype(np.int8)
     if program.bias:
-        out["bias"] = rng.integers(-(1 << 12), 1 << 12, size=program.buffers["bias"].shape).astype(np.int32)
+        out["bias"] = rng.integers(-EXAMPLE_BIAS, EXAMPLE_BIAS, size=program.buffers["bias"].shape).astype(np.int32)
     return out
+
+
+def self_check_scale(problem, spread: float = 2.5) -> float:
+    """The output scale (float32) that maps ``spread`` standard deviations of an example output to 127.
+
+    With ``example_inputs`` a product of two int8 values has mean 0 and standard deviation
+    (E[x^2] = 5461.5 for x uniform in [-128, 128)); a sum over the reduction (C/groups * R * S, or K)
+    plus the bias then has sigma = sqrt(reduction * 5461.5^2 + BIAS^2 / 3).  At 2.5 sigma about 1% of
+    the outputs saturate to 127/-128, so a self-checking program checks real arithmetic, not clipping.
+    """
+    b = problem.bounds
+    reduction = max(1, b.get("c", 1) * b.get("kh", 1) * b.get("kw", 1))
+    second_moment = (128 * 128 * 2 + 1) / 6  # E[x^2], x uniform on the integers in [-128, 127]
+    sigma = math.sqrt(reduction * second_moment ** 2 + EXAMPLE_BIAS ** 2 / 3)
+    return float(np.float32(127.0 / (spread * sigma)))
 
 
 def _check_inputs(program: Program, inputs: dict) -> dict:

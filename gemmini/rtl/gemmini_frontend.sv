@@ -263,6 +263,8 @@ module gemmini_frontend
         d_err = 1'b1; d_code = lb.code;
       end else if (!lc.ok) begin
         d_err = 1'b1; d_code = lc.code;
+      end else if (!lb.garbage && lb.is_acc) begin
+        d_err = 1'b1; d_code = ERR_ACC_OPERAND;   // Gemmini preloads D (OS) / B (WS) from the scratchpad only
       end else if (!ex_cfg_ok) begin
         d_err = 1'b1; d_code = ERR_UNCONFIGURED;
       end else if (sh_transpose) begin
@@ -286,6 +288,8 @@ module gemmini_frontend
         d_err = 1'b1; d_code = l1.code;
       end else if (!lb.ok) begin
         d_err = 1'b1; d_code = lb.code;
+      end else if ((!l1.garbage && l1.is_acc) || (!lb.garbage && lb.is_acc)) begin
+        d_err = 1'b1; d_code = ERR_ACC_OPERAND;   // A, B (OS) and D (WS) come from the scratchpad only
       end else if (!ex_cfg_ok) begin
         d_err = 1'b1; d_code = ERR_UNCONFIGURED;
       end else if (sh_transpose) begin

@@ -24,7 +24,8 @@ Semantics (see also ``gemmini/isa.py`` and ``gemmini/numerics.py``):
 * preload + compute: operands are read as rows (A with the config_ex A
   stride) and padded with zeros to DIM x DIM, as the execute unit feeds the
   array.  An operand in the accumulator reads full int32 rows with the full
-  bit, else rows requantized with config_ex's ``acc_scale``.
+  bit, else rows requantized with config_ex's ``acc_scale``.  (Real Gemmini never does this: the
+  model refuses an accumulator A, B or D, see ``check_operand_sources``.)
   WS: ``compute_preloaded`` loads the preloaded B (garbage: zeros) as the
   weights, ``compute_accumulated`` keeps the weights; C = A*W + D (D from
   rs2, garbage = zeros).  OS: ``compute_preloaded`` sets the PE
@@ -235,6 +236,7 @@ class Machine:
 
     def _do_preload(self, f, memory, index):
         self._execute_config("preload", index)
+        check_operand_sources(f, index)
         if self.pending_preload is not None:
             raise SimulationError("two preloads without a compute in between", source=SOURCE, field="preload",
                                   index=index)
@@ -253,6 +255,7 @@ class Machine:
             raise SimulationError(f"{f['name']} without a preceding preload", source=SOURCE, field="preload",
                                   index=index)
         self.pending_preload = None
+        check_operand_sources(f, index)
         dim = self.config.dim
         a = self._read_operand(f["a"], f["a_rows"], f["a_cols"], ex.a_stride, ex, index, "a_local")
         second = self._read_operand(f["bd"], f["bd_rows"], f["bd_cols"], 1, ex, index, "bd_local")
@@ -322,6 +325,29 @@ class Machine:
 
     def _do_fence(self, f, memory, index):
         pass  # commands already complete in order
+
+
+#: Operands that Gemmini reads from the scratchpad only (at input width), by command.
+_SCRATCHPAD_OPERANDS = {"preload": (("bd", "its D (OS) / B (WS) operand"),),
+                        "compute_preloaded": (("a", "its A operand"), ("bd", "its B (OS) / D (WS) operand")),
+                        "compute_accumulated": (("a", "its A operand"), ("bd", "its B (OS) / D (WS) operand"))}
+
+
+def check_operand_sources(fields: dict, index: int, source: str = SOURCE) -> None:
+    """Refuse a preload or compute operand in the accumulator (``SimulationError`` naming the command index).
+
+    Gemmini's execute unit reads A, B and D only from the scratchpad (or the garbage address: zeros):
+    libgemmini throws on an accumulator operand ("Preloads from accumulator not supported" for a
+    preload), and the RTL reads one at input width after scaling, so a full-width int32 bias read as D is
+    wrong on real hardware.  A 32-bit bias belongs in the output's accumulator rows before the first
+    accumulating compute.  Only C (the preload's rs2) may name the accumulator."""
+    for key, what in _SCRATCHPAD_OPERANDS.get(fields["name"], ()):
+        local = fields[key]
+        if not local.is_garbage and local.is_acc:
+            raise SimulationError(f"{fields['name']} reads {what} from the accumulator ({local}); Gemmini reads "
+                                  "compute and preload operands only from the scratchpad (move a 32-bit bias "
+                                  "into the output's accumulator rows instead)", source=source,
+                                  field=f"{fields['name']}.{key}", index=index)
 
 
 def _wrap(values) -> np.ndarray:

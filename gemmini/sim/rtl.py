@@ -71,9 +71,11 @@ ERROR_REASONS = {
     10: "compute without a preceding preload",
     11: "two preloads without a compute in between",
     12: "compute_accumulated before the array was loaded (compute_preloaded) after config_ex",
+    13: "a compute or preload operand (A, B, D) in the accumulator: Gemmini reads them only from the scratchpad",
 }
 _ERROR_NAMES = {1: "FUNCT", 2: "ROWS", 3: "COLS", 4: "ADDRESS", 5: "UNCONFIGURED", 6: "UNSUPPORTED_CONFIG",
-                7: "GARBAGE", 8: "FLAGS", 9: "DRAM", 10: "NO_PRELOAD", 11: "PRELOAD_TWICE", 12: "ARRAY_EMPTY"}
+                7: "GARBAGE", 8: "FLAGS", 9: "DRAM", 10: "NO_PRELOAD", 11: "PRELOAD_TWICE", 12: "ARRAY_EMPTY",
+                13: "ACC_OPERAND"}
 
 #: Default main-memory latency of one DMA read (cycles) and cycle limit.
 DEFAULT_MEM_LATENCY = 16

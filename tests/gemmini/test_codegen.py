@@ -51,36 +51,24 @@ def test_spilling_mapping_moves_partial_sums_through_main_memory():
     assert "partials" not in generate(MM, MM_WS, CFG, dataflow="ws").buffers
 
 
-def test_bias_is_added_as_d_operand_from_a_broadcast_block():
-    program = generate(MM, MM_WS, CFG, dataflow="ws")
-    assert program.plan.bias_rows == (8 // 4) * CFG.dim
-    bias_rows = sum((c.rs2 >> 48) & 0xFFFF for c in program.commands if c.funct == isa.MVIN3)
-    # one block per accumulator slot, not per tile: the 3 M tiles share their channel range, and the bias a
-    # slot holds is moved in again only when the range changes
-    assert len(program.plan.acc_bases) == 2 and bias_rows == 2 * program.plan.bias_rows
-    d_operands = [isa.LocalAddr.decode(c.rs2 & 0xFFFFFFFF) for c in program.commands if c.is_compute]
-    firsts = [d for d in d_operands if not d.is_garbage]
-    assert firsts and all(d.is_acc and d.full for d in firsts)
-    check(program)
-
-
-@pytest.mark.parametrize("double", [None, False])
-def test_a_tiles_bias_rows_sit_in_the_bank_its_results_do_not_go_to(double):
-    # double buffered, the slots start in different banks and each tile's bias block follows the other
-    # slot's tile; single buffered, the bias block starts at the next bank boundary: reading D rows from the
-    # bank being written would halve the array's rate
-    program = generate(MM, MM_WS, CFG, dataflow="ws", double_buffer=double)
-    bases, bank_rows = program.plan.acc_bases, CFG.acc_bank_rows
-    assert len(bases) == (1 if double is False else 2)
-    with_bias = 0
-    for preload, c in zip(program.commands, program.commands[1:]):
-        d = isa.LocalAddr.decode(c.rs2 & 0xFFFFFFFF)
-        if not c.is_compute or d.is_garbage:
-            continue
-        out = isa.LocalAddr.decode(preload.rs2 & 0xFFFFFFFF)
-        assert d.row // bank_rows != out.row // bank_rows
-        with_bias += 1
-    assert with_bias > 0
+@pytest.mark.parametrize("mapping,flow", [(MM_WS, "ws"), (MM_WS_SPILL, "ws"), (MM_OS, "os")])
+def test_bias_is_moved_into_the_accumulator_rows_and_computes_read_only_the_scratchpad(mapping, flow):
+    # Gemmini reads A, B and D only from the scratchpad: the int32 bias is broadcast into the output's
+    # accumulator rows (overwrite) before the first compute, which then accumulates onto it
+    program = generate(MM, mapping, CFG, dataflow=flow)
+    bias_mvins = [c for c in program.commands if c.funct == isa.MVIN3]
+    assert bias_mvins
+    for c in bias_mvins:
+        local = isa.LocalAddr.decode(c.rs2 & 0xFFFFFFFF)
+        assert local.is_acc and not local.accumulate
+    for c in program.commands:
+        if c.is_compute:
+            for word in (c.rs1, c.rs2):
+                local = isa.LocalAddr.decode(word & 0xFFFFFFFF)
+                assert local.is_garbage or not local.is_acc
+        if c.funct == isa.PRELOAD:
+            local = isa.LocalAddr.decode(c.rs1 & 0xFFFFFFFF)
+            assert local.is_garbage or not local.is_acc
     check(program)
 
 

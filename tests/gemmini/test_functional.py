@@ -88,7 +88,9 @@ def ws_matmul(a, b, bias, scale, relu, wide_mvin=False):
 
 
 def os_matmul(a, b, bias, scale, relu, out_via_acc=True):
-    """Tiled OS matmul: bias preloaded as D from the accumulator, the K loop accumulates in the PEs."""
+    """Tiled OS matmul: the bias moved into the output's accumulator rows, the K loop accumulates in the
+    PEs and the last compute adds its sums onto the bias (Gemmini preloads D only from the scratchpad)."""
+    assert bias is None or out_via_acc
     m, k = a.shape
     n = b.shape[1]
     lay = Layout()
@@ -105,8 +107,7 @@ def os_matmul(a, b, bias, scale, relu, out_via_acc=True):
             d = isa.GARBAGE
             if bias is not None:
                 cmds.append(isa.mvin(bias_addr + 4 * j0, isa.acc(acc_row), rows, cols, id=2, config=CFG))
-                d = isa.acc(acc_row, full=True)
-            c = isa.acc(acc_row) if out_via_acc else isa.sp(out_row)
+            c = isa.acc(acc_row, accumulate=bias is not None) if out_via_acc else isa.sp(out_row)
             ks = _blocks(k)
             for step, (k0, depth) in enumerate(ks):
                 a_local, b_local = isa.sp(next_row), isa.sp(next_row + DIM)
@@ -167,9 +168,9 @@ def test_os_matmul_equals_reference(shape, relu):
 
 def test_os_matmul_written_to_scratchpad_saturates_with_activation():
     rng = np.random.default_rng(9)
-    a, b, bias = _operands(rng, 6, 6, 6)
-    out, _ = _run(os_matmul, a, b, bias, 1.0, True, out_via_acc=False)
-    expected = numerics.saturate(numerics.relu(a.astype(np.int64) @ b + bias), 8)
+    a, b, _ = _operands(rng, 6, 6, 6)
+    out, _ = _run(os_matmul, a, b, None, 1.0, True, out_via_acc=False)
+    expected = numerics.saturate(numerics.relu(a.astype(np.int64) @ b), 8)
     np.testing.assert_array_equal(out, expected)
 
 
@@ -322,3 +323,20 @@ def test_config_ex_keeps_weights_unless_the_dataflow_changes():
     with pytest.raises(SimulationError) as info:
         execute(head + [isa.config_ex("os", config=CFG), isa.config_ex("ws", config=CFG)] + tail, mem, CFG)
     assert info.value.index == 10
+
+
+@pytest.mark.parametrize("flow", ["ws", "os"])
+@pytest.mark.parametrize("where", ["compute.a", "compute.bd", "preload.bd"])
+def test_operands_in_the_accumulator_are_refused_with_the_command_index(flow, where):
+    # Gemmini reads A, B and D from the scratchpad only (libgemmini throws, the RTL reads them at input width)
+    acc = isa.acc(0, full=True)
+    cmds = [isa.config_ex(flow, config=CFG), isa.config_ld(4, config=CFG)]
+    pre_bd = acc if where == "preload.bd" else isa.sp(0)
+    cmds.append(isa.preload(pre_bd, isa.acc(DIM), DIM, DIM, DIM, DIM, config=CFG))
+    a = acc if where == "compute.a" else isa.sp(0)
+    bd = acc if where == "compute.bd" else isa.GARBAGE
+    cmds.append(isa.compute_preloaded(a, bd, DIM, DIM, DIM, DIM, config=CFG))
+    with pytest.raises(SimulationError, match="accumulator") as info:
+        execute(cmds, np.zeros(256, dtype=np.uint8), CFG)
+    assert info.value.index == (2 if where == "preload.bd" else 3)
+

@@ -80,8 +80,8 @@ def test_reference_errors(call, field):
     assert info.value.field == field
 
 
-def test_ws_adds_d_from_scratchpad_and_accumulator():
-    """C = A*B + D with D read as int8 from the scratchpad, then as full int32 rows from the accumulator."""
+def test_ws_adds_d_from_the_scratchpad_and_refuses_it_from_the_accumulator():
+    """C = A*B + D with D read as int8 from the scratchpad; a D in the accumulator is not Gemmini's."""
     rng = np.random.default_rng(4)
     a, b, d8 = (rng.integers(-9, 9, (4, 4), dtype=np.int8) for _ in range(3))
     d32 = rng.integers(-10**6, 10**6, (4, 4)).astype("<i4")
@@ -94,11 +94,17 @@ def test_ws_adds_d_from_scratchpad_and_accumulator():
             isa.mvin(32, isa.sp(8), 4, 4, config=CFG), isa.mvin(64, isa.acc(8), 4, 4, id=1, config=CFG),
             isa.preload(isa.sp(4), isa.acc(0), 4, 4, 4, 4, config=CFG),
             isa.compute_preloaded(isa.sp(0), isa.sp(8), 4, 4, 4, 4, config=CFG),
-            isa.preload(isa.GARBAGE, isa.acc(4), 4, 4, 4, 4, config=CFG),
-            isa.compute_accumulated(isa.sp(0), isa.acc(8, full=True), 4, 4, 4, 4, config=CFG),
+            # the vendor's way to add a 32-bit D: it already sits in the output rows, accumulate onto it
+            isa.preload(isa.GARBAGE, isa.acc(8, accumulate=True), 4, 4, 4, 4, config=CFG),
+            isa.compute_accumulated(isa.sp(0), isa.GARBAGE, 4, 4, 4, 4, config=CFG),
             isa.mvout(128, isa.acc(0, full=True), 4, 4, config=CFG),
-            isa.mvout(192, isa.acc(4, full=True), 4, 4, config=CFG)]
+            isa.mvout(192, isa.acc(8, full=True), 4, 4, config=CFG)]
     execute(cmds, mem, CFG)
     ab = a.astype(np.int64) @ b
     np.testing.assert_array_equal(mem[128:192].view("<i4").reshape(4, 4), ab + d8)
     np.testing.assert_array_equal(mem[192:256].view("<i4").reshape(4, 4), ab + d32)
+    bad = cmds[:10] + [isa.preload(isa.GARBAGE, isa.acc(4), 4, 4, 4, 4, config=CFG),
+                       isa.compute_accumulated(isa.sp(0), isa.acc(8, full=True), 4, 4, 4, 4, config=CFG)]
+    with pytest.raises(SimulationError, match="from the accumulator") as info:
+        execute(bad, mem, CFG)
+    assert info.value.index == 11

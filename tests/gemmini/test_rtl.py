@@ -299,12 +299,23 @@ def _main_memory_out_of_range():
     return _prologue() + [isa.fence(), isa.mvin(4096 - 8, 0, DIM, DIM, config=CFG)]
 
 
+def _d_from_the_accumulator():
+    # a full-width int32 D read from the accumulator: not a Gemmini operation
+    return _prologue() + [isa.preload(isa.sp(0), isa.acc(DIM), DIM, DIM, DIM, DIM, config=CFG),
+                          isa.compute_preloaded(isa.sp(0), isa.acc(0, full=True), DIM, DIM, DIM, DIM, config=CFG)]
+
+
+def _preload_from_the_accumulator():
+    return _prologue() + [isa.preload(isa.acc(0), isa.acc(DIM), DIM, DIM, DIM, DIM, config=CFG)]
+
+
 def _unknown_funct():
     return _prologue() + [isa.Command(9, 0, 0)]
 
 
 @pytest.mark.parametrize("make", [_row_count_over_dim, _local_out_of_range, _compute_before_config,
-                                  _compute_without_preload, _main_memory_out_of_range, _unknown_funct])
+                                  _compute_without_preload, _main_memory_out_of_range, _unknown_funct,
+                                  _d_from_the_accumulator, _preload_from_the_accumulator])
 def test_illegal_commands_stop_with_their_index(make):
     cmds = make()
     memory = np.zeros(4096, dtype=np.uint8)
