@@ -1,0 +1,12 @@
+"""CPU target: a mapping on a CPU arch becomes C + OpenMP, built with gcc, called on NumPy arrays.
+
+``emit(workload, mapping, arch)`` gives the C source; ``compile_kernel`` builds it (cached by content
+hash, see ``targets.cpu.build``) and returns a callable ``CpuKernel``; ``run`` builds, runs, verifies
+against NumPy (SciPy for CSR SpMM / SDDMM) and times it.  How a mapping is read: ``targets.cpu.plan``.
+"""
+
+from .build import isa
+from .plan import Plan, make_plan
+from .run import CpuKernel, RunResult, compile_kernel, emit, run
+
+__all__ = ["CpuKernel", "Plan", "RunResult", "compile_kernel", "emit", "isa", "make_plan", "run"]

@@ -1,0 +1,260 @@
+"""What the CPU code generator prints, decided from a mapping: loop bands, the OpenMP band, packed tiles,
+the register micro-kernel.
+
+Reading of a mapping on a CPU arch (``costmodel.presets.cpu`` or a calibrated one: DRAM, a cache shared
+by the cores with ``fanout`` = cores, private caches, the innermost level fanning out to SIMD lanes):
+
+* every level but the innermost is one loop band, its temporal loops in the mapping's order followed by
+  its spatial loops (``Mapping.loops``);
+* the spatial loops of the first level that has any become one ``#pragma omp for collapse(n)`` over
+  the dims that split the output into disjoint blocks (``output_separable``); spatial factors of
+  reduction dims there, and of any later level, run as sequential loops (no two threads ever add into
+  the same output element);
+* each input tensor is packed (copied into a contiguous, zero-padded box) at the outermost private
+  level that stores it (a level below the cores' fan-out whose ``Mapping.stores`` is true), and
+  re-packed only when its tile changes; the box of an axis spans ``AffineExpr.extent`` of the tile
+  (``Tensor.tile_words`` without the clipping), so a convolution's halo and padding come with it;
+  outputs are accumulated in place;
+* the innermost level's tile (temporal and spatial factors together: the SIMD lanes) is the
+  micro-kernel: an ``mr`` x (``nv`` x lanes) block of outputs (rows along dim ``i``, lanes along the
+  output's contiguous dim ``j``) is held in vector registers while the tile's reduction loops run
+  inside it in the innermost level's order.  So each output element is accumulated in the order of
+  the reduction loops of the whole nest, outer to inner (one fused multiply-add per step for floats).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mappings import Mapping, validate
+from workloads import LoopNest, resolve_dtype
+
+from .. import TargetError
+
+C_TYPES = {"float32": "float", "float64": "double", "int8": "int8_t", "int32": "int32_t"}
+WORD_BYTES = {"float32": 4, "float64": 8, "int8": 1, "int32": 4}
+
+
+@dataclass(frozen=True)
+class LoopVar:
+    """One loop of a band: C variable ``var`` runs over [0, factor) and moves ``dim`` by ``step``."""
+
+    var: str
+    level: int
+    dim: str
+    factor: int
+    step: int
+    spatial: bool
+    parallel: bool = False
+
+
+@dataclass(frozen=True)
+class Pack:
+    """Input ``tensor`` copied at the start of ``level``'s band into a box of ``box`` words per axis
+    (C order); ``guard``: some of the box may fall outside the stored tensor (zero-filled)."""
+
+    tensor: str
+    level: int
+    box: tuple[int, ...]
+    guard: bool
+
+    @property
+    def words(self) -> int:
+        return math.prod(self.box)
+
+
+@dataclass(frozen=True)
+class MicroKernel:
+    """The innermost tile: ``extents`` per dim; output blocks of ``mr`` rows along ``i`` (None: one row)
+    by ``nv`` vectors of ``lanes`` along ``j``; ``outer`` output dims looped around the blocks,
+    ``reduction`` dims looped inside them (innermost level's order)."""
+
+    extents: dict
+    j: str
+    i: str | None
+    lanes: int
+    nv: int
+    mr: int
+    outer: tuple[str, ...]
+    reduction: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    workload: LoopNest
+    mapping: Mapping
+    arch: object
+    dtypes: dict            # tensor name -> dtype
+    shapes: dict            # tensor name -> stored shape (words per axis)
+    loops: tuple            # LoopVar of every level but the innermost, outer to inner
+    parallel_level: int | None
+    packs: dict             # tensor name -> Pack
+    guarded: frozenset      # inputs read with bounds checks in the micro-kernel (padding, not packed)
+    kernel: MicroKernel
+
+    @property
+    def inner_level(self) -> int:
+        return len(self.mapping.levels) - 1
+
+    @property
+    def compute_dtype(self) -> str:
+        return self.dtypes[self.workload.output.name]
+
+
+def stored_shape(tensor, dims: dict) -> tuple[int, ...]:
+    """Words per axis of the stored tensor: its ``shape``, else the range of each index over the loop bounds."""
+    if tensor.shape is not None:
+        return tensor.shape
+    out = []
+    for axis, expr in enumerate(tensor.indices):
+        lo, hi = expr.value_range(dims)
+        if lo < 0:
+            raise TargetError(f"index {expr} of '{tensor.name}' reaches {lo} < 0 and the tensor has no shape",
+                              source=f"tensor {tensor.name}", field=f"indices[{axis}]")
+        out.append(hi + 1)
+    return tuple(out)
+
+
+def needs_guard(tensor, dims: dict, shape) -> bool:
+    """Whether some index of ``tensor`` over the loop bounds falls outside its stored ``shape`` (padding)."""
+    for expr, size in zip(tensor.indices, shape):
+        lo, hi = expr.value_range(dims)
+        if lo < 0 or hi >= size:
+            return True
+    return False
+
+
+def output_separable(dim: str, output, bounds: dict) -> bool:
+    """True when distinct values of ``dim`` (others fixed) address disjoint output elements: some output
+    axis holds ``dim`` with a coefficient larger than the range of the rest of that axis (``K``,
+    ``G*kg + K``; not ``P + R``)."""
+    for expr in output.indices:
+        c = abs(expr.coef(dim))
+        if c and c > sum(abs(c2) * (bounds[d] - 1) for d, c2 in expr.terms if d != dim):
+            return True
+    return False
+
+
+def _dtypes(workload: LoopNest) -> dict:
+    src = f"workload {workload.name}"
+    dtypes = {t.name: resolve_dtype(t, "cpu") for t in workload.tensors}
+    out = dtypes[workload.output.name]
+    if out == "int8":
+        raise TargetError("an int8 output would overflow; give the output dtype int32", source=src,
+                          field=f"tensors.{workload.output.name}.dtype")
+    for t in workload.inputs:
+        if out == "int32" and dtypes[t.name] not in ("int8", "int32"):
+            raise TargetError(f"input '{t.name}' is {dtypes[t.name]} but the output is int32", source=src,
+                              field=f"tensors.{t.name}.dtype")
+    return dtypes
+
+
+def _check_affine(workload: LoopNest) -> None:
+    for t in workload.tensors:
+        for axis, expr in enumerate(t.indices):
+            if any(c < 0 for _, c in expr.terms):
+                raise TargetError(f"index {expr} has a negative coefficient, which the CPU back end does not "
+                                  "express", source=f"workload {workload.name}", field=f"tensors.{t.name}.indices[{axis}]")
+
+
+def _band_loops(mapping: Mapping, workload: LoopNest, inner: int) -> tuple[list[LoopVar], int | None]:
+    dims = list(workload.dims)
+    out = workload.output
+    loops = list(mapping.loops(dims))
+    remaining = {d: mapping.factor(d) for d in dims}
+    steps = []
+    for lp in loops:
+        remaining[lp.dim] //= lp.factor
+        steps.append(remaining[lp.dim])
+    par_level = next((lp.level for lp in loops if lp.spatial and lp.level < inner
+                      and output_separable(lp.dim, out, workload.dims)), None)
+    result = []
+    for n, (lp, step) in enumerate(zip(loops, steps)):
+        if lp.level >= inner:
+            continue
+        parallel = lp.spatial and lp.level == par_level and output_separable(lp.dim, out, workload.dims)
+        result.append(LoopVar(f"v{n}_{dims.index(lp.dim)}", lp.level, lp.dim, lp.factor, step, lp.spatial, parallel))
+    # in the parallel level the separable spatial loops go first, so that they collapse into one omp for
+    if par_level is not None:
+        at = [k for k, lv in enumerate(result) if lv.level == par_level and lv.spatial]
+        ordered = sorted((result[k] for k in at), key=lambda lv: not lv.parallel)
+        for k, lv in zip(at, ordered):
+            result[k] = lv
+    return result, par_level
+
+
+def _packs(mapping, workload, arch, par_level, shapes, inner) -> dict:
+    first = 1 if par_level is None else par_level + 1
+    packs = {}
+    for t in workload.inputs:
+        level = next((lv for lv in range(first, inner + 1) if mapping.stores(lv, t, arch)), None)
+        if level is None:
+            continue
+        extents = mapping.tile_extents(level, workload.dims)
+        box = tuple(expr.extent(extents) for expr in t.indices)
+        assert math.prod(box) >= t.tile_words(extents)
+        packs[t.name] = Pack(t.name, level, box, needs_guard(t, workload.dims, shapes[t.name]))
+    return packs
+
+
+def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_bytes, scalar) -> MicroKernel:
+    dims = list(workload.dims)
+    out = workload.output
+    ext = mapping.tile_extents(inner, dims)
+    bounds = workload.dims
+    lm = mapping.levels[inner]
+    in_order = list(lm.loop_order(dims)) + [d for d in dims if lm.spatial_factor(d) > 1]
+    order = list(dict.fromkeys(in_order))
+    last = out.indices[-1]
+    j = last.dims[0] if len(last.terms) == 1 and last.terms[0][1] == 1 and \
+        sum(1 for e in out.indices if last.dims[0] in e.dims) == 1 else None
+    lanes = max(1, vector_bytes // compute_bytes)
+    if j is None or scalar or ext[j] < lanes:
+        lanes = 1
+        if j is None:
+            cands = [d for d in dims if d in out.dims and output_separable(d, out, bounds)]
+            j = max(cands, key=lambda d: ext[d], default=None)
+    if j is None:
+        raise TargetError("the output has no dimension that separates its elements",
+                          source=f"workload {workload.name}", field=f"tensors.{out.name}.indices")
+    nv = 2 if lanes > 1 and ext[j] >= 2 * lanes else 1
+    acc = max(1, registers - 4)
+    icands = [d for d in dims if d != j and d in out.dims and ext[d] > 1 and output_separable(d, out, bounds)]
+    reuse = [d for d in icands if any(d not in t.dims for t in workload.inputs)]
+    i = max(reuse or icands, key=lambda d: ext[d], default=None)
+    mr = 1 if i is None else max(1, min(ext[i], acc // nv))
+    outer = tuple(d for d in dims if d in out.dims and d not in (i, j) and ext[d] > 1)
+    reduction = tuple(d for d in order if d not in out.dims and ext[d] > 1)
+    return MicroKernel(ext, j, i, lanes, nv, mr, outer, reduction)
+
+
+def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int = 32, registers: int = 16,
+              scalar: bool = False) -> Plan:
+    """Check that the CPU back end can run ``mapping`` of ``workload`` on ``arch`` and decide how.
+
+    ``vector_bytes``/``registers``: the SIMD register width and count (``targets.cpu.build.isa``);
+    ``scalar``: no vectors (lanes = 1).  Raises MappingError for an invalid mapping, TargetError for what
+    the back end does not express (negative coefficients, sparse tensors, unsupported number types).
+    """
+    validate(mapping, workload, arch)
+    _check_affine(workload)
+    sparse = [t.name for t in workload.tensors if t.density < 1.0]
+    if sparse:
+        raise TargetError(f"tensors {sparse} are sparse; the dense code generator takes dense nests "
+                          "(CSR SpMM and SDDMM go through targets.cpu.sparse)", source=f"workload {workload.name}",
+                          field="density")
+    dtypes = _dtypes(workload)
+    shapes = {t.name: stored_shape(t, workload.dims) for t in workload.tensors}
+    out = workload.output
+    if needs_guard(out, workload.dims, shapes[out.name]):
+        raise TargetError("the output's indices leave its stored shape", source=f"workload {workload.name}",
+                          field=f"tensors.{out.name}.shape")
+    inner = len(mapping.levels) - 1
+    loops, par_level = _band_loops(mapping, workload, inner)
+    packs = _packs(mapping, workload, arch, par_level, shapes, inner)
+    guarded = frozenset(t.name for t in workload.inputs
+                        if t.name not in packs and needs_guard(t, workload.dims, shapes[t.name]))
+    kernel = _micro_kernel(mapping, workload, inner, vector_bytes, registers, WORD_BYTES[dtypes[out.name]],
+                           scalar or bool(guarded))
+    return Plan(workload, mapping, arch, dtypes, shapes, tuple(loops), par_level, packs, guarded, kernel)

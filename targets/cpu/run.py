@@ -1,0 +1,118 @@
+"""Emit, build, call on NumPy arrays (no copies), verify against NumPy and time a mapping on the CPU."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import TargetError
+from . import build as _build
+from .emit import emit_c
+from .plan import Plan, make_plan
+from .reference import NUMPY_DTYPES, compare, random_inputs, reference
+
+
+@dataclass
+class CpuKernel:
+    """A compiled kernel for one plan: ``source`` (C), ``library`` (the cached shared object)."""
+
+    plan: Plan
+    source: str
+    library: object
+    fn: object = field(repr=False)
+
+    def check(self, arrays: dict, out: np.ndarray) -> list:
+        """The arrays' addresses in tensor order, after checking dtype, shape and C-contiguity (no copy)."""
+        ptrs = []
+        for t in self.plan.workload.tensors:
+            a = out if t.is_output else arrays.get(t.name)
+            if a is None:
+                raise TargetError(f"no array for tensor '{t.name}'", field=t.name)
+            want = NUMPY_DTYPES[self.plan.dtypes[t.name]]
+            if a.dtype != want or tuple(a.shape) != tuple(self.plan.shapes[t.name]) or not a.flags.c_contiguous:
+                raise TargetError(f"tensor '{t.name}' needs a C-contiguous {np.dtype(want).name} array of shape "
+                                  f"{tuple(self.plan.shapes[t.name])}, got {a.dtype} {a.shape}", field=t.name)
+            if t.is_output and not a.flags.writeable:
+                raise TargetError(f"output '{t.name}' is read-only", field=t.name)
+            ptrs.append(a.ctypes.data)
+        return ptrs
+
+    def __call__(self, arrays: dict, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Run on ``arrays`` (input name -> array); writes and returns ``out`` (allocated when None)."""
+        o = self.plan.workload.output
+        if out is None:
+            out = np.empty(self.plan.shapes[o.name], dtype=NUMPY_DTYPES[self.plan.dtypes[o.name]])
+        ptrs = self.check(arrays, out)
+        self.fn(*ptrs, int(threads or os.cpu_count() or 1))
+        return out
+
+
+def emit(workload, mapping, arch, *, scalar: bool = False) -> str:
+    """C + OpenMP source of ``mapping`` (validated; see ``targets.cpu.plan``)."""
+    isa = _build.isa()
+    plan = make_plan(workload, mapping, arch, vector_bytes=isa.vector_bytes, registers=isa.registers, scalar=scalar)
+    return emit_c(plan, isa.vector_bytes)
+
+
+def compile_kernel(workload, mapping, arch, *, scalar: bool = False) -> CpuKernel:
+    """Plan, emit and build (cached) the kernel of ``mapping``."""
+    isa = _build.isa()
+    plan = make_plan(workload, mapping, arch, vector_bytes=isa.vector_bytes, registers=isa.registers, scalar=scalar)
+    source = emit_c(plan, isa.vector_bytes)
+    lib = _build.build(source)
+    return CpuKernel(plan, source, lib, _build.load(lib, "cosa_kernel", len(workload.tensors)))
+
+
+@dataclass
+class RunResult:
+    verified: bool
+    max_abs_err: float
+    reference: str
+    seconds: float
+    gflops: float
+    threads: int
+    mapping: dict
+    times_s: list
+
+    def to_dict(self) -> dict:
+        return {"verified": self.verified, "max_abs_err": self.max_abs_err, "reference": self.reference,
+                "seconds": self.seconds, "gflops": self.gflops, "threads": self.threads, "mapping": self.mapping,
+                "times_s": self.times_s}
+
+
+def time_call(fn, repeat: int) -> list[float]:
+    """Wall-clock seconds of ``repeat`` calls of ``fn()``."""
+    times = []
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def run(workload, mapping, arch, *, threads: int | None = None, repeat: int = 3, seed: int = 0,
+        scalar: bool = False) -> RunResult:
+    """Build and run ``mapping``, verify against NumPy (or SciPy for a sparse nest), time ``repeat`` calls."""
+    from mappings import mapping_to_dict
+
+    if any(t.density < 1.0 for t in workload.tensors):
+        from .sparse import run_sparse
+
+        return run_sparse(workload, mapping, arch, threads=threads, repeat=repeat, seed=seed)
+    threads = int(threads or os.cpu_count() or 1)
+    if threads < 1:
+        raise TargetError(f"threads must be >= 1, got {threads}", field="--threads")
+    kernel = compile_kernel(workload, mapping, arch, scalar=scalar)
+    plan = kernel.plan
+    arrays = random_inputs(workload, plan.dtypes, plan.shapes, seed)
+    out = kernel(arrays, threads=threads)
+    ref = reference(workload, arrays, plan.shapes, plan.compute_dtype)
+    ok, err = compare(out, ref, plan.compute_dtype)
+    times = time_call(lambda: kernel(arrays, out, threads), repeat)
+    seconds = statistics.median(times)
+    return RunResult(ok, err, "numpy", seconds, 2 * workload.macs / seconds / 1e9, threads,
+                     mapping_to_dict(mapping, arch), times)
