@@ -15,6 +15,8 @@ from pathlib import Path
 
 from workloads import FrameworkError
 
+from . import cli_targets
+
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 
@@ -285,6 +287,8 @@ def _gemmini_arch(args):
 
 
 def cmd_emit(args) -> int:
+    if args.target in cli_targets.TARGETS:
+        return cli_targets.cmd_emit(args)
     from gemmini import codegen
     from gemmini.codegen_c import emit_c, emit_gemmini_h
 
@@ -306,6 +310,8 @@ def cmd_emit(args) -> int:
 
 
 def cmd_run(args) -> int:
+    if args.target in cli_targets.TARGETS:
+        return cli_targets.cmd_run(args)
     from gemmini import codegen
     from gemmini.run import run_program
 
@@ -357,6 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("arch")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_arch_show)
+    cli_targets.add_arch_commands(asub)
 
     p = sub.add_parser("evaluate", help="cost of a mapping file")
     p.add_argument("workload")
@@ -403,12 +410,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, helptext in (("emit", cmd_emit, "emit C code for a target"),
                                  ("run", cmd_run, "generate, run and verify on a simulator")):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("target", choices=["gemmini"])
+        p.add_argument("target", choices=["gemmini", *(cli_targets.TARGETS if name in ("emit", "run") else ())])
         p.add_argument("workload")
         p.add_argument("--mapping", help="mapping YAML (default: schedule with --scheduler)")
         _add_sched_opts(p)
         p.add_argument("--dataflow", choices=["ws", "os"], default="ws")
         p.add_argument("--dim", type=int, default=None, help="systolic array size (default 16)")
+        cli_targets.add_options(p, name)
         if name == "emit":
             p.add_argument("--style", choices=["isa", "gemmini-h"], default="isa")
             p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")

@@ -1,0 +1,134 @@
+"""``cosa emit|run <target>`` for the code-generation targets beside Gemmini, and ``cosa arch calibrate``.
+
+A target is one entry of ``TARGETS``: how it emits source and how it runs, verifies and times a
+mapping; ``cosa/cli.py`` offers every name here next to ``gemmini``.  Like ``cosa/cli.py`` this
+module may import ``targets``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Target:
+    """``emit(workload, mapping, arch, args) -> source text``; ``run(workload, mapping, arch, args) ->
+    dict`` with the keys verified, max_abs_err, reference, seconds, gflops, threads, mapping;
+    ``default_arch``: the arch when ``--arch`` is not given."""
+
+    emit: Callable
+    run: Callable
+    default_arch: str
+    suffix: str = ".c"
+
+
+def _cpu_emit(workload, mapping, arch, args) -> str:
+    from targets.cpu import emit
+
+    return emit(workload, mapping, arch)
+
+
+def _cpu_run(workload, mapping, arch, args) -> dict:
+    from targets.cpu import run
+
+    return run(workload, mapping, arch, threads=args.threads, repeat=args.repeat, seed=args.seed).to_dict()
+
+
+TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu")}
+
+
+def add_options(parser, command: str) -> None:
+    """Options of ``cosa emit|run`` that the targets here read (Gemmini ignores them)."""
+    if command not in ("emit", "run"):
+        return
+    parser.add_argument("--arch", default=None,
+                        help="architecture for cpu/gpu targets (preset or YAML; default: the target's preset)")
+    if command == "run":
+        parser.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+        parser.add_argument("--repeat", type=int, default=5, help="timed runs; seconds is their median")
+
+
+def _mapping(args, workload, arch):
+    if args.mapping:
+        from mappings import load_mapping
+
+        return load_mapping(args.mapping, arch, workload)
+    from cosa.scheduler import schedule
+
+    return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
+                    time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping
+
+
+def _setup(args):
+    from costmodel import load_arch
+    from workloads import load_one
+
+    target = TARGETS[args.target]
+    workload = load_one(args.workload)
+    arch = load_arch(args.arch or target.default_arch)
+    return target, workload, arch, _mapping(args, workload, arch)
+
+
+def cmd_emit(args) -> int:
+    target, workload, arch, mapping = _setup(args)
+    source = target.emit(workload, mapping, arch, args)
+    if args.output in (None, "-"):
+        sys.stdout.write(source)
+    else:
+        Path(args.output).write_text(source)
+        print(f"wrote {args.output} ({len(source.splitlines())} lines)", file=sys.stderr)
+    return 0
+
+
+def cmd_run(args) -> int:
+    from workloads import FrameworkError
+
+    from .cli import RunFailed, _print_json
+
+    if args.threads is not None and args.threads < 1:
+        raise FrameworkError(f"must be >= 1, got {args.threads}", field="--threads")
+    if args.repeat < 1:
+        raise FrameworkError(f"must be >= 1, got {args.repeat}", field="--repeat")
+    target, workload, arch, mapping = _setup(args)
+    d = target.run(workload, mapping, arch, args)
+    if args.json:
+        _print_json(d)
+    else:
+        print(f"{workload.name} on {args.target} ({arch.name}): "
+              f"{'verified' if d['verified'] else 'MISMATCH'} against {d['reference']} "
+              f"(max abs err {d['max_abs_err']:.3g}), {d['seconds'] * 1e3:.3f} ms, {d['gflops']:.2f} GFLOP/s, "
+              f"{d['threads']} thread(s)")
+    if not d["verified"]:
+        raise RunFailed(f"{workload.name}: output differs from the {d['reference']} reference "
+                        f"(max abs err {d['max_abs_err']:.3g})")
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from costmodel import arch_to_dict, dump_arch
+    from targets.cpu.calibrate import calibrate
+
+    arch = calibrate(quick=args.quick)
+    text = dump_arch(arch, args.output) if args.output else dump_arch(arch)
+    if args.output:
+        print(f"wrote {args.output}: {arch.params}", file=sys.stderr)
+    elif args.json:
+        from .cli import _print_json
+
+        _print_json(arch_to_dict(arch))
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def add_arch_commands(asub) -> None:
+    """``cosa arch calibrate cpu [-o cpu.yaml]``."""
+    q = asub.add_parser("calibrate", help="measure this machine and write its arch YAML")
+    q.add_argument("kind", choices=["cpu"])
+    q.add_argument("-o", "--output", help="write the YAML here (default: print it)")
+    q.add_argument("--quick", action="store_true", help="shorter probes")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_calibrate)
