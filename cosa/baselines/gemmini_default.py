@@ -198,8 +198,11 @@ _POROWS, _POCOLS, _POCHS, _KCHS = 1, 2, 3, 6
 
 
 def conv_rows(args, config: GemminiTileConfig, stride: int = 1, kernel_dilation: int = 1, pool_size: int = 1,
-              pool_stride: int = 1) -> tuple[int, int]:
-    """(scratchpad rows of inputs + weights, accumulator rows of outputs) of one conv tile."""
+              pool_stride: int = 1, downsample: bool = False) -> tuple[int, int]:
+    """(scratchpad rows of inputs + weights, accumulator rows of outputs) of one conv tile.
+
+    ``downsample``: the library's stride-2 1x1 path, which moves in every other
+    input row and column only (input rows and cols halved, rounding down)."""
     batches, porows, pocols, pochs, krows, kcols, kchs = args
     dim = config.dim
     orows = porows * pool_stride + pool_size - 1
@@ -209,7 +212,7 @@ def conv_rows(args, config: GemminiTileConfig, stride: int = 1, kernel_dilation:
     irows = orows * stride + krows_dilated - 1
     icols = ocols * stride + kcols_dilated - 1
     in_blocks, out_blocks = _ceil_div(kchs, dim), _ceil_div(pochs, dim)
-    a_rows = in_blocks * batches * irows * icols
+    a_rows = in_blocks * batches * (irows >> int(downsample)) * (icols >> int(downsample))
     b_rows = out_blocks * kcols * krows * kchs
     c_rows = out_blocks * batches * orows * ocols
     return a_rows + b_rows, c_rows
@@ -218,8 +221,12 @@ def conv_rows(args, config: GemminiTileConfig, stride: int = 1, kernel_dilation:
 def tiled_conv_auto_tiles(batch_size: int, out_rows: int, out_cols: int, out_channels: int, in_channels: int,
                           kernel_rows: int, kernel_cols: int | None = None, config: GemminiTileConfig | None = None,
                           *, stride: int = 1, kernel_dilation: int = 1, pool_size: int = 1,
-                          pool_stride: int = 1) -> ConvTiles:
+                          pool_stride: int = 1, pool_padding: int = 0, downsample: bool = False) -> ConvTiles:
     """The vendor's tile choice for a WS convolution (sizes in elements, no pooling by default).
+
+    ``out_rows``/``out_cols`` are the convolution's output (before pooling);
+    pooling (size, stride, padding) tiles the pooled output, as the library
+    does; ``downsample`` is its stride-2 1x1 path (see ``conv_rows``).
 
     Start from the whole layer; while the tile overflows half the scratchpad or
     half the accumulator, shrink the largest argument (ties: the earliest; skip
@@ -237,16 +244,19 @@ def tiled_conv_auto_tiles(batch_size: int, out_rows: int, out_cols: int, out_cha
     for name, value in values.items():
         if not isinstance(value, int) or value < 1:
             raise SchedulingError(f"must be a positive integer, got {value!r}", source=src, field=name)
+    if not isinstance(pool_padding, int) or pool_padding < 0:
+        raise SchedulingError(f"must be a non-negative integer, got {pool_padding!r}", source=src,
+                              field="pool_padding")
     dim = config.dim
-    pool_out_rows = (out_rows - pool_size) // pool_stride + 1
-    pool_out_cols = (out_cols - pool_size) // pool_stride + 1
+    pool_out_rows = (out_rows + 2 * pool_padding - pool_size) // pool_stride + 1
+    pool_out_cols = (out_cols + 2 * pool_padding - pool_size) // pool_stride + 1
     args = [batch_size, pool_out_rows, pool_out_cols, out_channels, kernel_rows, kernel_cols, in_channels]
     max_args = list(args)
     max_spad_rows = config.bank_num * config.bank_rows // 2
     max_acc_rows = config.acc_rows // 2
 
     def fits(candidate) -> bool:
-        spad, acc = conv_rows(candidate, config, stride, kernel_dilation, pool_size, pool_stride)
+        spad, acc = conv_rows(candidate, config, stride, kernel_dilation, pool_size, pool_stride, downsample)
         return spad <= max_spad_rows and acc <= max_acc_rows
 
     while not fits(args):

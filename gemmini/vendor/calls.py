@@ -1,0 +1,322 @@
+"""Library calls and the main-memory layout they address.
+
+A ``LibCall`` is one call of a function of Gemmini's C library with its
+arguments named and ordered as in gemmini.h / gemmini_nn.h (ucb-bar/
+gemmini-rocc-tests 180c468).  A pointer argument is a ``Ptr`` (a buffer of
+the layout and a byte offset into it) or None (NULL).  A ``VendorProgram``
+is a layer as the library runs it: the buffers and the calls, in order.
+
+The layer builders say which call Gemmini's own networks make for each layer
+kind (``imagenet/resnet50.c``, ``imagenet/mobilenet.c``):
+
+* a KxK convolution (K > 1), ResNet-50's 7x7 stride-2 first layer included
+  (with its 3x3 stride-2 max-pool fused, as resnet50.c calls it, or without):
+  ``tiled_conv_auto``;
+* a 1x1 stride-1 convolution: ``tiled_matmul_nn_auto`` on the image as an
+  [N*H*W, C] matrix (bias repeated over rows);
+* a 1x1 stride-2 convolution ("downsample"): ``tiled_conv_downsample``, one
+  ``tiled_matmul_auto`` per output row, as resnet50.c calls it for its first
+  two downsampling branches, or ``tiled_conv_auto`` (its last one), whose
+  loop instruction then runs the hardware's downsample path;
+* a depthwise convolution: ``tiled_conv_dw_auto``;
+* a grouped convolution: one ``tiled_conv_stride_auto`` per group, on the
+  group's channel slices (row strides of the whole tensors);
+* a fully connected layer: ``tiled_matmul_nn_auto`` with a per-row bias
+  matrix (repeating_bias false), as both networks' last layer;
+* a GEMM (BERT): ``tiled_matmul_auto`` with row strides K, N, N, N.
+
+Layout (``make_layout``): buffers one after another from ``ARENA_BASE``,
+each starting at a multiple of ``ALIGN`` bytes, in the order given.  The
+recorder maps the same arena at the same address, so recorded and generated
+addresses compare as integers.  Tensors are row-major (NHWC images; conv
+weights [KH, KW, C, K]; depthwise weights [C, KH, KW]); int8 except the
+int32 bias.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CodegenError
+
+ARENA_BASE = 0x100000
+"""Address of the first buffer (1 MiB: above Linux's mmap_min_addr, far from a PIE program's mappings)."""
+ALIGN = 64
+OS, WS = 0, 1  #: enum tiled_matmul_type_t
+NO_ACTIVATION, RELU = 0, 1
+
+# parameter names in the C functions' order; kinds: i integer, b bool, f float, p pointer
+_SIG = {
+    "tiled_matmul_auto": "dim_I:i dim_J:i dim_K:i A:p B:p D:p C:p stride_A:i stride_B:i stride_D:i stride_C:i "
+                         "A_scale_factor:f B_scale_factor:f D_scale_factor:f act:i scale:f bert_scale:f "
+                         "repeating_bias:b transpose_A:b transpose_B:b full_C:b low_D:b weightA:i "
+                         "tiled_matmul_type:i",
+    "tiled_matmul_nn_auto": "dim_I:i dim_J:i dim_K:i A:p B:p D:p C:p act:i scale:f repeating_bias:b "
+                            "tiled_matmul_type:i check:b",
+    "tiled_conv_auto": "batch_size:i in_row_dim:i in_col_dim:i in_channels:i out_channels:i out_row_dim:i "
+                       "out_col_dim:i stride:i input_dilation:i kernel_dilation:i padding:i kernel_dim:i wrot180:b "
+                       "trans_output_1203:b trans_input_3120:b trans_weight_1203:b trans_weight_0132:b input:p "
+                       "weights:p bias:p output:p act:i scale:f pool_size:i pool_stride:i pool_padding:i "
+                       "tiled_conv_type:i",
+    "tiled_conv_stride_auto": "batch_size:i in_row_dim:i in_col_dim:i in_channels:i out_channels:i out_row_dim:i "
+                              "out_col_dim:i stride:i input_dilation:i kernel_dilation:i padding:i kernel_dim:i "
+                              "in_stride:i weight_stride:i out_stride:i wrot180:b trans_output_1203:b "
+                              "trans_input_3120:b trans_weight_1203:b trans_weight_0132:b input:p weights:p bias:p "
+                              "output:p act:i scale:f pool_size:i pool_stride:i pool_padding:i tiled_conv_type:i",
+    "tiled_conv_dw_auto": "batch_size:i in_row_dim:i in_col_dim:i channels:i out_row_dim:i out_col_dim:i stride:i "
+                          "padding:i kernel_dim:i input:p weights:p bias:p output:p act:i scale:f pool_size:i "
+                          "pool_stride:i pool_padding:i tiled_conv_type:i",
+    "tiled_conv_downsample": "batch_size:i in_row_dim:i in_col_dim:i in_channels:i out_channels:i out_row_dim:i "
+                             "out_col_dim:i in_stride:i weight_stride:i out_stride:i input:p weights:p bias:p "
+                             "output:p act:i scale:f tiled_conv_type:i",
+}
+SIGNATURES = {fn: tuple(tuple(p.split(":")) for p in spec.split()) for fn, spec in _SIG.items()}
+
+
+@dataclass(frozen=True)
+class Ptr:
+    """A pointer argument: ``offset`` bytes into buffer ``buffer``."""
+
+    buffer: str
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """A main-memory buffer: ``offset`` bytes from the arena base, ``nbytes``, numpy ``dtype``, ``shape``."""
+
+    name: str
+    offset: int
+    nbytes: int
+    dtype: str
+    shape: tuple
+
+    def to_dict(self, base: int) -> dict:
+        return {"name": self.name, "address": base + self.offset, "bytes": self.nbytes, "dtype": self.dtype,
+                "shape": list(self.shape)}
+
+
+@dataclass(frozen=True)
+class LibCall:
+    """One library call: function name and its arguments by parameter name (all parameters given)."""
+
+    fn: str
+    args: tuple  # ((name, value), ...) in the function's parameter order
+
+    @staticmethod
+    def make(fn: str, **kwargs) -> "LibCall":
+        if fn not in SIGNATURES:
+            raise CodegenError(f"unknown library function {fn!r} (known: {sorted(SIGNATURES)})", source="LibCall",
+                               field="fn")
+        names = [n for n, _ in SIGNATURES[fn]]
+        missing = [n for n in names if n not in kwargs]
+        extra = [n for n in kwargs if n not in names]
+        if missing or extra:
+            raise CodegenError(f"missing {missing}, unknown {extra}", source=f"call {fn}", field="args")
+        return LibCall(fn, tuple((n, kwargs[n]) for n in names))
+
+    @property
+    def kw(self) -> dict:
+        return dict(self.args)
+
+    def to_dict(self) -> dict:
+        out = {}
+        for name, value in self.args:
+            out[name] = [value.buffer, value.offset] if isinstance(value, Ptr) else value
+        return {"fn": self.fn, "args": out}
+
+    @staticmethod
+    def from_dict(d: dict) -> "LibCall":
+        kinds = dict(SIGNATURES.get(d["fn"], ()))
+        args = {n: (Ptr(*v) if kinds.get(n) == "p" and v is not None else v) for n, v in d["args"].items()}
+        return LibCall.make(d["fn"], **args)
+
+
+@dataclass(frozen=True)
+class VendorProgram:
+    """A layer as Gemmini's library runs it: ``calls`` on ``buffers`` placed from ``base``."""
+
+    name: str
+    buffers: tuple  # BufferSpec, ...
+    calls: tuple  # LibCall, ...
+    base: int = ARENA_BASE
+
+    @property
+    def arena_bytes(self) -> int:
+        return max((b.offset + b.nbytes for b in self.buffers), default=0)
+
+    def buffer(self, name: str) -> BufferSpec:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise CodegenError(f"no buffer {name!r}", source=f"program {self.name}", field="buffer")
+
+    def address(self, value) -> int:
+        """A pointer argument's address (0 for NULL)."""
+        if value is None:
+            return 0
+        return self.base + self.buffer(value.buffer).offset + int(value.offset)
+
+    def layout(self) -> list:
+        """The buffers as dicts (name, address, bytes, dtype, shape)."""
+        return [b.to_dict(self.base) for b in self.buffers]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "base": self.base, "buffers": self.layout(),
+                "calls": [c.to_dict() for c in self.calls]}
+
+    @staticmethod
+    def from_dict(d: dict) -> "VendorProgram":
+        base = int(d["base"])
+        bufs = tuple(BufferSpec(b["name"], int(b["address"]) - base, int(b["bytes"]), b["dtype"], tuple(b["shape"]))
+                     for b in d["buffers"])
+        return VendorProgram(d["name"], bufs, tuple(LibCall.from_dict(c) for c in d["calls"]), base)
+
+
+def make_layout(specs) -> tuple:
+    """``[(name, dtype, shape)]`` -> BufferSpecs placed one after another, each at a multiple of ALIGN."""
+    out, offset = [], 0
+    for name, dtype, shape in specs:
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        out.append(BufferSpec(name, offset, nbytes, dtype, tuple(int(s) for s in shape)))
+        offset += -(-nbytes // ALIGN) * ALIGN
+    return tuple(out)
+
+
+def _act(relu: bool) -> int:
+    return RELU if relu else NO_ACTIVATION
+
+
+def _io(name: str, a_shape, b_shape, bias_shape, c_shape, bias: bool):
+    specs = [("A", "int8", a_shape), ("B", "int8", b_shape)] + ([("D", "int32", bias_shape)] if bias else [])
+    return make_layout(specs + [("C", "int8", c_shape)])
+
+
+# --- layer builders ------------------------------------------------------------------
+
+def gemm(name: str, M: int, N: int, K: int, *, bias: bool = True, relu: bool = False, scale: float = 1.0,
+         dataflow: str = "ws", repeating_bias: bool = True) -> VendorProgram:
+    """C[M, N] = A[M, K] @ B[K, N] (+ bias) through ``tiled_matmul_auto`` (row strides K, N, N, N)."""
+    df = {"ws": WS, "os": OS}.get(dataflow)
+    if df is None:
+        raise CodegenError(f"dataflow must be 'ws' or 'os', got {dataflow!r}", source=f"layer {name}",
+                           field="dataflow")
+    bufs = _io(name, (M, K), (K, N), (N,) if repeating_bias else (M, N), (M, N), bias)
+    call = LibCall.make(
+        "tiled_matmul_auto", dim_I=M, dim_J=N, dim_K=K, A=Ptr("A"), B=Ptr("B"), D=Ptr("D") if bias else None,
+        C=Ptr("C"), stride_A=K, stride_B=N, stride_D=N, stride_C=N, A_scale_factor=1.0, B_scale_factor=1.0,
+        D_scale_factor=1.0, act=_act(relu), scale=scale, bert_scale=0.0, repeating_bias=repeating_bias,
+        transpose_A=False, transpose_B=False, full_C=False, low_D=False, weightA=0, tiled_matmul_type=df)
+    return VendorProgram(name, bufs, (call,))
+
+
+def matmul_nn(name: str, M: int, N: int, K: int, *, bias: bool = True, relu: bool = False, scale: float = 1.0,
+              repeating_bias: bool = True, dataflow: str = "ws") -> VendorProgram:
+    """``tiled_matmul_nn_auto`` (1x1 stride-1 convs with repeating bias; fc layers with a bias matrix)."""
+    bufs = _io(name, (M, K), (K, N), (N,) if repeating_bias else (M, N), (M, N), bias)
+    call = LibCall.make("tiled_matmul_nn_auto", dim_I=M, dim_J=N, dim_K=K, A=Ptr("A"), B=Ptr("B"),
+                        D=Ptr("D") if bias else None, C=Ptr("C"), act=_act(relu), scale=scale,
+                        repeating_bias=repeating_bias, tiled_matmul_type=WS if dataflow == "ws" else OS, check=False)
+    return VendorProgram(name, bufs, (call,))
+
+
+def _conv_out(size: int, k: int, stride: int, padding: int, dilation: int = 1) -> int:
+    return (size + 2 * padding - dilation * (k - 1) - 1) // stride + 1
+
+
+def _conv_buffers(batch, rows, cols, C, K, orows, ocols, k, bias, weight_shape=None):
+    specs = [("input", "int8", (batch, rows, cols, C)), ("weights", "int8", weight_shape or (k, k, C, K))]
+    if bias:
+        specs.append(("bias", "int32", (K,)))
+    specs.append(("output", "int8", (batch, orows, ocols, K)))
+    return make_layout(specs)
+
+
+def conv(name: str, batch: int, rows: int, cols: int, C: int, K: int, kernel: int, *, stride: int = 1,
+         padding: int = 0, dilation: int = 1, bias: bool = True, relu: bool = False, scale: float = 1.0,
+         pool: tuple | None = None, downsample_call: bool = False) -> VendorProgram:
+    """A dense convolution as resnet50.c runs it.
+
+    ``pool``: (size, stride, padding) of a max-pool fused into the call, or
+    None.  ``downsample_call``: run a 1x1 stride-2 layer through
+    ``tiled_conv_downsample`` (else a 1x1 stride-2 layer goes to
+    ``tiled_conv_auto``).  A 1x1 stride-1 layer goes to ``tiled_matmul_nn_auto``.
+    """
+    orows, ocols = _conv_out(rows, kernel, stride, padding, dilation), _conv_out(cols, kernel, stride, padding, dilation)
+    if kernel == 1 and stride == 1 and padding == 0 and pool is None:
+        bufs = _conv_buffers(batch, rows, cols, C, K, orows, ocols, kernel, bias)
+        call = LibCall.make("tiled_matmul_nn_auto", dim_I=batch * rows * cols, dim_J=K, dim_K=C, A=Ptr("input"),
+                            B=Ptr("weights"), D=Ptr("bias") if bias else None, C=Ptr("output"), act=_act(relu),
+                            scale=scale, repeating_bias=True, tiled_matmul_type=WS, check=False)
+        return VendorProgram(name, bufs, (call,))
+    psize, pstride, ppad = pool if pool is not None else (1, 0, 0)
+    if pool is not None:
+        orows_p = (orows + 2 * ppad - psize) // pstride + 1
+        ocols_p = (ocols + 2 * ppad - psize) // pstride + 1
+    else:
+        orows_p, ocols_p = orows, ocols
+    bufs = _conv_buffers(batch, rows, cols, C, K, orows_p, ocols_p, kernel, bias)
+    common = dict(input=Ptr("input"), weights=Ptr("weights"), bias=Ptr("bias") if bias else None,
+                  output=Ptr("output"), act=_act(relu), scale=scale, tiled_conv_type=WS)
+    if downsample_call:
+        if kernel != 1 or stride != 2 or padding != 0 or pool is not None:
+            raise CodegenError("tiled_conv_downsample runs 1x1 stride-2 unpadded convolutions without pooling",
+                               source=f"layer {name}", field="downsample_call")
+        call = LibCall.make("tiled_conv_downsample", batch_size=batch, in_row_dim=rows, in_col_dim=cols,
+                            in_channels=C, out_channels=K, out_row_dim=orows, out_col_dim=ocols, in_stride=C,
+                            weight_stride=K, out_stride=K, **common)
+        return VendorProgram(name, bufs, (call,))
+    call = LibCall.make("tiled_conv_auto", batch_size=batch, in_row_dim=rows, in_col_dim=cols, in_channels=C,
+                        out_channels=K, out_row_dim=orows, out_col_dim=ocols, stride=stride, input_dilation=1,
+                        kernel_dilation=dilation, padding=padding, kernel_dim=kernel, wrot180=False,
+                        trans_output_1203=False, trans_input_3120=False, trans_weight_1203=False,
+                        trans_weight_0132=False, pool_size=psize, pool_stride=pstride, pool_padding=ppad, **common)
+    return VendorProgram(name, bufs, (call,))
+
+
+def depthwise(name: str, batch: int, rows: int, cols: int, C: int, kernel: int, *, stride: int = 1,
+              padding: int = 0, bias: bool = True, relu: bool = False, scale: float = 1.0) -> VendorProgram:
+    """A depthwise convolution through ``tiled_conv_dw_auto`` (weights [C, KH, KW]), as mobilenet.c."""
+    orows, ocols = _conv_out(rows, kernel, stride, padding), _conv_out(cols, kernel, stride, padding)
+    bufs = _conv_buffers(batch, rows, cols, C, C, orows, ocols, kernel, bias, weight_shape=(C, kernel, kernel))
+    call = LibCall.make("tiled_conv_dw_auto", batch_size=batch, in_row_dim=rows, in_col_dim=cols, channels=C,
+                        out_row_dim=orows, out_col_dim=ocols, stride=stride, padding=padding, kernel_dim=kernel,
+                        input=Ptr("input"), weights=Ptr("weights"), bias=Ptr("bias") if bias else None,
+                        output=Ptr("output"), act=_act(relu), scale=scale, pool_size=1, pool_stride=0,
+                        pool_padding=0, tiled_conv_type=WS)
+    return VendorProgram(name, bufs, (call,))
+
+
+def grouped(name: str, batch: int, rows: int, cols: int, C: int, K: int, kernel: int, groups: int, *,
+            stride: int = 1, padding: int = 0, bias: bool = True, relu: bool = False,
+            scale: float = 1.0) -> VendorProgram:
+    """A grouped convolution: one ``tiled_conv_stride_auto`` per group on its channel slices.
+
+    Weights are [KH, KW, C/groups, K] (group g owns output channels
+    g*K/groups..); the call for group g reads input channels g*C/groups..
+    with row stride C and writes output channels with row stride K; its
+    weight rows have stride K."""
+    if C % groups or K % groups:
+        raise CodegenError(f"channels {C} -> {K} do not split into {groups} groups", source=f"layer {name}",
+                           field="groups")
+    cg, kg = C // groups, K // groups
+    orows, ocols = _conv_out(rows, kernel, stride, padding), _conv_out(cols, kernel, stride, padding)
+    bufs = _conv_buffers(batch, rows, cols, C, K, orows, ocols, kernel, bias, weight_shape=(kernel, kernel, cg, K))
+    calls = tuple(LibCall.make(
+        "tiled_conv_stride_auto", batch_size=batch, in_row_dim=rows, in_col_dim=cols, in_channels=cg,
+        out_channels=kg, out_row_dim=orows, out_col_dim=ocols, stride=stride, input_dilation=1, kernel_dilation=1,
+        padding=padding, kernel_dim=kernel, in_stride=C, weight_stride=K, out_stride=K, wrot180=False,
+        trans_output_1203=False, trans_input_3120=False, trans_weight_1203=False, trans_weight_0132=False,
+        input=Ptr("input", g * cg), weights=Ptr("weights", g * kg), bias=Ptr("bias", 4 * g * kg) if bias else None,
+        output=Ptr("output", g * kg), act=_act(relu), scale=scale, pool_size=1, pool_stride=0, pool_padding=0,
+        tiled_conv_type=WS) for g in range(groups))
+    return VendorProgram(name, bufs, calls)
+
+
+def fc(name: str, batch: int, in_features: int, out_features: int, *, bias: bool = True, relu: bool = False,
+       scale: float = 1.0) -> VendorProgram:
+    """A fully connected layer as resnet50.c's fc_54: ``tiled_matmul_nn_auto`` with a [batch, out] bias."""
+    return matmul_nn(name, batch, out_features, in_features, bias=bias, relu=relu, scale=scale,
+                     repeating_bias=False)

@@ -1,0 +1,190 @@
+"""gemmini-default runs what Gemmini's C library runs: our generator's command stream equals the one
+recorded from the real gemmini.h (ucb-bar/gemmini-rocc-tests), instruction for instruction.
+
+The committed streams (tests/data/gemmini_h/streams.json) were recorded with
+``python -m gemmini.vendor.record --checkout <gemmini-rocc-tests at 180c468>``.
+With GEMMINI_ROCC_TESTS pointing to a checkout, fresh streams are recorded
+for further shapes and compared too.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import gemmini.vendor as V
+from gemmini import CodegenError
+from gemmini.vendor import calls as C
+from gemmini.vendor import encode as E
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "gemmini_h" / "streams.json"
+DOC = json.loads(DATA.read_text())
+CASES = {case["program"]["name"]: case for case in DOC["cases"]}
+COMMIT = "180c46848eca06933df4a2ab8c1351ba1d005e09"
+
+
+def first_difference(expected, got) -> str | None:
+    """None when equal; else the first differing index with both disassemblies around it."""
+    expected = [tuple(int(x) for x in c) for c in expected]
+    got = [tuple(int(x) for x in c) for c in got]
+    n = min(len(expected), len(got))
+    idx = next((i for i in range(n) if expected[i] != got[i]), None)
+    if idx is None and len(expected) == len(got):
+        return None
+    idx = n if idx is None else idx
+    lines = [f"first difference at command {idx} (recorded {len(expected)} commands, generated {len(got)})"]
+    for i in range(max(0, idx - 2), min(max(len(expected), len(got)), idx + 2)):
+        rec = E.disassemble(expected[i]) if i < len(expected) else "-"
+        gen = E.disassemble(got[i]) if i < len(got) else "-"
+        lines.append(f"  [{i}] recorded  {rec}\n  [{i}] generated {gen}")
+    return "\n".join(lines)
+
+
+def test_recorded_data_names_its_commit_and_covers_the_shapes():
+    assert DOC["gemmini_rocc_tests_commit"] == COMMIT
+    assert len(CASES) >= 16
+    fns = {c["fn"] for case in DOC["cases"] for c in case["program"]["calls"]}
+    assert fns == {"tiled_matmul_auto", "tiled_matmul_nn_auto", "tiled_conv_auto", "tiled_conv_stride_auto",
+                   "tiled_conv_dw_auto", "tiled_conv_downsample"}
+    functs = {cmd[0] for case in DOC["cases"] for cmd in case["stream"]}
+    # plain commands (OS), both loop instructions with all their config words, the fence
+    assert {0, 2, 3, 4, 5, 6, 128} <= functs
+    assert set(range(8, 14)) | set(range(15, 22)) <= functs
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_generator_equals_recorded_stream(name):
+    case = CASES[name]
+    program = V.VendorProgram.from_dict(case["program"])
+    assert program.to_dict() == case["program"]  # the layout and calls round-trip
+    diff = first_difference(case["stream"], V.stream(program))
+    assert diff is None, f"{name}: {diff}"
+
+
+def test_builders_reproduce_the_recorded_programs():
+    from gemmini.vendor.record import cases
+
+    built = {p.name: p.to_dict() for p in cases()}
+    assert built == {name: case["program"] for name, case in CASES.items()}
+
+
+def test_first_difference_reports_index_and_disassembly():
+    stream = CASES["mm_100x70x33_ws"]["stream"]
+    changed = [list(c) for c in stream]
+    changed[5][2] ^= 1 << 32  # K of the first LOOP_WS bounds
+    msg = first_difference(stream, changed)
+    assert "command 5" in msg and "loop_ws_config_bounds" in msg
+    assert "command 18" in first_difference(stream, stream + [[128, 0, 0]])
+
+
+def test_what_the_library_calls_for_each_layer_kind():
+    assert C.conv("a", 1, 56, 56, 64, 256, 1).calls[0].fn == "tiled_matmul_nn_auto"  # 1x1 stride 1
+    assert C.conv("b", 1, 56, 56, 64, 64, 3, padding=1).calls[0].fn == "tiled_conv_auto"
+    assert C.conv("c", 1, 56, 56, 256, 512, 1, stride=2, downsample_call=True).calls[0].fn == "tiled_conv_downsample"
+    assert C.depthwise("d", 1, 56, 56, 32, 3, padding=1).calls[0].fn == "tiled_conv_dw_auto"
+    g = C.grouped("e", 1, 8, 8, 16, 32, 3, 4, padding=1)
+    assert [c.fn for c in g.calls] == ["tiled_conv_stride_auto"] * 4
+    assert [c.kw["input"].offset for c in g.calls] == [0, 4, 8, 12]
+    assert [c.kw["output"].offset for c in g.calls] == [0, 8, 16, 24]
+
+
+def test_layout_is_aligned_and_disjoint():
+    for case in DOC["cases"]:
+        bufs = sorted(case["program"]["buffers"], key=lambda b: b["address"])
+        assert bufs[0]["address"] == C.ARENA_BASE
+        for a, b in zip(bufs, bufs[1:]):
+            assert a["address"] % C.ALIGN == 0 and a["address"] + a["bytes"] <= b["address"]
+
+
+def test_downsample_flag_and_reuse_ids_appear_where_the_library_sets_them():
+    # res5a_branch1 through tiled_conv_auto: 1x1 stride 2 on an even image -> LOOP_CONV_WS downsample bit
+    starts = [c for c in CASES["resnet50_res5a_branch1"]["stream"] if c[0] == E.LOOP_CONV_WS]
+    assert starts and all(c[2] & 2 for c in starts)
+    odd = [c for c in CASES["conv_1x1_s2_odd_image"]["stream"] if c[0] == E.LOOP_CONV_WS]
+    assert odd and not any(c[2] & 2 for c in odd)
+    # a_reuse / b_reuse: scratchpad ids 1 then 2 in bits [19:16] of LOOP_WS rs1 (mm 100x70x33: I0*K0 = 2)
+    ids = [(c[1] >> 18) & 3 for c in CASES["mm_100x70x33_ws"]["stream"] if c[0] == E.LOOP_WS]
+    assert ids == [1, 2]
+
+
+# --- refusals ----------------------------------------------------------------------
+
+def test_loop_ws_fields_are_checked():
+    E.loop_ws(65535, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0)
+    with pytest.raises(CodegenError, match="field 'I'.*16-bit"):
+        E.loop_ws(65536, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0)
+    with pytest.raises(CodegenError, match="field 'pad_K'"):
+        E.loop_ws(1, 1, 1, 0, 0, 1 << 16, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0)
+    with pytest.raises(CodegenError, match="field 'A_stride'"):
+        E.loop_ws(1, 1, 1, 0, 0, 0, 0, 0, 0, 0, -1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0)
+
+
+def test_conv_loop_fields_are_checked():
+    # 70000 input channels: in_stride and in_channels exceed LOOP_CONV_WS's 16-bit fields
+    prog = C.conv("wide", 1, 2, 2, 70000, 16, 3, padding=1)
+    with pytest.raises(CodegenError, match="gemmini_loop_conv_ws: field 'in_channels'"):
+        V.stream(prog)
+    # kernel dilation 1024 exceeds its 10-bit field
+    prog = C.conv("dilated", 1, 1030, 1030, 1, 16, 2, dilation=1024)
+    with pytest.raises(CodegenError, match="field 'kernel_dilation'"):
+        V.stream(prog)
+    # a batch of 70000 images exceeds the 16-bit batch_size field
+    with pytest.raises(CodegenError, match="field 'batch_size'"):
+        V.stream(C.conv("batched", 70000, 3, 3, 16, 16, 3, padding=1))
+
+
+def test_library_assertions_are_refused():
+    bad = C.LibCall.make("tiled_conv_auto", **dict(C.conv("x", 1, 8, 8, 16, 16, 3, padding=1).calls[0].kw,
+                                                   tiled_conv_type=C.OS))
+    prog = C.VendorProgram("os_conv", C.conv("x", 1, 8, 8, 16, 16, 3, padding=1).buffers, (bad,))
+    with pytest.raises(CodegenError, match="tiled_conv_type"):
+        V.stream(prog)
+    mm = C.gemm("t", 32, 32, 32, dataflow="os").calls[0]
+    prog = C.VendorProgram("os_t", C.gemm("t", 32, 32, 32).buffers,
+                           (C.LibCall.make(mm.fn, **dict(mm.kw, transpose_A=True)),))
+    with pytest.raises(CodegenError, match="transpose"):
+        V.stream(prog)
+    with pytest.raises(CodegenError, match="padding"):
+        V.stream(C.conv("pad", 1, 8, 8, 16, 16, 3, padding=3))
+    with pytest.raises(CodegenError, match="dataflow"):
+        C.gemm("t", 16, 16, 16, dataflow="rs")
+
+
+# --- live: record fresh streams from a user's checkout --------------------------------
+
+CHECKOUT = os.environ.get("GEMMINI_ROCC_TESTS")
+LIVE = [
+    C.gemm("live_mm_17x300x129_ws", 17, 300, 129, relu=True, scale=0.3),
+    C.gemm("live_mm_17x300x129_os", 17, 300, 129, dataflow="os", scale=0.3),
+    C.gemm("live_bert_attn_scores", 128, 128, 64, bias=False, scale=0.05),
+    C.conv("live_conv_31x17_c19_k3", 1, 31, 17, 19, 35, 3, padding=1, relu=True, scale=0.1),
+    C.conv("live_conv_pool", 1, 30, 30, 16, 32, 3, padding=1, relu=True, scale=0.1, pool=(2, 2, 0)),
+    C.conv("live_res3a_branch1", 1, 56, 56, 256, 512, 1, stride=2, scale=0.02, downsample_call=True),
+    C.conv("live_res3a_branch1_auto", 1, 56, 56, 256, 512, 1, stride=2, scale=0.02),
+    C.depthwise("live_dw_7x7_c48", 1, 14, 14, 48, 3, stride=1, padding=1, relu=True, scale=0.1),
+    C.grouped("live_grouped_g2", 2, 9, 9, 24, 24, 3, 2, stride=2, padding=1, scale=0.1),
+    C.fc("live_fc_b2", 2, 1280, 1000, scale=0.05),
+]
+
+
+@pytest.mark.skipif(not CHECKOUT, reason="set GEMMINI_ROCC_TESTS to a gemmini-rocc-tests checkout")
+@pytest.mark.parametrize("program", LIVE, ids=[p.name for p in LIVE])
+def test_live_recording_equals_generator(program):
+    from gemmini.vendor.record import record
+
+    recorded = record(program, CHECKOUT)
+    assert recorded, "the recorder saw no command"
+    diff = first_difference(recorded, V.stream(program))
+    assert diff is None, f"{program.name}: {diff}"
+
+
+@pytest.mark.skipif(not CHECKOUT, reason="set GEMMINI_ROCC_TESTS to a gemmini-rocc-tests checkout")
+def test_live_committed_cases_still_record_the_same():
+    from gemmini.vendor.record import checkout_commit, record
+
+    if checkout_commit(CHECKOUT) != COMMIT:
+        pytest.skip(f"checkout is not at {COMMIT}")
+    for name in ("resnet50_res2a_branch2b", "mm_100x70x33_os", "mobilenet_dw_s2"):
+        program = V.VendorProgram.from_dict(CASES[name]["program"])
+        assert first_difference(CASES[name]["stream"], record(program, CHECKOUT)) is None, name
