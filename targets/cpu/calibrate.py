@@ -1,0 +1,191 @@
+"""``cosa arch calibrate cpu``: this machine as a CPU Arch, measured.
+
+Caches (size, line, which cores share them) from sysfs (``lscpu -C`` when sysfs has none), cores from
+the affinity mask, SIMD width from the compiler's ``-march=native`` macros, peak FLOP/s per core from
+a probe of independent vector FMA chains, and read/write bandwidth per level from a STREAM-like probe
+(sum / fill of a buffer that fits the level, repeated; private levels with one thread, the shared
+cache and DRAM with all cores).  The result has the ``cpu`` preset's shape (DRAM, a shared cache
+fanning out to the cores, private caches, the L1 fanning out to the lanes) with measured numbers;
+bandwidths are bytes per cycle at the reported clock.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from .. import TargetError
+from .build import build, isa
+
+_PROBE = r"""
+#include <stddef.h>
+typedef float v_t __attribute__((vector_size(%(vb)d), aligned(4)));  /* NumPy buffers need not be aligned */
+#define L %(lanes)d
+double fma_probe(long iters) {
+    v_t a[12], b, c;
+    for (int k = 0; k < L; k++) b[k] = 0.999999f, c[k] = 1e-7f;
+    for (int j = 0; j < 12; j++) for (int k = 0; k < L; k++) a[j][k] = (float)j;
+    for (long i = 0; i < iters; i++) {
+        #pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) a[j] = a[j] * b + c;
+    }
+    double s = 0; for (int j = 0; j < 12; j++) for (int k = 0; k < L; k++) s += a[j][k];
+    return s;
+}
+double read_probe(const float *buf, long n, long reps, int nthreads) {
+    double total = 0;
+    #pragma omp parallel num_threads(nthreads) reduction(+:total)
+    for (long r = 0; r < reps; r++) {
+        v_t s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+        #pragma omp for schedule(static) nowait
+        for (long i = 0; i < n; i += 4 * L) {
+            s0 += *(const v_t *)(buf + i); s1 += *(const v_t *)(buf + i + L);
+            s2 += *(const v_t *)(buf + i + 2 * L); s3 += *(const v_t *)(buf + i + 3 * L);
+        }
+        v_t s = s0 + s1 + s2 + s3;
+        for (int k = 0; k < L; k++) total += s[k];
+    }
+    return total;
+}
+void write_probe(float *buf, long n, long reps, int nthreads) {
+    #pragma omp parallel num_threads(nthreads)
+    for (long r = 0; r < reps; r++) {
+        v_t v = {0}; v += (float)r;
+        #pragma omp for schedule(static)
+        for (long i = 0; i < n; i += L) *(v_t *)(buf + i) = v;
+    }
+}
+"""
+
+
+def caches() -> list[dict]:
+    """Data and unified caches of cpu0: level, size_bytes, line_bytes, shared_by (cores), innermost first."""
+    root = Path("/sys/devices/system/cpu/cpu0/cache")
+    out = []
+    for index in sorted(root.glob("index*")) if root.exists() else []:
+        read = lambda f: (index / f).read_text().strip() if (index / f).exists() else ""
+        if read("type") not in ("Data", "Unified"):
+            continue
+        size = read("size")
+        m = re.match(r"(\d+)([KMG]?)", size)
+        if not m:
+            continue
+        size_bytes = int(m.group(1)) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2)]
+        shared = 0
+        for part in read("shared_cpu_list").split(","):
+            a, _, b = part.partition("-")
+            if a:
+                shared += int(b or a) - int(a) + 1
+        out.append({"level": int(read("level") or 0), "size_bytes": size_bytes,
+                    "line_bytes": int(read("coherency_line_size") or 64), "shared_by": max(shared, 1)})
+    if not out:
+        out = _lscpu_caches()
+    return sorted(out, key=lambda c: c["level"])
+
+
+def _lscpu_caches() -> list[dict]:
+    try:
+        text = subprocess.run(["lscpu", "-C", "--bytes"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        raise TargetError("no cache sizes in sysfs and no lscpu (Debian package 'util-linux')", exit_code=1) from None
+    out = []
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 7 and f[3] in ("Data", "Unified"):
+            ways_total = int(f[2]) // max(int(f[1]), 1)
+            out.append({"level": int(f[4]), "size_bytes": ways_total, "line_bytes": int(f[7]) if len(f) > 7 else 64,
+                        "shared_by": 1})
+    return out
+
+
+def frequency_hz() -> float:
+    """The clock the kernel reports (``cpu MHz`` of /proc/cpuinfo, sysfs max), else 3 GHz."""
+    try:
+        mhz = [float(m) for m in re.findall(r"cpu MHz\s*:\s*([\d.]+)", Path("/proc/cpuinfo").read_text())]
+        if mhz:
+            return max(mhz) * 1e6
+    except OSError:
+        pass
+    path = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+    return int(path.read_text()) * 1e3 if path.exists() else 3e9
+
+
+def _probes():
+    info = isa()
+    lanes = info.vector_bytes // 4
+    lib = ctypes.CDLL(str(build(_PROBE % {"vb": info.vector_bytes, "lanes": lanes})))
+    lib.fma_probe.argtypes, lib.fma_probe.restype = [ctypes.c_long], ctypes.c_double
+    lib.read_probe.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_int]
+    lib.read_probe.restype = ctypes.c_double
+    lib.write_probe.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_int]
+    lib.write_probe.restype = None
+    return lib, lanes
+
+
+def _best(fn, tries: int) -> float:
+    best = float("inf")
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def peak_flops(lib, lanes: int, quick: bool = False) -> float:
+    """FLOP/s of one core on vector FMAs (2 FLOPs each, 12 independent chains)."""
+    iters = 2_000_000 if quick else 10_000_000
+    seconds = _best(lambda: lib.fma_probe(iters), 2 if quick else 3)
+    return iters * 12 * lanes * 2 / seconds
+
+
+def bandwidth(lib, size_bytes: int, threads: int, quick: bool = False) -> tuple[float, float]:
+    """(read, write) bytes/s over a buffer of ``size_bytes``, repeated to about 64 MiB (128 MiB) per try."""
+    import numpy as np
+
+    n = max(1024, size_bytes // 4 // 1024 * 1024)
+    buf = np.ones(n, dtype=np.float32)
+    reps = max(1, (64 if quick else 128) * 2**20 // (n * 4))
+    lib.read_probe(buf.ctypes.data, n, 1, threads)
+    tries = 3 if quick else 5
+    read_s = _best(lambda: lib.read_probe(buf.ctypes.data, n, reps, threads), tries)
+    write_s = _best(lambda: lib.write_probe(buf.ctypes.data, n, reps, threads), tries)
+    return n * 4 * reps / read_s, n * 4 * reps / write_s
+
+
+def calibrate(quick: bool = False):
+    """A measured CPU Arch (named ``cpu-calibrated``); ``params`` keep the raw measurements."""
+    from costmodel.presets import cpu
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    found = {c["level"]: c for c in caches()}
+    if not {1, 2} <= set(found):
+        raise TargetError(f"found cache levels {sorted(found)}; calibration needs at least L1 and L2", exit_code=1)
+    l1, l2 = found[1], found[2]
+    l3 = found.get(3, {"level": 3, "size_bytes": l2["size_bytes"] * cores, "line_bytes": l2["line_bytes"],
+                       "shared_by": cores})
+    lib, lanes = _probes()
+    hz = frequency_hz()
+    flops = peak_flops(lib, lanes, quick)
+    fma_per_cycle = max(1, round(flops / (2 * lanes * hz)))
+    bw = {
+        "L1": bandwidth(lib, l1["size_bytes"] // 2, 1, quick),
+        "L2": bandwidth(lib, l2["size_bytes"] // 2, 1, quick),
+        "L3": bandwidth(lib, l3["size_bytes"] // 2, cores, quick),
+        "DRAM": bandwidth(lib, 4 * l3["size_bytes"], cores, quick),
+    }
+    arch = cpu(cores=cores, simd_lanes=lanes, fma_per_cycle=fma_per_cycle, l1_kib=l1["size_bytes"] // 1024,
+               l2_kib=l2["size_bytes"] // 1024, l3_mib=max(1, l3["size_bytes"] // 2**20))
+    levels = []
+    for lv in arch.levels:
+        read, write = bw[lv.name]
+        levels.append(replace(lv, read_bandwidth=round(read / hz, 2), write_bandwidth=round(write / hz, 2)))
+    params = {**arch.params, "isa": isa().name, "line_bytes": l1["line_bytes"], "frequency_hz": hz,
+              "peak_gflops_per_core": round(flops / 1e9, 2),
+              "bandwidth_gb_s": {k: {"read": round(r / 1e9, 2), "write": round(w / 1e9, 2)} for k, (r, w) in bw.items()}}
+    return replace(arch, name="cpu-calibrated", levels=tuple(levels), frequency_hz=hz, params=params,
+                   source="measured by cosa arch calibrate cpu (sysfs caches, FMA and STREAM-like probes)")
