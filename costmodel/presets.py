@@ -1,4 +1,4 @@
-"""Architecture presets: gemmini (WS and OS), simba, eyeriss, cpu and cluster.
+"""Architecture presets: gemmini (WS and OS), simba, eyeriss, cpu, cluster and gpu (generic, H200-like).
 
 Energy figures come from ``costmodel.energy`` (Horowitz, ISSCC 2014, 45 nm)
 unless a preset says otherwise; each preset names the source of its sizes and
@@ -250,6 +250,60 @@ def cluster(nodes: int = 4, link_bytes_per_cycle: float = 4.0, network_pj_per_by
                 params={"nodes": nodes, "link_bytes_per_cycle": link_bytes_per_cycle, **node.params})
 
 
+def gpu(sms: int = 32, lanes_per_sm: int = 128, shared_kib: int = 48, l2_mib: int = 4,
+        register_words: int = 128, dram_bytes_per_cycle: float = 512.0, l2_bytes_per_cycle: float = 1536.0,
+        frequency_hz: float = 1.5e9, name: str = "gpu") -> Arch:
+    """A GPU: DRAM -> L2 (fans out to thread blocks) -> shared memory per block (fans out to threads)
+    -> registers per thread.
+
+    One block per SM and one thread per FP32 lane (``lanes_per_sm`` threads per
+    block), each doing one FMA per cycle, so the machine peaks at ``sms`` x
+    ``lanes_per_sm`` MACs per cycle.  Capacities: L2 ``l2_mib`` MiB shared by
+    all blocks (hardware-managed: the mapping's L2 tile is a loop band, not a
+    copy); shared memory ``shared_kib`` KiB per block (48 KiB is CUDA's limit
+    for static shared arrays); registers ``register_words`` 32-bit words per
+    thread for tiles.  Bandwidths in bytes per cycle of the whole machine
+    (DRAM, L2) or per block (shared memory: 32 banks x 4 B).  Defaults: a
+    generic mid-range GPU (32 SMs, 1.5 GHz, 768 GB/s); ``preset("gpu-h200")``
+    gives H200-like figures.  Energies: Horowitz ISSCC 2014 (SRAM by capacity,
+    DRAM, fp32 FMA).  The L2 and shared levels are not double-buffered (the
+    generated kernels stage one tile at a time).
+    """
+    src = f"preset {name}"
+    for label, value in (("sms", sms), ("lanes_per_sm", lanes_per_sm), ("shared_kib", shared_kib),
+                         ("l2_mib", l2_mib), ("register_words", register_words)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ArchError(f"must be a positive integer, got {value!r}", source=src, field=label)
+    l2, shared, regs = l2_mib * 1024 * 1024, shared_kib * 1024, register_words * 4
+    levels = (
+        Level("DRAM", None, ALL, read_bandwidth=dram_bytes_per_cycle, write_bandwidth=dram_bytes_per_cycle,
+              read_energy_pj_per_byte=DRAM_PJ_PER_BYTE, write_energy_pj_per_byte=DRAM_PJ_PER_BYTE,
+              double_buffered=True),
+        Level("L2", l2, ALL, read_bandwidth=l2_bytes_per_cycle, write_bandwidth=l2_bytes_per_cycle,
+              read_energy_pj_per_byte=sram_pj_per_byte(l2), write_energy_pj_per_byte=sram_pj_per_byte(l2),
+              fanout=sms),
+        Level("Shared", shared, ALL, read_bandwidth=128.0, write_bandwidth=128.0,
+              read_energy_pj_per_byte=sram_pj_per_byte(shared), write_energy_pj_per_byte=sram_pj_per_byte(shared),
+              fanout=lanes_per_sm),
+        Level("Registers", regs, ALL, read_energy_pj_per_byte=REGISTER_PJ_PER_BYTE,
+              write_energy_pj_per_byte=REGISTER_PJ_PER_BYTE),
+    )
+    return Arch(name, levels, macs_per_cycle=1, mac_energy_pj=FP32_MAC_PJ, frequency_hz=frequency_hz,
+                source="representative GPU figures; energies Horowitz ISSCC 2014",
+                params={"kind": "gpu", "sms": sms, "lanes_per_sm": lanes_per_sm, "shared_kib": shared_kib,
+                        "l2_mib": l2_mib, "register_words": register_words})
+
+
+def gpu_h200(**kwargs) -> Arch:
+    """H200-like figures for ``gpu``: 132 SMs x 128 FP32 lanes at 1.98 GHz (67 TFLOP/s fp32), 50 MiB L2,
+    48 KiB static shared memory per block, HBM3e 4.8 TB/s (2,424 B/cycle), L2 about 2.5x that (NVIDIA's
+    H100/H200 datasheets; the L2 bandwidth is an estimate)."""
+    args = dict(sms=132, lanes_per_sm=128, shared_kib=48, l2_mib=50, register_words=128,
+                dram_bytes_per_cycle=2424.0, l2_bytes_per_cycle=6000.0, frequency_hz=1.98e9, name="gpu-h200")
+    args.update(kwargs)
+    return gpu(**args)
+
+
 _PRESETS = {
     "gemmini": lambda **kw: gemmini(**kw),
     "gemmini-ws": lambda **kw: gemmini(**{**kw, "dataflow": "ws"}),
@@ -258,6 +312,8 @@ _PRESETS = {
     "eyeriss": lambda **kw: eyeriss(**kw),
     "cpu": lambda **kw: cpu(**kw),
     "cluster": lambda **kw: cluster(**kw),
+    "gpu": lambda **kw: gpu(**kw),
+    "gpu-h200": lambda **kw: gpu_h200(**kw),
 }
 
 

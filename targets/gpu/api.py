@@ -1,0 +1,72 @@
+"""Emit, build, run and verify a mapping as a CUDA or OpenCL kernel."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from .errors import GpuError
+from .kernel import KernelDesc, build_kernel
+from .printers import print_kernel
+from .reference import compare, random_inputs, reference
+
+LANGUAGES = ("cuda", "opencl")
+
+
+def _language(language: str) -> str:
+    if language not in LANGUAGES:
+        raise GpuError(f"unknown language '{language}'; choose one of {list(LANGUAGES)}", source="gpu target",
+                       field="language")
+    return language
+
+
+def emit(workload, arch, mapping, language: str = "cuda") -> tuple[KernelDesc, str]:
+    """(kernel description, source text) of ``mapping`` in ``language`` ("cuda" or "opencl")."""
+    desc = build_kernel(workload, arch, mapping)
+    return desc, print_kernel(desc, _language(language))
+
+
+@dataclass(frozen=True)
+class GpuRun:
+    """A verified run.  seconds: median over ``runs`` launches (kernel only); gflops: 2 x MACs / seconds."""
+
+    target: str
+    device: str
+    verified: bool
+    max_abs_err: float
+    seconds: float
+    runs: list[float]
+    gflops: float
+    blocks: int
+    threads: int
+    shared_bytes: int
+    mapping: dict = field(default_factory=dict)
+    reference: str = "numpy"
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "device": self.device, "verified": self.verified,
+                "max_abs_err": self.max_abs_err, "reference": self.reference, "seconds": self.seconds,
+                "runs_s": self.runs, "gflops": self.gflops, "blocks": self.blocks, "threads": self.threads,
+                "shared_bytes": self.shared_bytes, "mapping": self.mapping}
+
+
+def run(workload, arch, mapping, target: str = "opencl", repeat: int = 1, seed: int = 0) -> GpuRun:
+    """Build ``mapping`` as a ``target`` kernel, run it ``repeat`` times on random inputs and compare with NumPy
+    (``reference.RTOL``: 1e-5 relative for fp32, exact for integers)."""
+    from mappings import mapping_to_dict
+
+    desc, source = emit(workload, arch, mapping, target)
+    if target == "opencl":
+        from . import opencl as backend
+    else:
+        from . import cuda as backend
+        backend.compile_cuda(source, "ptx")  # compile errors surface even where no GPU runs it
+    types = {t.name: p.dtype for t, p in zip(workload.tensors, desc.params)}
+    inputs = random_inputs(workload, types, seed)
+    result, seconds = backend.run(desc, source, inputs, repeat)
+    ref = reference(workload, inputs, desc.acc_dtype)
+    verified, err = compare(result, ref, desc.acc_dtype)
+    median = statistics.median(seconds)
+    return GpuRun(target, backend.device_name(), verified, err, median, seconds,
+                  2 * workload.macs / median / 1e9 if median > 0 else 0.0, desc.blocks, desc.threads,
+                  desc.shared_bytes, mapping_to_dict(mapping, arch))

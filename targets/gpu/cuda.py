@@ -1,0 +1,163 @@
+"""Compile a CUDA kernel with nvcc; run it through the CUDA driver API (ctypes) where an NVIDIA GPU exists.
+
+nvcc is found through the ``NVCC`` environment variable or ``PATH``.  The
+runner needs only the driver library (``libcuda.so.1``): no CuPy, no runtime
+library.  It compiles a cubin for the device's own compute capability.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .errors import GpuError
+from .kernel import KernelDesc
+from .reference import NUMPY
+
+DEFAULT_ARCH = "sm_90"
+
+
+def nvcc() -> str:
+    """Path of nvcc; GpuError naming the package that provides it when there is none."""
+    path = os.environ.get("NVCC") or shutil.which("nvcc")
+    if not path:
+        raise GpuError("nvcc not found (set NVCC or PATH): install the CUDA toolkit (Debian: nvidia-cuda-toolkit)",
+                       source="cuda", field="nvcc")
+    return path
+
+
+def _cache_dir() -> Path:
+    root = Path(os.environ.get("COSA_CACHE", Path(tempfile.gettempdir()) / "cosa-gpu-cache"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def compile_cuda(source: str, output: str = "ptx", arch: str = DEFAULT_ARCH) -> Path:
+    """Compile ``source`` to PTX or a cubin for ``arch`` (cached by content); GpuError (exit 1) naming the log on
+    a compiler error."""
+    if output not in ("ptx", "cubin"):
+        raise GpuError(f"output must be 'ptx' or 'cubin', got {output!r}", source="cuda", field="output")
+    key = hashlib.sha256(f"{output} {arch}\n{source}".encode()).hexdigest()[:20]
+    folder = _cache_dir() / key
+    result = folder / f"kernel.{output}"
+    if result.exists():
+        return result
+    folder.mkdir(parents=True, exist_ok=True)
+    src = folder / "kernel.cu"
+    src.write_text(source)
+    cmd = [nvcc(), f"--{output}", f"-arch={arch}", "-O3", "-o", str(result), str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        log = folder / "nvcc.log"
+        log.write_text(" ".join(cmd) + "\n" + proc.stdout + proc.stderr)
+        result.unlink(missing_ok=True)
+        raise GpuError(f"nvcc failed (exit {proc.returncode}); full log in {log}", source="cuda", field="build",
+                       exit_code=1)
+    return result
+
+
+# --- the driver API ------------------------------------------------------------------------------------
+
+class _Driver:
+    """The few driver calls a run needs, each checked."""
+
+    def __init__(self):
+        try:
+            self.lib = ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            raise GpuError("no NVIDIA driver (libcuda.so.1) on this machine", source="cuda", field="device") from None
+        self.call("cuInit", 0)
+        count = ctypes.c_int()
+        self.call("cuDeviceGetCount", ctypes.byref(count))
+        if count.value < 1:
+            raise GpuError("the NVIDIA driver sees no GPU", source="cuda", field="device")
+        self.device = ctypes.c_int()
+        self.call("cuDeviceGet", ctypes.byref(self.device), 0)
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        self.call("cuDeviceGetAttribute", ctypes.byref(major), 75, self.device)  # COMPUTE_CAPABILITY_MAJOR
+        self.call("cuDeviceGetAttribute", ctypes.byref(minor), 76, self.device)  # COMPUTE_CAPABILITY_MINOR
+        self.arch = f"sm_{major.value}{minor.value}"
+        name = ctypes.create_string_buffer(256)
+        self.call("cuDeviceGetName", name, 256, self.device)
+        self.name = name.value.decode(errors="replace")
+        self.context = ctypes.c_void_p()
+        self.call("cuDevicePrimaryCtxRetain", ctypes.byref(self.context), self.device)
+        self.call("cuCtxSetCurrent", self.context)
+
+    def call(self, name: str, *args) -> None:
+        fn = getattr(self.lib, name + "_v2", None) if name in _V2 else None
+        fn = fn or getattr(self.lib, name)
+        status = fn(*args)
+        if status != 0:
+            text = ctypes.c_char_p()
+            self.lib.cuGetErrorString(status, ctypes.byref(text))
+            raise GpuError(f"{name} failed: {(text.value or b'?').decode()} ({status})", source="cuda",
+                           field="driver", exit_code=1)
+
+
+_V2 = {"cuMemAlloc", "cuMemFree", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemsetD8"}
+
+
+@functools.lru_cache(maxsize=1)
+def driver() -> _Driver:
+    return _Driver()
+
+
+def available() -> str | None:
+    """None when a GPU can run CUDA kernels here, else the reason."""
+    try:
+        driver()
+    except GpuError as exc:
+        return str(exc)
+    return None
+
+
+def device_name() -> str:
+    d = driver()
+    return f"{d.name} ({d.arch})"
+
+
+def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: int = 1) -> tuple[np.ndarray, list[float]]:
+    """Compile for the device, run ``repeat`` times (output zeroed before each, not timed); (output, seconds)."""
+    drv = driver()
+    image = compile_cuda(source, "cubin", drv.arch).read_bytes()
+    module, function = ctypes.c_void_p(), ctypes.c_void_p()
+    drv.call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(image))
+    pointers, hosts, out = [], [], None
+    try:
+        drv.call("cuModuleGetFunction", ctypes.byref(function), module, desc.name.encode())
+        for t, p in zip(desc.workload.tensors, desc.params):
+            host = (np.zeros(p.shape, dtype=NUMPY[p.dtype]) if p.output
+                    else np.ascontiguousarray(inputs[t.name], dtype=NUMPY[p.dtype]))
+            ptr = ctypes.c_uint64()
+            drv.call("cuMemAlloc", ctypes.byref(ptr), ctypes.c_size_t(max(host.nbytes, 1)))
+            pointers.append(ptr)
+            hosts.append(host)
+            if p.output:
+                out = (ptr, host)
+            else:
+                drv.call("cuMemcpyHtoD", ptr, host.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(host.nbytes))
+        args = (ctypes.c_void_p * len(pointers))(*[ctypes.cast(ctypes.byref(p), ctypes.c_void_p) for p in pointers])
+        seconds = []
+        for _ in range(max(1, repeat)):
+            drv.call("cuMemsetD8", out[0], ctypes.c_ubyte(0), ctypes.c_size_t(out[1].nbytes))
+            drv.call("cuCtxSynchronize")
+            start = time.perf_counter()
+            drv.call("cuLaunchKernel", function, desc.blocks, 1, 1, desc.threads, 1, 1, 0, None, args, None)
+            drv.call("cuCtxSynchronize")
+            seconds.append(time.perf_counter() - start)
+        drv.call("cuMemcpyDtoH", out[1].ctypes.data_as(ctypes.c_void_p), out[0], ctypes.c_size_t(out[1].nbytes))
+        return out[1], seconds
+    finally:
+        for ptr in pointers:
+            drv.call("cuMemFree", ptr)
+        drv.call("cuModuleUnload", module)

@@ -1,0 +1,115 @@
+"""Build and run an OpenCL kernel with pyopencl (PoCL runs it on the CPU where no GPU platform exists).
+
+The device is pyopencl's first one, or the one ``PYOPENCL_CTX`` selects.
+"""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .errors import GpuError
+from .kernel import KernelDesc
+from .reference import NUMPY
+
+MISSING = ("no OpenCL platform found: install one (Debian: pocl-opencl-icd, which runs OpenCL on the CPU) "
+           "and pyopencl (pip install pyopencl)")
+
+
+def _cl():
+    try:
+        import pyopencl as cl
+    except ImportError:
+        raise GpuError("pyopencl is not installed: pip install pyopencl (and Debian's pocl-opencl-icd for a "
+                       "platform)", source="opencl", field="pyopencl") from None
+    return cl
+
+
+@functools.lru_cache(maxsize=1)
+def context():
+    """(context, queue, device) of the OpenCL device used for every run; GpuError naming the package if none."""
+    cl = _cl()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        platforms = []
+    if not any(p.get_devices() for p in platforms):
+        raise GpuError(MISSING, source="opencl", field="platform")
+    ctx = cl.create_some_context(interactive=False)
+    return ctx, cl.CommandQueue(ctx), ctx.devices[0]
+
+
+def device_name() -> str:
+    _, _, dev = context()
+    return f"{dev.name.strip()} ({dev.platform.name.strip()})"
+
+
+def available() -> str | None:
+    """None when an OpenCL device is usable, else the reason."""
+    try:
+        context()
+    except GpuError as exc:
+        return str(exc)
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _program(source: str):
+    cl = _cl()
+    ctx, _, _ = context()
+    try:
+        return cl.Program(ctx, source).build()
+    except cl.Error as exc:
+        log = Path(tempfile.mkdtemp(prefix="cosa-opencl-")) / "build.log"
+        log.write_text(source + "\n/* build log:\n" + str(exc) + "\n*/\n")
+        raise GpuError(f"the OpenCL compiler failed; full log in {log}", source="opencl", field="build",
+                       exit_code=1) from None
+
+
+def build(source: str) -> None:
+    """Compile ``source`` (cached by its text); GpuError (exit 1) with the path of the log on failure."""
+    _program(source)
+
+
+def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: int = 1) -> tuple[np.ndarray, list[float]]:
+    """Run the kernel ``repeat`` times on ``inputs`` (tensor name -> array); (output, seconds per run).
+
+    Each run zeroes the output first (not timed) and times the kernel from
+    launch to completion.
+    """
+    cl = _cl()
+    ctx, queue, dev = context()
+    if desc.threads > dev.max_work_group_size:
+        raise GpuError(f"{desc.threads} threads per block exceed the device's {dev.max_work_group_size}",
+                       source=f"opencl device {dev.name.strip()}", field="threads")
+    if desc.shared_bytes > dev.local_mem_size:
+        raise GpuError(f"{desc.shared_bytes} B of shared memory exceed the device's {dev.local_mem_size}",
+                       source=f"opencl device {dev.name.strip()}", field="shared")
+    program = _program(source)
+    kernel = getattr(program, desc.name)
+    mf = cl.mem_flags
+    buffers, out_host = [], None
+    names = [t.name for t in desc.workload.tensors]
+    for name, p in zip(names, desc.params):
+        if p.output:
+            out_host = np.zeros(p.shape, dtype=NUMPY[p.dtype])
+            buffers.append(cl.Buffer(ctx, mf.READ_WRITE, max(out_host.nbytes, 1)))
+        else:
+            host = np.ascontiguousarray(inputs[name], dtype=NUMPY[p.dtype])
+            buffers.append(cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host))
+    out_buf = buffers[[p.output for p in desc.params].index(True)]
+    seconds = []
+    for _ in range(max(1, repeat)):
+        cl.enqueue_copy(queue, out_buf, np.zeros_like(out_host))
+        queue.finish()
+        start = time.perf_counter()
+        kernel(queue, (desc.blocks * desc.threads,), (desc.threads,), *buffers)
+        queue.finish()
+        seconds.append(time.perf_counter() - start)
+    cl.enqueue_copy(queue, out_host, out_buf)
+    queue.finish()
+    return out_host, seconds
