@@ -52,7 +52,12 @@ class CpuKernel:
 
 
 def emit(workload, mapping, arch, *, scalar: bool = False) -> str:
-    """C + OpenMP source of ``mapping`` (validated; see ``targets.cpu.plan``)."""
+    """C + OpenMP source of ``mapping`` (validated; see ``targets.cpu.plan``; sparse nests:
+    ``targets.cpu.sparse``)."""
+    if any(t.density < 1.0 for t in workload.tensors):
+        from .sparse import emit_sparse
+
+        return emit_sparse(workload, mapping, arch)
     isa = _build.isa()
     plan = make_plan(workload, mapping, arch, vector_bytes=isa.vector_bytes, registers=isa.registers, scalar=scalar)
     return emit_c(plan, isa.vector_bytes)
