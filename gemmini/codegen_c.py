@@ -91,6 +91,38 @@ typedef int32_t acc_t;
 """
 
 
+def _self_check_main(program: Program, fn: str, inputs: dict | None, seed: int) -> str:
+    """A ``main`` that runs ``fn`` on embedded inputs (``run.example_inputs(program, seed)`` when None),
+    compares its output with the embedded NumPy-computed expectation, prints one line (``PASS`` or
+    ``FAIL``) and returns non-zero on a mismatch."""
+    from .run import example_inputs, reference_output
+
+    inputs = example_inputs(program, seed) if inputs is None else inputs
+    expected = reference_output(program, inputs)
+    main = ["", "#ifndef GEMMINI_COSA_NO_MAIN", "#include <stdio.h>"]
+    for arg in ("input", "weights", "bias"):
+        if arg == "bias" and not program.bias:
+            continue
+        buf = program.buffers[arg]
+        main.append(f"static const {_C_TYPES[buf.dtype]} {fn}_test_{arg}[{int(np.prod(buf.shape))}] = "
+                    f"{_array(np.asarray(inputs[arg], dtype=buf.dtype))};")
+    size = int(np.prod(program.buffers["output"].shape))
+    main.append(f"static const elem_t {fn}_expected[{size}] = {_array(expected)};")
+    main.append(f"static elem_t {fn}_output[{size}];")
+    bias_arg = f"{fn}_test_bias" if program.bias else "0"
+    main += [
+        "int main(void) {",
+        f"  {fn}({fn}_test_input, {fn}_test_weights, {bias_arg}, {fn}_output);",
+        "  long mismatches = 0;",
+        f"  for (long i = 0; i < {size}; i++) mismatches += {fn}_output[i] != {fn}_expected[i];",
+        f'  printf("gemmini {fn}: %s (%ld of {size} mismatches)\\n", mismatches ? "FAIL" : "PASS", mismatches);',
+        "  return mismatches ? 1 : 0;",
+        "}",
+        "#endif",
+    ]
+    return "\n".join(main)
+
+
 def emit_c(program: Program, *, with_main: bool = False, inputs: dict | None = None, name: str | None = None,
            seed: int = 0) -> str:
     """C source of ``program``; ``with_main`` adds a self-checking ``main`` with embedded ``inputs``
@@ -99,35 +131,7 @@ def emit_c(program: Program, *, with_main: bool = False, inputs: dict | None = N
     parts = [f"/* Generated Gemmini program {program.name}: {program.kind}, dataflow {program.dataflow}. */",
              _PRELUDE, _function(program, fn)]
     if with_main:
-        from .run import example_inputs, reference_output
-
-        inputs = example_inputs(program, seed) if inputs is None else inputs
-        expected = reference_output(program, inputs)
-        arrays = dict(inputs)
-        main = ["", "#ifndef GEMMINI_COSA_NO_MAIN", "#include <stdio.h>"]
-        for arg in ("input", "weights", "bias"):
-            if arg == "bias" and not program.bias:
-                continue
-            buf = program.buffers[arg]
-            ctype = _C_TYPES[buf.dtype]
-            main.append(f"static const {ctype} {fn}_test_{arg}[{int(np.prod(buf.shape))}] = "
-                        f"{_array(np.asarray(arrays[arg], dtype=buf.dtype))};")
-        out = program.buffers["output"]
-        size = int(np.prod(out.shape))
-        main.append(f"static const elem_t {fn}_expected[{size}] = {_array(expected)};")
-        main.append(f"static elem_t {fn}_output[{size}];")
-        bias_arg = f"{fn}_test_bias" if program.bias else "0"
-        main += [
-            "int main(void) {",
-            f"  {fn}({fn}_test_input, {fn}_test_weights, {bias_arg}, {fn}_output);",
-            "  long mismatches = 0;",
-            f"  for (long i = 0; i < {size}; i++) mismatches += {fn}_output[i] != {fn}_expected[i];",
-            f'  printf("gemmini {fn}: %s (%ld of {size} mismatches)\\n", mismatches ? "FAIL" : "PASS", mismatches);',
-            "  return mismatches ? 1 : 0;",
-            "}",
-            "#endif",
-        ]
-        parts.append("\n".join(main))
+        parts.append(_self_check_main(program, fn, inputs, seed))
     return "\n".join(parts) + "\n"
 
 
@@ -181,30 +185,54 @@ def parse_host_log(text: str) -> tuple[list, list]:
     return sorted(spans), list(isa.decode_stream("\n".join(body)))
 
 
-def emit_gemmini_h(program: Program, *, name: str | None = None) -> str:
+def _library_tiles(tiles: list, fits, limits: list, channel_step: tuple = ()) -> tuple[list, bool]:
+    """Shrink ``tiles`` (largest first) until ``fits(tiles)``, as the vendor's own tile search does: an
+    argument whose index is in ``channel_step`` drops to the next lower multiple of ``channel_step[1]``
+    (channels), every other by one; each stays in 1..its limit."""
+    tiles = [max(1, min(t, lim)) for t, lim in zip(tiles, limits)]
+    channels, step = channel_step or ((), 1)
+    shrunk = False
+    while not fits(tiles):
+        i = max(range(len(tiles)), key=lambda j: tiles[j])
+        if tiles[i] == 1:
+            raise CodegenError("no tile of the vendor library fits", source="gemmini-h emitter")
+        tiles[i] = max(1, (tiles[i] - 1) // step * step) if i in channels else tiles[i] - 1
+        shrunk = True
+    return tiles, shrunk
+
+
+def emit_gemmini_h(program: Program, *, name: str | None = None, with_main: bool = False, inputs: dict | None = None,
+                   seed: int = 0) -> str:
     """C for users of Gemmini's own software stack: one call of the vendor library's ``tiled_matmul`` or
-    ``tiled_conv`` (from its ``gemmini.h``) with the mapping's scratchpad tile as the tile arguments.
+    ``tiled_conv`` (``include/gemmini.h`` of ucb-bar/gemmini-rocc-tests) with the mapping's scratchpad tile
+    as the tile arguments; ``with_main`` adds the same self-checking ``main`` as ``emit_c``.
 
     The vendor library walks its tiles in its own fixed order and picks its own inner loops, so only the
-    tile sizes of the mapping carry over (not its loop orders or array unrolling).  Matmul tiles are in
-    DIM-blocks (rounded up); a batched matmul is one call per batch entry.  Convolutions need square
-    kernels, equal row/column stride, padding and dilation (the vendor API takes one of each) and no
-    groups."""
+    tile sizes of the mapping carry over (not its loop orders or array unrolling).  The library reserves
+    half of the scratchpad and of the accumulator for double buffering (WS) and asserts that a tile fits
+    in the other half: a mapping tile that does not is shrunk (largest argument first) until it does, and
+    the file says so.  Matmul tiles are in DIM-blocks (rounded up); a batched matmul is one call per batch
+    entry.  Convolutions need square kernels, equal row/column stride, padding and dilation (the vendor
+    API takes one of each) and no groups."""
     fn = c_name(program, name)
-    pr, e1, dim = program.problem, dict(program.plan.extents[1]), program.config.dim
+    cfg = program.config
+    pr, e1, dim = program.problem, dict(program.plan.extents[1]), cfg.dim
     if program.plan.problem.transposed:  # the plan walks image columns: name its tile in image terms
         e1 = {{"oh": "ow", "ow": "oh", "kh": "kw", "kw": "kh"}.get(d, d): v for d, v in e1.items()}
     b = pr.bounds
     act = "RELU" if program.relu else "NO_ACTIVATION"
     bias = "bias" if program.bias else "NULL"
     flow = "WS" if program.dataflow == "ws" else "OS"
-    head = [f"/* Generated for Gemmini's gemmini.h: {program.kind} {program.name}, dataflow {flow};",
-            f" * the mapping's scratchpad tile {dict(e1)}. */",
-            '#include "include/gemmini.h"', "",
-            f"void {fn}(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output) {{"]
+    halve = 2 if flow == "WS" else 1
+    sp_rows, acc_rows = cfg.sp_rows // halve, cfg.acc_rows // halve
     if pr.kind == "matmul":
         m, n, k = b["ow"], b["k"], b["c"]
-        tiles = [-(-e1[d] // dim) for d in ("ow", "k", "c")]
+
+        def fits(t):
+            ti, tj, tk = t
+            return (ti * tk + tk * tj) * dim <= sp_rows and ti * tj * dim <= acc_rows
+        limits = [-(-v // dim) for v in (m, n, k)]
+        tiles, shrunk = _library_tiles([-(-e1[d] // dim) for d in ("ow", "k", "c")], fits, limits)
         call = [f"tiled_matmul({m}, {n}, {k},",
                 "    input, weights, {bias}, output,".format(bias=bias),
                 f"    {k}, {n}, {n}, {n},",
@@ -219,6 +247,7 @@ def emit_gemmini_h(program: Program, *, name: str | None = None) -> str:
             body = [f"  for (int b = 0; b < {pr.groups}; b++) {{"] + ["    " + line for line in call] + ["  }"]
         else:
             body = ["  " + line for line in call]
+        tile_text = f"tile_I, tile_J, tile_K = {tiles[0]}, {tiles[1]}, {tiles[2]} blocks of {dim}"
     else:
         if pr.grouped:
             raise CodegenError("the vendor's tiled_conv has no groups argument (grouped and depthwise "
@@ -231,14 +260,36 @@ def emit_gemmini_h(program: Program, *, name: str | None = None) -> str:
             raise CodegenError("the vendor's tiled_conv takes a square kernel and one stride, padding and dilation",
                                source=f"program {program.name}", field="op")
         h, w = pr.in_hw
+
+        def fits(t):  # the library's footprint of a conv tile (no pooling, no downsample path)
+            batches, porows, pocols, pochs, krows, kcols, kchs = t
+            irows = porows * sh + (krows + (dh - 1) * (krows - 1)) - 1
+            icols = pocols * sh + (kcols + (dh - 1) * (kcols - 1)) - 1
+            cin, cout = -(-kchs // dim), -(-pochs // dim)
+            a_rows = cin * batches * irows * icols
+            return (a_rows + cout * kcols * krows * kchs <= sp_rows
+                    and cout * batches * porows * pocols <= acc_rows)
+        names = ("n", "oh", "ow", "k", "kh", "kw", "c")
+        tiles, shrunk = _library_tiles([e1[d] for d in names], fits, [b[d] for d in names], ((3, 6), dim))
         body = [f"  tiled_conv({b['n']}, {h}, {w}, {b['c']},",
                 f"      {b['k']}, {b['oh']}, {b['ow']},",
                 f"      {sh}, 1, {dh}, {ph}, {b['kh']},",
+                f"      {b['c']}, {b['k']}, {b['k']},",
                 "      false, false, false, false, false,",
-                f"      {e1['n']}, {e1['oh']}, {e1['ow']}, {e1['k']}, {e1['kh']}, {e1['kw']}, {e1['c']},",
+                "      " + ", ".join(str(t) for t in tiles) + ",",
                 f"      input, weights, {bias}, output,",
                 f"      {act}, {program.scale!r}, 1, 0, 0,",
                 "      WS);"]
+        tile_text = "batches, porows, pocols, pochs, krows, kcols, kchs = " + ", ".join(str(t) for t in tiles)
+    note = (" (shrunk from the mapping's tile to fit the half of the scratchpad and accumulator that the library "
+            "allows)" if shrunk else "")
+    head = [f"/* Generated for Gemmini's gemmini.h: {program.kind} {program.name}, dataflow {flow};",
+            f" * {tile_text}{note}. */",
+            '#include "include/gemmini.h"', "",
+            f"void {fn}(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output) {{"]
     if not program.bias:
         body.insert(0, "  (void)bias;")
-    return "\n".join(head + body + ["}"]) + "\n"
+    parts = ["\n".join(head + body + ["  gemmini_fence();", "}"])]
+    if with_main:
+        parts.append(_self_check_main(program, fn, inputs, seed))
+    return "\n".join(parts) + "\n"
