@@ -286,18 +286,36 @@ def _gemmini_arch(args):
     return config, config.arch(args.dataflow)
 
 
-def cmd_emit(args) -> int:
-    if args.target in cli_targets.TARGETS:
-        return cli_targets.cmd_emit(args)
+def _scale(text: str):
+    """--scale: "auto" (few example outputs saturate) or a positive float32 output scale."""
+    if text == "auto":
+        return "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"--scale must be 'auto' or a positive number, not {text!r}")
+    return value
+
+
+def _gemmini_program(args):
     from gemmini import codegen
-    from gemmini.codegen_c import emit_c, emit_gemmini_h
 
     workload = _workload(args.workload)
     config, arch = _gemmini_arch(args)
     mapping = _gemmini_schedule(args, workload, arch)
-    program = codegen.generate(workload, mapping, arch, dataflow=args.dataflow)
+    return codegen.generate(workload, mapping, arch, dataflow=args.dataflow, scale=args.scale)
+
+
+def cmd_emit(args) -> int:
+    if args.target in cli_targets.TARGETS:
+        return cli_targets.cmd_emit(args)
+    from gemmini.codegen_c import emit_c, emit_gemmini_h
+
+    program = _gemmini_program(args)
     if args.style == "gemmini-h":
-        source = emit_gemmini_h(program)
+        source = emit_gemmini_h(program, with_main=args.main, seed=args.seed)
     else:
         source = emit_c(program, with_main=args.main, seed=args.seed)
     if args.output in (None, "-"):
@@ -309,16 +327,46 @@ def cmd_emit(args) -> int:
     return 0
 
 
+def cmd_build(args) -> int:
+    from gemmini.build import build_elf
+
+    program = _gemmini_program(args)
+    elf = build_elf(program, args.output, style=args.style, seed=args.seed)
+    what = f"{len(program.commands):,} commands" if args.style == "isa" else "one call of Gemmini's library"
+    print(f"wrote {elf} and {Path(elf).with_suffix('.c')} ({args.style} style, {what}; exits 0 when its output "
+          "matches the embedded expectation)", file=sys.stderr)
+    return 0
+
+
+def _run_on_spike(args, program) -> dict:
+    import tempfile
+
+    from gemmini.build import build_elf, run_spike
+
+    with tempfile.TemporaryDirectory() as tmp:
+        elf = build_elf(program, Path(tmp) / f"{program.name}.elf", style=args.style, seed=args.seed)
+        result = run_spike(elf)
+    return {"verified": result.verified, "exit_code": result.exit_code, "sim": "spike", "style": args.style,
+            "spike": result.spike, "output": result.output.strip()}
+
+
 def cmd_run(args) -> int:
     if args.target in cli_targets.TARGETS:
         return cli_targets.cmd_run(args)
-    from gemmini import codegen
     from gemmini.run import run_program
 
-    workload = _workload(args.workload)
-    config, arch = _gemmini_arch(args)
-    mapping = _gemmini_schedule(args, workload, arch)
-    program = codegen.generate(workload, mapping, arch, dataflow=args.dataflow)
+    program = _gemmini_program(args)
+    name = program.name
+    if args.sim == "spike":
+        d = _run_on_spike(args, program)
+        if args.json:
+            _print_json(d)
+        else:
+            print(f"{name}: {'verified by its own check' if d['verified'] else 'FAILED'} on Spike + libgemmini "
+                  f"(exit {d['exit_code']}, {args.style} style): {d['output'].splitlines()[-1] if d['output'] else ''}")
+        if not d["verified"]:
+            raise RunFailed(f"{name}: the program's check failed on Spike (exit {d['exit_code']})")
+        return 0
     d = run_program(program, sim=args.sim, seed=args.seed).to_dict()
     if args.json:
         _print_json(d)
@@ -328,12 +376,12 @@ def cmd_run(args) -> int:
         units = ("load", "execute", "store")
         busy = (", busy load/execute/store " + "/".join(f"{d['busy'][u]:,}" for u in units) + " cycles"
                 if d.get("busy") else "")
-        print(f"{workload.name}: {'verified bit-exact' if d['verified'] else 'MISMATCH'} "
+        print(f"{name}: {'verified bit-exact' if d['verified'] else 'MISMATCH'} "
               f"({d['mismatches']} mismatches), {cycles} cycles, ideal {d['ideal_cycles']:,.0f}, "
               f"utilization {util}, {d['instructions']:,} instructions, {d['dram_bytes']:,} DRAM bytes{busy} "
               f"[{args.sim}]")
     if not d["verified"]:
-        raise RunFailed(f"{workload.name}: output differs from the NumPy reference in {d['mismatches']} elements")
+        raise RunFailed(f"{name}: output differs from the NumPy reference in {d['mismatches']} elements")
     return 0
 
 
@@ -408,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bound)
 
     for name, func, helptext in (("emit", cmd_emit, "emit C code for a target"),
+                                 ("build", cmd_build, "build a self-checking bare-metal RISC-V ELF"),
                                  ("run", cmd_run, "generate, run and verify on a simulator")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("target", choices=["gemmini", *(cli_targets.TARGETS if name in ("emit", "run") else ())])
@@ -417,12 +466,18 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--dataflow", choices=["ws", "os"], default="ws")
         p.add_argument("--dim", type=int, default=None, help="systolic array size (default 16)")
         cli_targets.add_options(p, name)
+        p.add_argument("--scale", type=_scale, default="auto",
+                       help="output scale (float32), or 'auto': about 1%% of the example outputs saturate")
+        p.add_argument("--style", choices=["isa", "gemmini-h"], default="isa",
+                       help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library")
         if name == "emit":
-            p.add_argument("--style", choices=["isa", "gemmini-h"], default="isa")
             p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")
             p.add_argument("-o", "--output", default="-")
+        elif name == "build":
+            p.add_argument("-o", "--output", required=True, help="the ELF to write (the C source goes beside it)")
         else:
-            p.add_argument("--sim", choices=["isa", "rtl"], default="isa")
+            p.add_argument("--sim", choices=["isa", "rtl", "spike"], default="isa",
+                           help="spike: build the ELF and run it on GEMMINI_SPIKE (Spike + libgemmini)")
             p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
     return ap
