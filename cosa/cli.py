@@ -209,6 +209,10 @@ def cmd_schedule(args) -> int:
         console.print(f"lower bound {b['bound_bytes']:,.0f} B ({b['binding']}), traffic/bound {ratio:.3f}")
     if sched.extra.get("tile_args"):
         console.print(f"vendor tile arguments: {sched.extra['tile_args']}")
+    warm = sched.extra.get("warm_start")
+    if warm:
+        console.print("MIP start: " + (f"the {warm['start']} mapping" if warm["start"] else "none")
+                      + ("; returned that start (the MIP found nothing better)" if warm["returned_start"] else ""))
     if args.output:
         console.print(f"mapping written to {args.output}")
     return 0
@@ -389,7 +393,9 @@ def cmd_run(args) -> int:
 
 def _add_sched_opts(p, default_scheduler="cosa"):
     p.add_argument("--scheduler", default=default_scheduler,
-                   choices=["cosa", "gemmini-default", "random", "exhaustive"])
+                   choices=["cosa", "cosa-cold", "gemmini-default", "random", "exhaustive"],
+                   help="cosa: the MIP started from the best baseline mapping (stated in the report); "
+                        "cosa-cold: the MIP alone")
     p.add_argument("--objective", default="latency", choices=["latency", "energy", "edp", "cosa"])
     p.add_argument("--solver", default="highs", choices=["highs", "gurobi"])
     p.add_argument("--time-limit", type=float, default=30.0, help="solver time limit, seconds")

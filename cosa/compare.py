@@ -122,7 +122,7 @@ def _run(workload: LoopNest, arch, name: str, objective: str, time_limit_s: floa
         options["seconds"] = random_seconds
     if name == "random" and random_samples:
         options["samples"] = random_samples
-    if objective == "cosa" and name != "cosa":
+    if objective == "cosa" and name not in ("cosa", "cosa-cold"):
         objective = "latency"
     return schedule(workload, arch, scheduler=name, objective=objective, seed=seed, **options)
 

@@ -6,7 +6,7 @@ import dataclasses
 
 from .schedule import Schedule, SchedulingError
 
-SCHEDULERS = ("cosa", "gemmini-default", "random", "exhaustive")
+SCHEDULERS = ("cosa", "cosa-cold", "gemmini-default", "random", "exhaustive")
 
 
 def _attach_bound(result: Schedule) -> Schedule:
@@ -33,7 +33,10 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     objective "cosa"), ``order_levels`` ("outer", the default: the loop order
     is a decision at the DRAM level only, as in CoSA; "all"; or level indices),
     ``polish`` (loop-order refinement by the cost model, default True),
-    ``min_utilization``), "gemmini-default" (the vendor's tiling),
+    ``min_utilization``, ``warm_start``: default True, every solve starts from the best valid mapping
+    known, at first a baseline's (the vendor's on a Gemmini preset); ``extra["warm_start"]`` says which
+    start was used and whether the schedule returned is that start), "cosa-cold" (the MIP without a
+    start: what it finds on its own), "gemmini-default" (the vendor's tiling),
     "random" (options ``samples``/``seconds``), "exhaustive" (option ``limit``).
     objective: "latency" (cycles), "energy" (pJ), "edp" (cycles * pJ), or for
     the MIP also "cosa" (CoSA's weighted log-domain objective).
@@ -43,10 +46,13 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     time-outs without an incumbent.
     """
     src = f"schedule of {getattr(workload, 'name', '?')} on {getattr(arch, 'name', '?')}"
+    if scheduler == "cosa-cold":  # the MIP with no start: what it finds on its own
+        options = {**options, "warm_start": False}
+        scheduler = "cosa"
     if scheduler == "cosa":
         from .mip import mip_schedule
 
-        allowed = {"weights", "order_levels", "polish", "min_utilization"}
+        allowed = {"weights", "order_levels", "polish", "min_utilization", "warm_start"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'cosa'; known: {sorted(allowed)}",

@@ -261,7 +261,12 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
              "rounds": rounds, "last_round_objective": objective_of_round,
              "start": starts[0][0] if starts and starts[0] else None,
              "start_objective": starts[0][1] if starts and starts[0] else None,
-             "starts_used": sum(1 for s in starts if s), "returned": returned}
+             "starts_used": sum(1 for s in starts if s), "returned": returned,
+             # stated in every report: whether the solver began from a baseline mapping (the vendor's on a
+             # Gemmini preset) and whether the schedule returned is that start rather than the MIP's own
+             "warm_start": {"enabled": bool(warm_start),
+                            "start": starts[0][0] if starts and starts[0] else None,
+                            "returned_start": returned != "mip"}}
     return Schedule(workload, arch, mapping, cost, "cosa", stats, extra)
 
 

@@ -47,7 +47,7 @@ def test_the_mip_is_never_worse_than_random_sampling_here():
 
 
 def test_unknown_names_and_options_raise():
-    assert set(SCHEDULERS) == {"cosa", "gemmini-default", "random", "exhaustive"}
+    assert set(SCHEDULERS) == {"cosa", "cosa-cold", "gemmini-default", "random", "exhaustive"}
     with pytest.raises(SchedulingError, match="scheduler"):
         schedule(NEST, machine(), scheduler="annealing")
     with pytest.raises(SchedulingError, match="unknown option"):
@@ -68,3 +68,23 @@ def test_bound_is_attached_when_the_lower_bound_package_provides_it():
 
 def test_the_bound_can_be_skipped():
     assert schedule(NEST, machine(), time_limit_s=10, bound=False).bound is None
+
+
+def test_the_warm_start_is_stated_and_cosa_cold_runs_without_one(capsys):
+    import json
+
+    from cosa.cli import main as cli_main
+    from costmodel import preset
+
+    layer = workloads.matmul("mm_warm", M=64, N=64, K=64)
+    arch = preset("gemmini")
+    warm = schedule(layer, arch, time_limit_s=20, bound=False)
+    assert warm.extra["warm_start"] == {"enabled": True, "start": "gemmini-default",
+                                        "returned_start": warm.extra["returned"] != "mip"}
+    cold = schedule(layer, arch, scheduler="cosa-cold", time_limit_s=20, bound=False)
+    assert cold.extra["warm_start"] == {"enabled": False, "start": None, "returned_start": False}
+    assert cold.extra["returned"] == "mip"
+    validate(cold.mapping, layer, arch)
+    assert cli_main(["schedule", "resnet50/res3a_branch2a", "--arch", "gemmini", "--json", "--time-limit", "20"]) == 0
+    assert json.loads(capsys.readouterr().out)["warm_start"]["start"] == "gemmini-default"
+    assert "cosa-cold" in SCHEDULERS
