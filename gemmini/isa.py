@@ -23,6 +23,8 @@ compute_accumulated  5      as compute_preloaded                            as c
 preload              6      [31:0] D (OS) / B (WS); [47:32] cols; [63:48]   [31:0] C local; [47:32] cols; [63:48] rows
 flush                7      [0] skip                                        0
 fence (pseudo)       128    0                                               0
+loop_ws, configs     8-13   see ``gemmini/isa_loops.py`` (gemmini.h's layouts; unrolled by ``sim/loops.py``)
+loop_conv_ws, cfgs   15-21  see ``gemmini/isa_loops.py``
 ===================  =====  ==============================================  ==============================================
 
 ``fence`` is not a Gemmini instruction: on RISC-V it is the plain ``fence``
@@ -45,6 +47,7 @@ import functools
 from dataclasses import dataclass
 from typing import Iterable
 
+from . import isa_loops
 from .config import DEFAULT_CONFIG, LOCAL_ROW_BITS, GemminiConfig
 from .errors import IsaError
 from .numerics import activation_code, float32_bits, float32_from_bits
@@ -80,7 +83,7 @@ DATAFLOWS = {"os": 0, "ws": 1}
 FUNCT_NAMES = {
     MVIN2: "mvin2", MVIN: "mvin", MVOUT: "mvout", COMPUTE_PRELOADED: "compute_preloaded",
     COMPUTE_ACCUMULATED: "compute_accumulated", PRELOAD: "preload", FLUSH: "flush", MVIN3: "mvin3",
-    FENCE: "fence",
+    FENCE: "fence", **isa_loops.FUNCT_NAMES,
 }
 CONFIG_NAMES = {CONFIG_EX: "config_ex", CONFIG_LD: "config_ld", CONFIG_ST: "config_st", CONFIG_NORM: "config_norm"}
 
@@ -362,14 +365,18 @@ def mvin(dram_addr: int, local: int, rows: int, cols: int, id: int = 0, *,
 
 
 def mvout(dram_addr: int, local: int, rows: int, cols: int, *, config: GemminiConfig | None = None) -> Command:
-    """Move ``rows`` x ``cols`` (<= DIM x DIM) from the scratchpad or accumulator to main memory."""
+    """Move ``rows`` (<= DIM) x ``cols`` from the scratchpad or accumulator to main memory; up to 64 B of
+    output columns (a full-width accumulator read: one DIM block), DIM-column block ``b`` read from local
+    row + b*DIM, as Gemmini's loop unroller and gemmini.h issue them."""
     src = "isa.mvout"
     cfg = config or DEFAULT_CONFIG
     dram_addr = _check_range(dram_addr, 0, U64, "dram_addr", src)
     rows = _check_range(rows, 1, cfg.dim, "rows", src)
-    cols = _check_range(cols, 1, cfg.dim, "cols", src)
     addr = _check_range(local, 0, 0xFFFFFFFF, "local", src)
-    check_local(addr, rows, cfg, field="local", source=src)
+    wide = LocalAddr.decode(addr)
+    cols = _check_range(cols, 1, cfg.max_mvin_cols_acc if wide.is_acc and wide.full else cfg.max_mvin_cols_sp,
+                        "cols", src)
+    check_local(addr, (-(-cols // cfg.dim) - 1) * cfg.dim + rows, cfg, field="local", source=src)
     return Command(MVOUT, dram_addr, _pack_local(addr, cols, rows))
 
 
@@ -458,6 +465,8 @@ def decode_fields(cmd: Command) -> dict:
                    bd_local=bd, bd=LocalAddr.decode(bd), bd_rows=bd_rows, bd_cols=bd_cols)
     elif f == FLUSH:
         out.update(skip=bool(rs1 & 1))
+    elif f in isa_loops.LOOP_FUNCTS:
+        out.update(isa_loops.decode_fields(f, rs1, rs2))
     elif f != FENCE:
         out.update(raw_rs1=rs1, raw_rs2=rs2)
     return out
@@ -501,6 +510,8 @@ def _check_command(funct: int, rs1: int, rs2: int, cfg: GemminiConfig) -> None:
                       fields["a_stride"], fields["acc_scale"], fields["c_stride"], fields["os_shift"], config=cfg)
         if cmd.rs1 & 3 == CONFIG_ST and fields["activation"] > 1:
             raise IsaError(f"activation {fields['activation']} is not supported", source=src, field="activation")
+    elif cmd.funct in isa_loops.LOOP_FUNCTS:
+        isa_loops.validate(cmd.funct, cmd.rs1, cmd.rs2, cfg, src)
     elif cmd.funct not in (FLUSH, FENCE):
         raise IsaError(f"funct {cmd.funct} is not a command this framework uses", source=src, field="funct")
 
@@ -567,4 +578,6 @@ def disassemble(cmd: Command) -> str:
         return f"flush skip={int(f['skip'])}"
     if name == "fence":
         return "fence"
+    if cmd.funct in isa_loops.LOOP_FUNCTS:
+        return isa_loops.disassemble(cmd.funct, cmd.rs1, cmd.rs2)
     return f"{name} rs1=0x{cmd.rs1:x} rs2=0x{cmd.rs2:x}"

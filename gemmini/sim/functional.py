@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import isa
+from .. import isa, isa_loops
 from ..config import DEFAULT_CONFIG, GemminiConfig
 from ..errors import IsaError, SimulationError
 from ..numerics import apply_activation, requantize, rounding_shift, saturate, scale_round
@@ -130,12 +130,23 @@ class Machine:
         self.instructions = 0
         self.array_macs = 0
         self.useful_macs = 0
+        self._unrolled = False  # the command being executed came from a loop unroller
+        self._unroller = None   # holds loop configuration words until their loop fires (step by step)
 
     # --- driving ---------------------------------------------------------------
     def run(self, commands, memory) -> ExecResult:
+        """Execute a stream; loop instructions run as the sequence Gemmini's unrollers issue (``sim/loops``),
+        an error in it naming the loop's start word."""
         mem = _as_bytes(memory)
-        for index, cmd in enumerate(isa.decode_stream(commands)):
-            self.step(cmd, mem, index)
+        cmds = isa.decode_stream(commands)
+        if any(cmd.funct in isa_loops.LOOP_FUNCTS for cmd in cmds):
+            from .loops import Unroller
+
+            for item in Unroller(self.config).run(cmds):
+                self._step_issued(item, mem)
+        else:
+            for index, cmd in enumerate(cmds):
+                self.step(cmd, mem, index)
         return ExecResult(memory=memory, scratchpad=self.scratchpad.copy(), accumulator=self.accumulator.copy(),
                           instructions=self.instructions, counts=dict(self.counts), array_macs=self.array_macs,
                           useful_macs=self.useful_macs)
@@ -185,7 +196,10 @@ class Machine:
                                   field="config_ld", index=index)
         local, rows, cols, dim = f["local"], f["rows"], f["cols"], self.config.dim
         elem_bytes = 4 if local.is_acc and not ld.shrunk else 1
-        data = _read_rows(memory, f["dram_addr"], rows, cols * elem_bytes, ld.stride_bytes, index)
+        if self._unrolled and f["dram_addr"] == 0:  # Gemmini's zero writer (our test memories start at 0)
+            data = np.zeros((rows, cols * elem_bytes), dtype=np.uint8)
+        else:
+            data = _read_rows(memory, f["dram_addr"], rows, cols * elem_bytes, ld.stride_bytes, index)
         values = data.view("<i4" if elem_bytes == 4 else np.int8).reshape(rows, cols)
         if not local.is_acc:
             values = scale_round(values, ld.scale, out_bits=8)
@@ -216,11 +230,14 @@ class Machine:
         if st is None:
             raise SimulationError("mvout before any config_st", source=SOURCE, field="config_st", index=index)
         local, rows, cols = f["local"], f["rows"], f["cols"]
+        source, dim = (self.accumulator if local.is_acc else self.scratchpad), self.config.dim
+        # DIM-column block b of a wide mvout is read from local row + b*DIM
+        block = np.concatenate([source[local.row + b:local.row + b + rows, :min(dim, cols - b)]
+                                for b in range(0, cols, dim)], axis=1)
         if local.is_acc:
-            block = self.accumulator[local.row:local.row + rows, :cols]
             out = block.astype("<i4") if local.full else requantize(block, st.acc_scale, st.activation)
         else:
-            out = self.scratchpad[local.row:local.row + rows, :cols]
+            out = block
         _write_rows(memory, f["dram_addr"], np.ascontiguousarray(out).view(np.uint8).reshape(rows, -1),
                     st.stride_bytes, index)
 
@@ -229,9 +246,9 @@ class Machine:
         ex = self.execute_config
         if ex is None:
             raise SimulationError(f"{name} before any config_ex", source=SOURCE, field="config_ex", index=index)
-        if ex.a_transpose or ex.b_transpose:
-            raise SimulationError("transposed operands are not modelled", source=SOURCE, field="a_transpose",
-                                  index=index)
+        if ex.dataflow == "os" and (ex.a_transpose or ex.b_transpose):
+            raise SimulationError("transposed operands are modelled in WS only", source=SOURCE,
+                                  field="a_transpose", index=index)
         return ex
 
     def _do_preload(self, f, memory, index):
@@ -257,11 +274,19 @@ class Machine:
         self.pending_preload = None
         check_operand_sources(f, index)
         dim = self.config.dim
-        a = self._read_operand(f["a"], f["a_rows"], f["a_cols"], ex.a_stride, ex, index, "a_local")
+        if ex.a_transpose:  # A is stored transposed: row k (a_stride apart) holds A[:, k]
+            a = self._read_operand(f["a"], f["a_cols"], f["a_rows"], ex.a_stride, ex, index, "a_local").T
+        else:
+            a = self._read_operand(f["a"], f["a_rows"], f["a_cols"], ex.a_stride, ex, index, "a_local")
         second = self._read_operand(f["bd"], f["bd_rows"], f["bd_cols"], 1, ex, index, "bd_local")
         if ex.dataflow == "ws":
             if preloaded:
-                self.weights = self._read_operand(pre["bd"], pre["bd_rows"], pre["bd_cols"], 1, ex, index, "bd_local")
+                if ex.b_transpose:  # B is stored transposed: row j holds B[:, j]
+                    self.weights = self._read_operand(pre["bd"], pre["bd_cols"], pre["bd_rows"], 1, ex, index,
+                                                      "bd_local").T
+                else:
+                    self.weights = self._read_operand(pre["bd"], pre["bd_rows"], pre["bd_cols"], 1, ex, index,
+                                                      "bd_local")
                 self.weight_cols = 0 if pre["bd"].is_garbage else pre["bd_cols"]
             elif self.weights is None:
                 raise SimulationError("compute_accumulated before any weights were loaded", source=SOURCE,
@@ -319,6 +344,24 @@ class Machine:
         else:
             self.scratchpad[row_ids, :cols] = saturate(apply_activation(values, ex.activation), 8)
 
+    # --- loop instructions ---------------------------------------------------------
+    def _step_issued(self, item, memory) -> None:
+        self._unrolled = item.from_loop
+        try:
+            self.step(item.cmd, memory, item.origin)
+        finally:
+            self._unrolled = False
+
+    def _do_loop_word(self, f, memory, index):
+        """A loop configuration word is held; a start word runs the loop's unrolled commands now."""
+        from .loops import Unroller
+
+        self._unroller = self._unroller or Unroller(self.config)
+        cmd = isa.Command(f["funct"], *isa_loops.encode_word(f["funct"], {k: f[k] for k, *_ in
+                                                                         isa_loops.LAYOUTS[f["funct"]]}))
+        for item in self._unroller.run([cmd], start=index):
+            self._step_issued(item, memory)
+
     # --- misc ------------------------------------------------------------------
     def _do_flush(self, f, memory, index):
         pass  # no TLB in the model
@@ -348,6 +391,10 @@ def check_operand_sources(fields: dict, index: int, source: str = SOURCE) -> Non
                                   "compute and preload operands only from the scratchpad (move a 32-bit bias "
                                   "into the output's accumulator rows instead)", source=source,
                                   field=f"{fields['name']}.{key}", index=index)
+
+
+for _name in isa_loops.FUNCT_NAMES.values():  # every loop word goes to the unroller
+    setattr(Machine, f"_do_{_name}", Machine._do_loop_word)
 
 
 def _wrap(values) -> np.ndarray:

@@ -270,9 +270,9 @@ def test_protocol_errors():
     assert err.index == 2 and "weights" in str(err)
     err = _bad([ex, pre, pre])
     assert err.index == 2
-    err = _bad([isa.config_ex("ws", a_transpose=True, config=CFG), pre,
+    err = _bad([isa.config_ex("os", a_transpose=True, config=CFG), pre,
                 isa.compute_preloaded(isa.sp(0), isa.GARBAGE, 4, 4, 4, 4, config=CFG)])
-    assert err.index == 1 and "transpose" in str(err)
+    assert err.index == 1 and "transpose" in str(err)  # WS transposes are modelled (tests/gemmini/test_loops.py)
 
 
 def test_out_of_range_errors_name_the_command():
@@ -294,7 +294,7 @@ def test_out_of_range_errors_name_the_command():
                 isa.preload(isa.GARBAGE, isa.GARBAGE, 4, 4, 4, 4, config=CFG),
                 isa.compute_preloaded(isa.sp(0), isa.GARBAGE, 4, 4, 4, 4, config=CFG)])
     assert err.index == 2 and err.field == "a_local"
-    err = _bad([isa.Command(9, 0, 0)])
+    err = _bad([isa.Command(22, 0, 0)])  # 8-13 and 15-21 are the loop instructions
     assert err.index == 0 and err.field == "funct"
     err = _bad([isa.config_st(1, config=CFG), isa.Command(0, (1 << 4) | 2, 0)])
     assert err.index == 1 and "pooling" in str(err)

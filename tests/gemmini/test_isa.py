@@ -131,7 +131,8 @@ def test_text_log_round_trip(funct, rs1, rs2):
     (lambda: isa.mvin(0, isa.GARBAGE, 1, 4, config=CFG), "local"),
     (lambda: isa.mvin(-1, isa.sp(0), 1, 4, config=CFG), "dram_addr"),
     (lambda: isa.mvin(0, isa.sp(0), 1, 4, id=3, config=CFG), "id"),
-    (lambda: isa.mvout(0, isa.sp(0), 4, CFG.dim + 1, config=CFG), "cols"),
+    (lambda: isa.mvout(0, isa.sp(0), 4, CFG.max_mvin_cols_sp + 1, config=CFG), "cols"),
+    (lambda: isa.mvout(0, isa.acc(0, full=True), 4, CFG.max_mvin_cols_acc + 1, config=CFG), "cols"),
     (lambda: isa.preload(isa.sp(0), isa.acc(0), 5, 4, 4, 4, config=CFG), "bd_rows"),
     (lambda: isa.compute_preloaded(isa.sp(0), isa.GARBAGE, 4, 5, 4, 4, config=CFG), "a_cols"),
     (lambda: isa.compute_preloaded(isa.acc(CFG.acc_rows - 1), isa.GARBAGE, 4, 4, 4, 4, config=CFG), "a_local"),
@@ -159,7 +160,7 @@ def test_validate_rejects_hand_made_out_of_range():
     with pytest.raises(IsaError):
         isa.validate(bad, CFG)
     with pytest.raises(IsaError):
-        isa.validate(isa.Command(9, 0, 0), CFG)
+        isa.validate(isa.Command(22, 0, 0), CFG)  # 8-13 and 15-21 are loop instructions
 
 
 def test_bad_log_lines():

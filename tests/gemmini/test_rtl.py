@@ -310,7 +310,7 @@ def _preload_from_the_accumulator():
 
 
 def _unknown_funct():
-    return _prologue() + [isa.Command(9, 0, 0)]
+    return _prologue() + [isa.Command(22, 0, 0)]
 
 
 @pytest.mark.parametrize("make", [_row_count_over_dim, _local_out_of_range, _compute_before_config,

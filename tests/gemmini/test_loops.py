@@ -1,0 +1,215 @@
+"""Loop instructions (LOOP_WS, LOOP_CONV_WS): encodings, the unroller, the functional and timing models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gemmini import isa, isa_loops as L
+from gemmini.config import DEFAULT_CONFIG
+from gemmini.errors import IsaError, SimulationError
+from gemmini.reference import conv_ref, matmul_ref
+from gemmini.sim import execute, timing
+from gemmini.sim.loops import Unroller, expand
+
+DIM = DEFAULT_CONFIG.dim
+SCALE = 0.05
+
+
+# --- streams as gemmini.h's tiled_matmul / tiled_conv would issue them -------------------------------
+def _layout(sizes: dict, base: int = 0x1000) -> tuple[dict, int]:
+    """Buffers at nonzero, 64-byte-aligned addresses, with DIM rows of slack after each (ldB reads whole blocks)."""
+    out, pos = {}, base
+    for name, nbytes in sizes.items():
+        out[name] = pos
+        pos += -(-(nbytes + 64 * DIM) // 64) * 64
+    return out, pos
+
+
+def matmul_case(M, N, K, tiles, bias, a_t=False, b_t=False, seed=0):
+    """(commands, memory, buffers, expected C) of C = A @ B (+ bias rows) tiled into LOOP_WS calls."""
+    rng = np.random.default_rng(seed)
+    A = rng.integers(-20, 20, (M, K), dtype=np.int8)
+    B = rng.integers(-20, 20, (K, N), dtype=np.int8)
+    D = rng.integers(-300, 300, (M, N), dtype=np.int32) if bias else None
+    a_store = np.ascontiguousarray(A.T) if a_t else A
+    b_store = np.ascontiguousarray(B.T) if b_t else B
+    bufs, size = _layout({"A": A.nbytes, "B": B.nbytes, "D": M * N * 4, "C": M * N})
+    mem = np.zeros(size, dtype=np.uint8)
+    mem[bufs["A"]:bufs["A"] + A.nbytes] = a_store.view(np.uint8).ravel()
+    mem[bufs["B"]:bufs["B"] + B.nbytes] = b_store.view(np.uint8).ravel()
+    if bias:
+        mem[bufs["D"]:bufs["D"] + D.nbytes] = D.view(np.uint8).ravel()
+    sa, sb = a_store.shape[1], b_store.shape[1]
+    cmds = [isa.config_ex("ws", 0, a_t, b_t, 1, 1.0, 1, 0), isa.config_st(N, 0, SCALE),
+            isa.config_ld(sa), isa.config_ld(sb, id=1), isa.config_ld(N * 4, id=2)]
+    tI, tJ, tK = tiles
+    Ip, Jp, Kp = (-(-x // DIM) for x in (M, N, K))
+    for i0 in range(0, Ip, tI):
+        for j0 in range(0, Jp, tJ):
+            for k0 in range(0, Kp, tK):
+                I, J, Kb = min(tI, Ip - i0), min(tJ, Jp - j0), min(tK, Kp - k0)
+                pad_I = Ip * DIM - M if i0 + I == Ip else 0
+                pad_J = Jp * DIM - N if j0 + J == Jp else 0
+                pad_K = Kp * DIM - K if k0 + Kb == Kp else 0
+                r, c, k = i0 * DIM, j0 * DIM, k0 * DIM
+                a = bufs["A"] + ((k * sa + r) if a_t else (r * sa + k))
+                b = bufs["B"] + ((c * sb + k) if b_t else (k * sb + c))
+                d = bufs["D"] + (r * N + c) * 4 if bias and k0 == 0 else 0
+                out = bufs["C"] + r * N + c if k0 + Kb == Kp else 0
+                cmds += L.loop_ws(I, J, Kb, pad_I, pad_J, pad_K, a, b, d, out, sa, sb, N, N, a_t, b_t, 0, 0,
+                                  bool(d) or k0 > 0, 0, 0, 0, 0)
+    cmds.append(isa.fence())
+    expected = matmul_ref(A, B, D, scale=SCALE)
+    return cmds, mem, bufs, expected
+
+
+def run_c(cmds, mem, bufs, shape):
+    execute(cmds, mem)
+    n = int(np.prod(shape))
+    return mem[bufs["C"]:bufs["C"] + n].view(np.int8).reshape(shape)
+
+
+# --- encodings ---------------------------------------------------------------------------------------
+def test_loop_ws_words_are_gemmini_h_layouts():
+    cmds = L.loop_ws(2, 3, 4, 1, 2, 3, 0x1000, 0x2000, 0x3000, 0x4000, 64, 48, 40, 32, 1, 0, 1, 1, 1, 1, 2, 1, 0)
+    assert [c.funct for c in cmds] == [9, 10, 11, 12, 13, 8]
+    assert (cmds[0].rs1, cmds[0].rs2) == ((3 << 32) | (2 << 16) | 1, (4 << 32) | (3 << 16) | 2)
+    assert (cmds[1].rs1, cmds[1].rs2, cmds[2].rs1, cmds[2].rs2) == (0x1000, 0x2000, 0x3000, 0x4000)
+    assert (cmds[3].rs1, cmds[3].rs2, cmds[4].rs1, cmds[4].rs2) == (64, 48, 40, 32)
+    assert cmds[5].rs1 == (2 << 18) | (1 << 16) | (1 << 8) | (1 << 2) | (1 << 1) | 1
+    assert cmds[5].rs2 == 1
+
+
+def test_loop_conv_words_are_gemmini_h_layouts():
+    cmds = L.loop_conv_ws(batch_size=2, in_row_dim=9, in_col_dim=7, in_channels=5, out_channels=6, out_row_dim=4,
+                          out_col_dim=3, pool_out_row_dim=4, pool_out_col_dim=3, stride=2, padding=1, kernel_dim=3,
+                          kernel_dilation=1, pool_size=1, pool_stride=1, batches=1, porows=4, pocols=3, pochs=6,
+                          krows=3, kcols=3, kchs=5, lpad=1, rpad=0, upad=1, dpad=0, orows=4, ocols=3, weights=0x100,
+                          output=0x200, bias=0x300, input=0x400, no_pool=1, activation=1, in_stride=5,
+                          weight_stride=6, out_stride=6, max_pixels_per_row=1, a_spad_id=1)
+    assert [c.funct for c in cmds] == [16, 17, 18, 19, 20, 21, 15]
+    assert cmds[0].rs1 == (6 << 48) | (5 << 32) | (9 << 16) | 2
+    assert cmds[0].rs2 == (1 << 56) | (2 << 48) | (3 << 32) | (4 << 16) | 4
+    assert cmds[1].rs1 == (3 << 48) | (3 << 32) | (1 << 16) | (1 << 8)
+    assert cmds[1].rs2 == (1 << 48) | (4 << 32) | (3 << 16) | 6
+    assert cmds[2].rs1 == (3 << 48) | (3 << 32) | (5 << 16) | 1
+    assert cmds[2].rs2 == (1 << 32) | 7
+    assert cmds[3].rs1 == (4 << 48) | 1 and cmds[3].rs2 == (5 << 48) | (6 << 32) | (6 << 16) | 3
+    assert (cmds[4].rs1, cmds[4].rs2, cmds[5].rs1, cmds[5].rs2) == (0x100, 0x200, 0x300, 0x400)
+    assert cmds[6].rs1 == (1 << 18) | (1 << 8) and cmds[6].rs2 == (1 << 3) | 1
+
+
+def test_round_trip_decode_disassemble():
+    words = L.loop_ws(I=3, J=2, K=5, pad_I=4, pad_K=15, A=0x40, B=0x80, C=0xC0, A_stride=80, B_stride=32,
+                      C_stride=32, B_transpose=1, act=1)
+    words += L.loop_conv_ws(batches=1, porows=2, pocols=2, pochs=16, krows=1, kcols=1, kchs=8, orows=2, ocols=2,
+                            stride=1, kernel_dim=1, dw=1, downsample=1, upad=3, pdpad=5, pupad=9)
+    for cmd in words:
+        again = isa.decode(cmd.funct, cmd.rs1, cmd.rs2)
+        fields = isa.validate(again)
+        assert again == cmd and fields["name"] == L.FUNCT_NAMES[cmd.funct]
+        assert L.encode_word(cmd.funct, {k: v for k, v in fields.items() if k not in ("name", "funct")}) == \
+            (cmd.rs1, cmd.rs2)
+        assert str(cmd).startswith(L.FUNCT_NAMES[cmd.funct])
+    assert isa.decode_stream(isa.encode_stream(words)) == tuple(words)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(I=1 << 16, J=1, K=1), "I"), (dict(I=1, J=1, K=1, pad_J=DIM), "pad_J"), (dict(I=0, J=1, K=1), "I"),
+    (dict(I=1, J=1, K=1, A_transpose=1, B_transpose=1), "B_transpose"), (dict(I=1, J=1, K=1, a_spad_id=3), "a_spad_id"),
+    (dict(I=1, J=1, K=1, act=256), "act"), (dict(I=1, J=1, K=1, A=1 << 64), "A"), (dict(I=1, J=1, K=1, Q=1), "Q")])
+def test_loop_ws_field_overflow_is_refused(kwargs, field):
+    with pytest.raises(IsaError) as err:
+        L.loop_ws(**kwargs)
+    assert err.value.field == field
+
+
+@pytest.mark.parametrize("field, value", [("stride", 256), ("plpad", 256), ("kernel_dilation", 1024),
+                                          ("pupad", 2048), ("activation", 4), ("orows", 1 << 16)])
+def test_loop_conv_field_overflow_is_refused(field, value):
+    args = dict(batches=1, porows=1, pocols=1, pochs=1, krows=1, kcols=1, kchs=1, orows=1, ocols=1, stride=1,
+                kernel_dim=1)
+    args[field] = value
+    with pytest.raises(IsaError) as err:
+        L.loop_conv_ws(**args)
+    assert err.value.field == field
+
+
+# --- LOOP_WS on the functional model -------------------------------------------------------------------
+@pytest.mark.parametrize("M, N, K, tiles, bias, a_t, b_t", [
+    (16, 16, 16, (1, 1, 1), False, False, False),
+    (40, 24, 50, (2, 2, 2), True, False, False),   # ragged I, J, K; two K tiles; bias on the first
+    (64, 80, 48, (2, 4, 1), True, False, False),   # wide mvouts and bias mvins, 8 loops in flight in pairs
+    (33, 17, 70, (3, 2, 4), False, True, False),   # A transposed
+    (20, 45, 36, (2, 3, 2), True, False, True),    # B transposed
+])
+def test_loop_ws_matmul_is_bit_exact(M, N, K, tiles, bias, a_t, b_t):
+    cmds, mem, bufs, expected = matmul_case(M, N, K, tiles, bias, a_t, b_t)
+    got = run_c(cmds, mem, bufs, (M, N))
+    np.testing.assert_array_equal(got, expected)
+    assert np.count_nonzero(np.abs(expected.astype(int)) < 127) > expected.size // 2  # the check is not saturated
+
+
+def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0):
+    """(commands, memory, buffers, expected NHWC output) of a convolution tiled into LOOP_CONV_WS calls the way
+    gemmini.h's tiled_conv walks its tiles (batch, rows, cols, out channels, kernel rows, cols, in channels)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-20, 20, (n, h, w, c), dtype=np.int8)
+    wt = rng.integers(-20, 20, (r, r, c, k), dtype=np.int8)
+    bv = rng.integers(-300, 300, (k,), dtype=np.int32)
+    p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - r) // stride + 1
+    bufs, size = _layout({"input": x.nbytes, "weights": wt.nbytes, "bias": bv.nbytes, "C": n * p * q * k})
+    mem = np.zeros(size, dtype=np.uint8)
+    for name, arr in (("input", x), ("weights", wt), ("bias", bv)):
+        mem[bufs[name]:bufs[name] + arr.nbytes] = arr.view(np.uint8).ravel()
+    cmds = [isa.config_st(k, 0, SCALE), isa.config_ex("ws", 0, False, False, stride, 1.0, 1, 0)]
+    tb, tpr, tpc, tpo, tkr, tkc, tkch = tiles
+    for b0 in range(0, n, tb):
+        for orow in range(0, p, tpr):
+            for ocol in range(0, q, tpc):
+                for och in range(0, k, tpo):
+                    for krow in range(0, r, tkr):
+                        for kcol in range(0, r, tkc):
+                            for kch in range(0, c, tkch):
+                                nb, orows, ocols = min(tb, n - b0), min(tpr, p - orow), min(tpc, q - ocol)
+                                ochs, krows, kcols, kchs = min(tpo, k - och), min(tkr, r - krow), min(tkc, r - kcol), \
+                                    min(tkch, c - kch)
+                                irow, icol = orow * stride + krow - pad, ocol * stride + kcol - pad
+                                irows, icols = orows * stride + krows - 1, ocols * stride + kcols - 1
+                                lpad, upad = max(-icol, 0), max(-irow, 0)
+                                rpad, dpad = max(icol + icols - w, 0), max(irow + irows - h, 0)
+                                last = krow + krows >= r and kcol + kcols >= r and kch + kchs >= c
+                                first = krow == 0 and kcol == 0 and kch == 0
+                                out = bufs["C"] + ((b0 * p + orow) * q + ocol) * k + och if last else 0
+                                bias_addr = (bufs["bias"] + och * 4 if bias else 1) if first else 0
+                                inp = bufs["input"] + ((b0 * h + irow + upad) * w + icol + lpad) * c + kch
+                                wts = bufs["weights"] + ((krow * r + kcol) * c + kch) * k + och
+                                cmds += L.loop_conv_ws(
+                                    batch_size=n, in_row_dim=h, in_col_dim=w, in_channels=c, out_channels=k,
+                                    out_row_dim=p, out_col_dim=q, pool_out_row_dim=p, pool_out_col_dim=q, stride=stride,
+                                    padding=pad, kernel_dim=r, kernel_dilation=1, pool_size=1, pool_stride=1,
+                                    batches=nb, porows=orows, pocols=ocols, pochs=ochs, krows=krows, kcols=kcols,
+                                    kchs=kchs, lpad=lpad, rpad=rpad, upad=upad, dpad=dpad, orows=orows, ocols=ocols,
+                                    weights=wts, output=out, bias=bias_addr, input=inp, no_bias=not bias, no_pool=1,
+                                    in_stride=c, weight_stride=k, out_stride=k, max_pixels_per_row=1)
+    cmds.append(isa.fence())
+    expected = conv_ref(x, wt, bv if bias else None, stride, pad, scale=SCALE)
+    return cmds, mem, bufs, expected
+
+
+CONV_CASES = {
+    "3x3 padded, one loop": (1, 8, 8, 8, 16, 3, 1, 1, (1, 8, 8, 16, 3, 3, 8), True),
+    "3x3 padded, tiled rows and channels": (2, 10, 9, 20, 24, 3, 1, 1, (1, 4, 9, 16, 3, 3, 16), True),
+    "3x3 stride 2, kernel split": (1, 11, 11, 6, 10, 3, 2, 1, (1, 3, 6, 10, 2, 3, 6), False),
+    "1x1": (1, 7, 7, 40, 36, 1, 1, 0, (1, 7, 7, 36, 1, 1, 40), True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONV_CASES))
+def test_loop_conv_is_bit_exact(name):
+    n, h, w, c, k, r, stride, pad, tiles, bias = CONV_CASES[name]
+    cmds, mem, bufs, expected = conv_case(n, h, w, c, k, r, stride, pad, tiles, bias)
+    got = run_c(cmds, mem, bufs, expected.shape)
+    np.testing.assert_array_equal(got, expected)
+    assert np.count_nonzero(np.abs(expected.astype(int)) < 127) > expected.size // 2
