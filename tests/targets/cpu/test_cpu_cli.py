@@ -1,0 +1,90 @@
+"""cosa emit|run cpu and cosa arch calibrate cpu: results, JSON keys, refusals in one line."""
+
+import json
+import random
+import shutil
+import subprocess
+
+import pytest
+
+import costmodel
+import workloads
+from cosa.baselines.mapspace import random_mapping
+from cosa.cli import main
+from mappings import dump_mapping
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+
+GEMM = "kind: matmul\nname: g\nM: 24\nN: 32\nK: 16\ndtype: float32\n"
+
+
+@pytest.fixture
+def files(tmp_path):
+    wl = tmp_path / "g.yaml"
+    wl.write_text(GEMM)
+    arch = costmodel.preset("cpu")
+    mapping = random_mapping(workloads.load_one(str(wl)), arch, random.Random(0))
+    mp = tmp_path / "m.yaml"
+    mp.write_text(dump_mapping(mapping, arch))
+    return wl, mp
+
+
+def test_run_json_keys_and_emit(files, tmp_path, capsys):
+    wl, mp = files
+    assert main(["run", "cpu", str(wl), "--mapping", str(mp), "--threads", "2", "--repeat", "2", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert {"verified", "max_abs_err", "reference", "seconds", "gflops", "threads", "mapping"} <= set(d)
+    assert d["verified"] and d["reference"] == "numpy" and d["threads"] == 2 and d["seconds"] > 0
+    out = tmp_path / "g.c"
+    assert main(["emit", "cpu", str(wl), "--mapping", str(mp), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "void cosa_kernel(" in text
+    subprocess.run(["gcc", "-O1", "-fopenmp", "-c", str(out), "-o", str(tmp_path / "g.o")], check=True)
+
+
+def test_bad_input_one_line_exit_2(files, tmp_path, capsys):
+    wl, mp = files
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GEMM.replace("float32", "float16"))
+    assert main(["run", "cpu", str(bad), "--mapping", str(mp)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "bad.yaml" in err and "dtype" in err
+    other = tmp_path / "other.yaml"
+    other.write_text(GEMM.replace("M: 24", "M: 48"))
+    assert main(["emit", "cpu", str(other), "--mapping", str(mp)]) == 2
+    assert "factors of 'M'" in capsys.readouterr().err
+    assert main(["run", "cpu", str(wl), "--mapping", str(mp), "--threads", "0"]) == 2
+
+
+def test_compiler_failure_exit_1_names_the_log(files, tmp_path, monkeypatch, capsys):
+    from targets.cpu import build
+
+    wl, mp = files
+    monkeypatch.setenv("COSA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COSA_CC", "false")
+    build.isa.cache_clear()
+    try:
+        assert main(["run", "cpu", str(wl), "--mapping", str(mp)]) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "full log:" in err and str(tmp_path / "cache") in err
+        monkeypatch.setenv("COSA_CC", "no-such-compiler")
+        assert main(["run", "cpu", str(wl), "--mapping", str(mp)]) == 1
+        assert "Debian package 'gcc'" in capsys.readouterr().err
+    finally:
+        monkeypatch.delenv("COSA_CC")
+        build.isa.cache_clear()
+
+
+def test_calibrate_writes_an_arch_that_runs(files, tmp_path, capsys):
+    wl, _ = files
+    out = tmp_path / "cpu.yaml"
+    assert main(["arch", "calibrate", "cpu", "--quick", "-o", str(out)]) == 0
+    arch = costmodel.load_arch(str(out))
+    assert [lv.name for lv in arch.levels] == ["DRAM", "L3", "L2", "L1"]
+    assert arch.params["peak_gflops_per_core"] > 0 and arch.levels[3].read_bandwidth > 0
+    assert arch.levels[3].capacity_bytes > 0 and arch.levels[3].fanout == arch.params["simd_lanes"]
+    mapping = random_mapping(workloads.load_one(str(wl)), arch, random.Random(1))
+    mp = tmp_path / "m2.yaml"
+    mp.write_text(dump_mapping(mapping, arch))
+    assert main(["run", "cpu", str(wl), "--arch", str(out), "--mapping", str(mp), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verified"]
