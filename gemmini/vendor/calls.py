@@ -35,7 +35,7 @@ int32 bias.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -142,6 +142,9 @@ class VendorProgram:
     buffers: tuple  # BufferSpec, ...
     calls: tuple  # LibCall, ...
     base: int = ARENA_BASE
+    layer: dict = field(default_factory=dict, compare=False)
+    """What the calls compute, for the NumPy reference (``gemmini.vendor.run``): kind (matmul, conv,
+    depthwise), bias, relu, scale; for convolutions stride, padding, dilation, groups, pool."""
 
     @property
     def arena_bytes(self) -> int:
@@ -164,7 +167,7 @@ class VendorProgram:
         return [b.to_dict(self.base) for b in self.buffers]
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "base": self.base, "buffers": self.layout(),
+        return {"name": self.name, "base": self.base, "layer": dict(self.layer), "buffers": self.layout(),
                 "calls": [c.to_dict() for c in self.calls]}
 
     @staticmethod
@@ -172,7 +175,8 @@ class VendorProgram:
         base = int(d["base"])
         bufs = tuple(BufferSpec(b["name"], int(b["address"]) - base, int(b["bytes"]), b["dtype"], tuple(b["shape"]))
                      for b in d["buffers"])
-        return VendorProgram(d["name"], bufs, tuple(LibCall.from_dict(c) for c in d["calls"]), base)
+        return VendorProgram(d["name"], bufs, tuple(LibCall.from_dict(c) for c in d["calls"]), base,
+                             dict(d.get("layer") or {}))
 
 
 def make_layout(specs) -> tuple:
@@ -196,6 +200,16 @@ def _io(name: str, a_shape, b_shape, bias_shape, c_shape, bias: bool):
 
 # --- layer builders ------------------------------------------------------------------
 
+def _mm_layer(bias: bool, relu: bool, scale: float) -> dict:
+    return {"kind": "matmul", "bias": bool(bias), "relu": bool(relu), "scale": float(scale)}
+
+
+def _conv_layer(kind, bias, relu, scale, stride, padding, dilation, groups, pool) -> dict:
+    return {"kind": kind, "bias": bool(bias), "relu": bool(relu), "scale": float(scale), "stride": int(stride),
+            "padding": int(padding), "dilation": int(dilation), "groups": int(groups),
+            "pool": None if pool is None else [int(v) for v in pool]}
+
+
 def gemm(name: str, M: int, N: int, K: int, *, bias: bool = True, relu: bool = False, scale: float = 1.0,
          dataflow: str = "ws", repeating_bias: bool = True) -> VendorProgram:
     """C[M, N] = A[M, K] @ B[K, N] (+ bias) through ``tiled_matmul_auto`` (row strides K, N, N, N)."""
@@ -209,7 +223,7 @@ def gemm(name: str, M: int, N: int, K: int, *, bias: bool = True, relu: bool = F
         C=Ptr("C"), stride_A=K, stride_B=N, stride_D=N, stride_C=N, A_scale_factor=1.0, B_scale_factor=1.0,
         D_scale_factor=1.0, act=_act(relu), scale=scale, bert_scale=0.0, repeating_bias=repeating_bias,
         transpose_A=False, transpose_B=False, full_C=False, low_D=False, weightA=0, tiled_matmul_type=df)
-    return VendorProgram(name, bufs, (call,))
+    return VendorProgram(name, bufs, (call,), layer=_mm_layer(bias, relu, scale))
 
 
 def matmul_nn(name: str, M: int, N: int, K: int, *, bias: bool = True, relu: bool = False, scale: float = 1.0,
@@ -219,7 +233,7 @@ def matmul_nn(name: str, M: int, N: int, K: int, *, bias: bool = True, relu: boo
     call = LibCall.make("tiled_matmul_nn_auto", dim_I=M, dim_J=N, dim_K=K, A=Ptr("A"), B=Ptr("B"),
                         D=Ptr("D") if bias else None, C=Ptr("C"), act=_act(relu), scale=scale,
                         repeating_bias=repeating_bias, tiled_matmul_type=WS if dataflow == "ws" else OS, check=False)
-    return VendorProgram(name, bufs, (call,))
+    return VendorProgram(name, bufs, (call,), layer=_mm_layer(bias, relu, scale))
 
 
 def _conv_out(size: int, k: int, stride: int, padding: int, dilation: int = 1) -> int:
@@ -245,12 +259,13 @@ def conv(name: str, batch: int, rows: int, cols: int, C: int, K: int, kernel: in
     ``tiled_conv_auto``).  A 1x1 stride-1 layer goes to ``tiled_matmul_nn_auto``.
     """
     orows, ocols = _conv_out(rows, kernel, stride, padding, dilation), _conv_out(cols, kernel, stride, padding, dilation)
+    layer = _conv_layer("conv", bias, relu, scale, stride, padding, dilation, 1, pool)
     if kernel == 1 and stride == 1 and padding == 0 and pool is None:
         bufs = _conv_buffers(batch, rows, cols, C, K, orows, ocols, kernel, bias)
         call = LibCall.make("tiled_matmul_nn_auto", dim_I=batch * rows * cols, dim_J=K, dim_K=C, A=Ptr("input"),
                             B=Ptr("weights"), D=Ptr("bias") if bias else None, C=Ptr("output"), act=_act(relu),
                             scale=scale, repeating_bias=True, tiled_matmul_type=WS, check=False)
-        return VendorProgram(name, bufs, (call,))
+        return VendorProgram(name, bufs, (call,), layer=layer)
     psize, pstride, ppad = pool if pool is not None else (1, 0, 0)
     if pool is not None:
         orows_p = (orows + 2 * ppad - psize) // pstride + 1
@@ -267,13 +282,13 @@ def conv(name: str, batch: int, rows: int, cols: int, C: int, K: int, kernel: in
         call = LibCall.make("tiled_conv_downsample", batch_size=batch, in_row_dim=rows, in_col_dim=cols,
                             in_channels=C, out_channels=K, out_row_dim=orows, out_col_dim=ocols, in_stride=C,
                             weight_stride=K, out_stride=K, **common)
-        return VendorProgram(name, bufs, (call,))
+        return VendorProgram(name, bufs, (call,), layer=layer)
     call = LibCall.make("tiled_conv_auto", batch_size=batch, in_row_dim=rows, in_col_dim=cols, in_channels=C,
                         out_channels=K, out_row_dim=orows, out_col_dim=ocols, stride=stride, input_dilation=1,
                         kernel_dilation=dilation, padding=padding, kernel_dim=kernel, wrot180=False,
                         trans_output_1203=False, trans_input_3120=False, trans_weight_1203=False,
                         trans_weight_0132=False, pool_size=psize, pool_stride=pstride, pool_padding=ppad, **common)
-    return VendorProgram(name, bufs, (call,))
+    return VendorProgram(name, bufs, (call,), layer=layer)
 
 
 def depthwise(name: str, batch: int, rows: int, cols: int, C: int, kernel: int, *, stride: int = 1,
@@ -286,7 +301,8 @@ def depthwise(name: str, batch: int, rows: int, cols: int, C: int, kernel: int, 
                         input=Ptr("input"), weights=Ptr("weights"), bias=Ptr("bias") if bias else None,
                         output=Ptr("output"), act=_act(relu), scale=scale, pool_size=1, pool_stride=0,
                         pool_padding=0, tiled_conv_type=WS)
-    return VendorProgram(name, bufs, (call,))
+    return VendorProgram(name, bufs, (call,), layer=_conv_layer("depthwise", bias, relu, scale, stride, padding, 1, C,
+                                                                None))
 
 
 def grouped(name: str, batch: int, rows: int, cols: int, C: int, K: int, kernel: int, groups: int, *,
@@ -312,7 +328,8 @@ def grouped(name: str, batch: int, rows: int, cols: int, C: int, K: int, kernel:
         input=Ptr("input", g * cg), weights=Ptr("weights", g * kg), bias=Ptr("bias", 4 * g * kg) if bias else None,
         output=Ptr("output", g * kg), act=_act(relu), scale=scale, pool_size=1, pool_stride=0, pool_padding=0,
         tiled_conv_type=WS) for g in range(groups))
-    return VendorProgram(name, bufs, calls)
+    return VendorProgram(name, bufs, calls, layer=_conv_layer("conv", bias, relu, scale, stride, padding, 1, groups,
+                                                              None))
 
 
 def fc(name: str, batch: int, in_features: int, out_features: int, *, bias: bool = True, relu: bool = False,

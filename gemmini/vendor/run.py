@@ -1,0 +1,131 @@
+"""Run a vendor stream on our simulators and check it against NumPy.
+
+``run_vendor(program)`` places random inputs in the program's buffers (a
+main memory of ``program.base + program.arena_bytes`` bytes: the stream's
+addresses are absolute), decodes the stream with ``gemmini.isa`` (loop
+instructions included), runs it on the functional model and compares the
+output buffer with the NumPy reference of ``program.layer`` bit for bit;
+with ``with_timing`` the timing model's cycles come too.
+
+Reference semantics (gemmini.h's CPU paths): out = requantize(conv or
+matmul + bias) with the ReLU; a fused max-pool then takes the maximum over
+each window, positions in the pool padding counting as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import GemminiConfig
+from ..errors import SimulationError
+from .calls import VendorProgram
+
+_OUTPUTS = ("C", "output")
+
+
+@dataclass(frozen=True)
+class VendorRun:
+    """outputs: the output buffer after the run; verified: equal to the reference bit for bit;
+    mismatches: differing elements; instructions: commands in the stream; cycles: the timing model's
+    cycles (None unless asked for)."""
+
+    outputs: np.ndarray
+    verified: bool
+    mismatches: int
+    instructions: int
+    cycles: float | None
+
+
+def _output_name(program: VendorProgram) -> str:
+    for b in program.buffers:
+        if b.name in _OUTPUTS:
+            return b.name
+    raise SimulationError("no output buffer (C or output)", source=f"program {program.name}", field="buffers")
+
+
+def example_inputs(program: VendorProgram, seed: int = 0) -> dict:
+    """Random int8 operands and int32 bias (in [-2^12, 2^12)) for every buffer but the output."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for b in program.buffers:
+        if b.name in _OUTPUTS:
+            continue
+        if b.dtype == "int8":
+            out[b.name] = rng.integers(-128, 128, size=b.shape).astype(np.int8)
+        else:
+            out[b.name] = rng.integers(-(1 << 12), 1 << 12, size=b.shape).astype(b.dtype)
+    return out
+
+
+def memory_image(program: VendorProgram, inputs: dict) -> np.ndarray:
+    memory = np.zeros(program.base + program.arena_bytes, dtype=np.uint8)
+    for b in program.buffers:
+        if b.name in inputs:
+            arr = np.asarray(inputs[b.name], dtype=b.dtype)
+            if arr.shape != b.shape:
+                raise SimulationError(f"shape {arr.shape} differs from the buffer's {b.shape}",
+                                      source=f"inputs of {program.name}", field=b.name)
+            start = program.base + b.offset
+            memory[start:start + b.nbytes] = np.ascontiguousarray(arr).view(np.uint8).ravel()
+    return memory
+
+
+def _maxpool(x: np.ndarray, size: int, stride: int, padding: int) -> np.ndarray:
+    n, h, w, c = x.shape
+    ph, pw = (h + 2 * padding - size) // stride + 1, (w + 2 * padding - size) // stride + 1
+    padded = np.zeros((n, h + 2 * padding, w + 2 * padding, c), dtype=x.dtype)
+    padded[:, padding:padding + h, padding:padding + w] = x
+    out = np.full((n, ph, pw, c), np.iinfo(np.int8).min, dtype=x.dtype)
+    for dr in range(size):
+        for dc in range(size):
+            out = np.maximum(out, padded[:, dr:dr + stride * ph:stride, dc:dc + stride * pw:stride])
+    return out
+
+
+def reference(program: VendorProgram, inputs: dict) -> np.ndarray:
+    """The NumPy reference output of ``program.layer`` for ``inputs``."""
+    from ..reference import conv_ref, matmul_ref
+
+    layer = program.layer
+    kind = layer.get("kind")
+    src = f"program {program.name}"
+    if kind == "matmul":
+        return matmul_ref(inputs["A"], inputs["B"], inputs.get("D") if layer["bias"] else None, layer["scale"],
+                          layer["relu"])
+    if kind not in ("conv", "depthwise"):
+        raise SimulationError(f"no reference for layer kind {kind!r}", source=src, field="layer")
+    w = inputs["weights"]
+    if kind == "depthwise":  # [C, KH, KW] -> [KH, KW, 1, C]
+        w = np.transpose(w, (1, 2, 0))[:, :, None, :]
+    out = conv_ref(inputs["input"], w, inputs.get("bias") if layer["bias"] else None, layer["stride"],
+                   layer["padding"], layer["dilation"], layer["scale"], layer["relu"], groups=layer["groups"])
+    if layer.get("pool"):
+        out = _maxpool(out, *layer["pool"])
+    return out
+
+
+def run_vendor(program: VendorProgram, inputs: dict | None = None, *, seed: int = 0, with_timing: bool = False,
+               config: GemminiConfig | None = None) -> VendorRun:
+    """Execute ``program``'s stream on the functional model (and timing model) and verify it."""
+    from .. import isa
+    from ..sim.functional import execute
+    from . import stream
+
+    inputs = example_inputs(program, seed) if inputs is None else inputs
+    expected = reference(program, inputs)
+    commands = isa.decode_stream(stream(program))
+    memory = memory_image(program, inputs)
+    execute(commands, memory, config)
+    out_buf = program.buffer(_output_name(program))
+    start = program.base + out_buf.offset
+    outputs = memory[start:start + out_buf.nbytes].view(out_buf.dtype).reshape(out_buf.shape).copy()
+    expected = expected.reshape(outputs.shape)
+    mismatches = int(np.count_nonzero(outputs != expected))
+    cycles = None
+    if with_timing:
+        from ..sim.timing import timing
+
+        cycles = timing(commands, config).cycles
+    return VendorRun(outputs, mismatches == 0, mismatches, len(commands), cycles)
