@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from dataclasses import dataclass, field
 
@@ -50,23 +51,46 @@ class GpuRun:
                 "shared_bytes": self.shared_bytes, "mapping": self.mapping}
 
 
-def run(workload, arch, mapping, target: str = "opencl", repeat: int = 1, seed: int = 0) -> GpuRun:
+def run(workload, arch, mapping, target: str = "opencl", repeat: int = 1, seed: int = 0,
+        optimize: bool = True) -> GpuRun:
     """Build ``mapping`` as a ``target`` kernel, run it ``repeat`` times on random inputs and compare with NumPy
-    (``reference.RTOL``: 1e-5 relative for fp32, exact for integers)."""
+    (``reference.RTOL``: 1e-5 relative for fp32, exact for integers).  ``optimize=False``: OpenCL builds
+    without optimisation (quicker to build on PoCL; for tests)."""
+    return run_many(workload, arch, [mapping], target, repeat, seed, optimize)[0]
+
+
+def run_many(workload, arch, mappings, target: str = "opencl", repeat: int = 1, seed: int = 0,
+             optimize: bool = True) -> list[GpuRun]:
+    """``run`` for several mappings of one workload: one program holds every kernel (one compiler call), all
+    run on the same inputs."""
     from mappings import mapping_to_dict
 
-    desc, source = emit(workload, arch, mapping, target)
+    _language(target)
+    descs = [dataclasses.replace(build_kernel(workload, arch, m), name=f"{_kernel_name(workload)}_{k}")
+             for k, m in enumerate(mappings)]
+    source = "\n".join(print_kernel(d, target) for d in descs)
     if target == "opencl":
         from . import opencl as backend
     else:
         from . import cuda as backend
         backend.compile_cuda(source, "ptx")  # compile errors surface even where no GPU runs it
-    types = {t.name: p.dtype for t, p in zip(workload.tensors, desc.params)}
+    if not descs:
+        return []
+    types = {t.name: p.dtype for t, p in zip(workload.tensors, descs[0].params)}
     inputs = random_inputs(workload, types, seed)
-    result, seconds = backend.run(desc, source, inputs, repeat)
-    ref = reference(workload, inputs, desc.acc_dtype)
-    verified, err = compare(result, ref, desc.acc_dtype)
-    median = statistics.median(seconds)
-    return GpuRun(target, backend.device_name(), verified, err, median, seconds,
-                  2 * workload.macs / median / 1e9 if median > 0 else 0.0, desc.blocks, desc.threads,
-                  desc.shared_bytes, mapping_to_dict(mapping, arch))
+    ref = reference(workload, inputs, descs[0].acc_dtype)
+    out = []
+    for desc, mapping in zip(descs, mappings):
+        result, seconds = backend.run(desc, source, inputs, repeat, optimize)
+        verified, err = compare(result, ref, desc.acc_dtype)
+        median = statistics.median(seconds)
+        out.append(GpuRun(target, backend.device_name(), verified, err, median, seconds,
+                          2 * workload.macs / median / 1e9 if median > 0 else 0.0, desc.blocks, desc.threads,
+                          desc.shared_bytes, mapping_to_dict(mapping, arch)))
+    return out
+
+
+def _kernel_name(workload) -> str:
+    from .kernel import ident
+
+    return ident(workload.name)

@@ -126,8 +126,10 @@ def device_name() -> str:
     return f"{d.name} ({d.arch})"
 
 
-def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: int = 1) -> tuple[np.ndarray, list[float]]:
-    """Compile for the device, run ``repeat`` times (output zeroed before each, not timed); (output, seconds)."""
+def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: int = 1,
+        optimize: bool = True) -> tuple[np.ndarray, list[float]]:
+    """Compile for the device, run ``repeat`` times (output zeroed before each, not timed; an untimed first
+    launch when ``repeat`` > 1); (output, seconds).  ``optimize`` is for the OpenCL runner's signature."""
     drv = driver()
     image = compile_cuda(source, "cubin", drv.arch).read_bytes()
     module, function = ctypes.c_void_p(), ctypes.c_void_p()
@@ -148,13 +150,14 @@ def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: in
                 drv.call("cuMemcpyHtoD", ptr, host.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(host.nbytes))
         args = (ctypes.c_void_p * len(pointers))(*[ctypes.cast(ctypes.byref(p), ctypes.c_void_p) for p in pointers])
         seconds = []
-        for _ in range(max(1, repeat)):
+        for _ in range(repeat + 1 if repeat > 1 else 1):
             drv.call("cuMemsetD8", out[0], ctypes.c_ubyte(0), ctypes.c_size_t(out[1].nbytes))
             drv.call("cuCtxSynchronize")
             start = time.perf_counter()
             drv.call("cuLaunchKernel", function, desc.blocks, 1, 1, desc.threads, 1, 1, 0, None, args, None)
             drv.call("cuCtxSynchronize")
             seconds.append(time.perf_counter() - start)
+        seconds = seconds[1:] if repeat > 1 else seconds
         drv.call("cuMemcpyDtoH", out[1].ctypes.data_as(ctypes.c_void_p), out[0], ctypes.c_size_t(out[1].nbytes))
         return out[1], seconds
     finally:

@@ -150,10 +150,10 @@ DTYPE_BYTES = {"float32": 4, "float64": 8, "int8": 1, "int32": 4}
 # --- checks ------------------------------------------------------------------------------------------
 
 def check_arch(arch) -> None:
-    """A gpu arch: DRAM, L2 (block fan-out), Shared (thread fan-out), Registers (no fan-out)."""
+    """A gpu arch: DRAM, L2 (holds every tensor; block fan-out), Shared (thread fan-out), Registers (no fan-out)."""
     src = f"arch {arch.name}"
     fan = [lv.fanout for lv in arch.levels]
-    if len(arch.levels) != 4 or fan[0] != 1 or fan[3] != 1:
+    if len(arch.levels) != 4 or fan[0] != 1 or fan[3] != 1 or len(arch.levels[1].holds) != 3:
         raise GpuError("the gpu target needs 4 levels: DRAM, L2 (fan-out = blocks), shared memory (fan-out = "
                        f"threads), registers; got {[f'{lv.name} x{lv.fanout}' for lv in arch.levels]} "
                        "(use --arch gpu or gpu-h200)", source=src, field="levels")
@@ -207,7 +207,7 @@ def _check_sizes(workload) -> None:
                        field="tensors")
 
 
-def _ident(name: str) -> str:
+def ident(name: str) -> str:
     out = re.sub(r"\W", "_", str(name))
     return out if out and not out[0].isdigit() else "k_" + out
 
@@ -224,7 +224,7 @@ class _Builder:
         self.var = {lp: f"{'s' if lp.spatial else 't'}{lp.level}_{lp.dim}" for lp in self.loops}
         self.temporal = [lp for lp in self.loops if not lp.spatial]
         self.out = workload.output
-        self.names = {t.name: _ident(t.name) for t in workload.tensors}
+        self.names = {t.name: ident(t.name) for t in workload.tensors}
         self.block_loops = [lp for lp in self.loops if lp.spatial and lp.level == 1]
         self.thread_loops = [lp for lp in self.loops if lp.spatial and lp.level == 2]
         self.blocks = math.prod(lp.factor for lp in self.block_loops)
@@ -435,7 +435,7 @@ class _Builder:
                  "output zeroed by the host; " + ("blocks add partial sums atomically" if self.block_reduce else
                                                    "each output element is owned by one block"),
                  "mapping:") + tuple(format_loopnest(self.m, self.w, self.arch).splitlines())
-        return KernelDesc(_ident(self.w.name), params, arrays, self.blocks, self.threads, tuple(body), self.acc,
+        return KernelDesc(ident(self.w.name), params, arrays, self.blocks, self.threads, tuple(body), self.acc,
                           self.block_reduce, notes, self.w, self.m)
 
 

@@ -58,11 +58,11 @@ def available() -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _program(source: str):
+def _program(source: str, optimize: bool = True):
     cl = _cl()
     ctx, _, _ = context()
     try:
-        return cl.Program(ctx, source).build()
+        return cl.Program(ctx, source).build(options=[] if optimize else ["-cl-opt-disable"])
     except cl.Error as exc:
         log = Path(tempfile.mkdtemp(prefix="cosa-opencl-")) / "build.log"
         log.write_text(source + "\n/* build log:\n" + str(exc) + "\n*/\n")
@@ -70,16 +70,19 @@ def _program(source: str):
                        exit_code=1) from None
 
 
-def build(source: str) -> None:
-    """Compile ``source`` (cached by its text); GpuError (exit 1) with the path of the log on failure."""
-    _program(source)
+def build(source: str, optimize: bool = True) -> None:
+    """Compile ``source`` (cached by its text); GpuError (exit 1) with the path of the log on failure.
+    ``optimize=False`` builds with -cl-opt-disable (PoCL then specialises kernels several times faster)."""
+    _program(source, optimize)
 
 
-def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: int = 1) -> tuple[np.ndarray, list[float]]:
+def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: int = 1,
+        optimize: bool = True) -> tuple[np.ndarray, list[float]]:
     """Run the kernel ``repeat`` times on ``inputs`` (tensor name -> array); (output, seconds per run).
 
     Each run zeroes the output first (not timed) and times the kernel from
-    launch to completion.
+    launch to completion; with ``repeat`` > 1 an untimed first launch takes
+    the device's kernel specialisation (PoCL compiles per launch shape).
     """
     cl = _cl()
     ctx, queue, dev = context()
@@ -89,7 +92,7 @@ def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: in
     if desc.shared_bytes > dev.local_mem_size:
         raise GpuError(f"{desc.shared_bytes} B of shared memory exceed the device's {dev.local_mem_size}",
                        source=f"opencl device {dev.name.strip()}", field="shared")
-    program = _program(source)
+    program = _program(source, optimize)
     kernel = getattr(program, desc.name)
     mf = cl.mem_flags
     buffers, out_host = [], None
@@ -103,13 +106,14 @@ def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: in
             buffers.append(cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host))
     out_buf = buffers[[p.output for p in desc.params].index(True)]
     seconds = []
-    for _ in range(max(1, repeat)):
+    for _ in range(repeat + 1 if repeat > 1 else 1):
         cl.enqueue_copy(queue, out_buf, np.zeros_like(out_host))
         queue.finish()
         start = time.perf_counter()
         kernel(queue, (desc.blocks * desc.threads,), (desc.threads,), *buffers)
         queue.finish()
         seconds.append(time.perf_counter() - start)
+    seconds = seconds[1:] if repeat > 1 else seconds
     cl.enqueue_copy(queue, out_host, out_buf)
     queue.finish()
     return out_host, seconds

@@ -59,18 +59,20 @@ class OpenCL(Dialect):
         if uses_double:
             lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
         if desc.atomic and desc.acc_dtype == "float32":
-            lines += ["inline void atomic_add_f32(volatile __global float *p, float v) {",
+            lines += ["#ifndef COSA_ATOMIC_ADD_F32", "#define COSA_ATOMIC_ADD_F32",
+                      "inline void atomic_add_f32(volatile __global float *p, float v) {",
                       "  union { unsigned int u; float f; } old, upd;",
                       "  do { old.f = *p; upd.f = old.f + v; }",
                       "  while (atomic_cmpxchg((volatile __global unsigned int *)p, old.u, upd.u) != old.u);",
-                      "}"]
+                      "}", "#endif"]
         if desc.atomic and desc.acc_dtype == "float64":
             lines += ["#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable",
+                      "#ifndef COSA_ATOMIC_ADD_F64", "#define COSA_ATOMIC_ADD_F64",
                       "inline void atomic_add_f64(volatile __global double *p, double v) {",
                       "  union { unsigned long u; double f; } old, upd;",
                       "  do { old.f = *p; upd.f = old.f + v; }",
                       "  while (atom_cmpxchg((volatile __global unsigned long *)p, old.u, upd.u) != old.u);",
-                      "}"]
+                      "}", "#endif"]
         return lines
 
     def signature(self, desc: KernelDesc) -> str:
