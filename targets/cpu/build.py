@@ -102,6 +102,10 @@ def build(source: str, extra_flags: tuple[str, ...] = ()) -> Path:
 @functools.lru_cache(maxsize=256)
 def load(path: Path, symbol: str = "cosa_kernel", nargs: int = 3):
     """The kernel function ``symbol`` of the shared object at ``path``: ``nargs`` pointers and an int."""
+    # threads that wait at a barrier sleep instead of spinning unless the user chose otherwise: on a
+    # machine shared with other jobs spinning threads steal the cores the others need (libgomp reads
+    # this when it is first loaded)
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     fn = getattr(ctypes.CDLL(str(path)), symbol)
     fn.argtypes = [ctypes.c_void_p] * nargs + [ctypes.c_int]
     fn.restype = None

@@ -91,6 +91,15 @@ class _Emitter:
         if L == 1:
             return
         p(f"typedef {ct} vc_t __attribute__((vector_size({L * WORD_BYTES[self.plan.compute_dtype]})));")
+        p("/* KEEP(v): v stays in a register, so gcc does not fold its load into every FMA (which made the")
+        p("   micro-kernel load-bound) */")
+        p("#if defined(__x86_64__) || defined(__i386__)")
+        p('#define KEEP(v) __asm__("" : "+x"(v))')
+        p("#elif defined(__aarch64__)")
+        p('#define KEEP(v) __asm__("" : "+w"(v))')
+        p("#else")
+        p("#define KEEP(v) ((void)0)")
+        p("#endif")
         for dt in sorted({self.plan.dtypes[t.name] for t in self.w.inputs}):
             it = C_TYPES[dt]
             if C_TYPES[dt] == ct:
@@ -212,7 +221,9 @@ class _Emitter:
                 for v in range(nv if dep_j else 1):
                     var = f"x{k}_{ii}_{v}"
                     is_vec = vector and dep_j
-                    p(f"const {'vc_t' if is_vec else self.ctype} {var} = {self.read(t, local(ii, v, red), vector)};")
+                    p(f"{'vc_t' if is_vec else self.ctype} {var} = {self.read(t, local(ii, v, red), vector)};")
+                    if is_vec and (mr > 1 or dep_i):
+                        p(f"KEEP({var});")
                     names[(t.name, ii, v)] = var
         for ii in range(mr):
             for v in range(nv):

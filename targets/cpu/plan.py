@@ -223,7 +223,11 @@ def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_byt
     icands = [d for d in dims if d != j and d in out.dims and ext[d] > 1 and output_separable(d, out, bounds)]
     reuse = [d for d in icands if any(d not in t.dims for t in workload.inputs)]
     i = max(reuse or icands, key=lambda d: ext[d], default=None)
-    mr = 1 if i is None else max(1, min(ext[i], acc // nv))
+    mr = 1
+    if i is not None:
+        limit = max(1, min(ext[i], acc // nv))
+        # a divisor of the extent near the limit leaves no ragged last block
+        mr = next((m for m in range(limit, (limit + 1) // 2 - 1, -1) if ext[i] % m == 0), limit)
     outer = tuple(d for d in dims if d in out.dims and d not in (i, j) and ext[d] > 1)
     reduction = tuple(d for d in order if d not in out.dims and ext[d] > 1)
     return MicroKernel(ext, j, i, lanes, nv, mr, outer, reduction)
