@@ -75,7 +75,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import isa
+from .. import isa, isa_loops
 from ..config import DEFAULT_CONFIG, GemminiConfig
 from ..errors import IsaError, SimulationError
 
@@ -521,9 +521,41 @@ def _push_back_writes(writing, bank: int, first: int, stop: int, load: _Load, en
 
 
 def timing(commands, config: GemminiConfig | None = None) -> TimingResult:
-    """Cycles of ``commands`` on ``config`` (see the module docstring for the model)."""
+    """Cycles of ``commands`` on ``config`` (see the module docstring for the model).
+
+    Loop instructions (LOOP_WS, LOOP_CONV_WS) go through ``loops.Unroller``, which this model drives with its
+    own queues: a sub-unroller whose queue is full holds its command while the others' go on, so the next
+    tile's loads overlap the current tile's computes as on Gemmini.  An error in an unrolled command names the
+    loop's start word."""
     cfg = config or DEFAULT_CONFIG
     cmds = isa.decode_stream(commands)
+    if not any(cmd.funct in isa_loops.LOOP_FUNCTS for cmd in cmds):
+        return _timing(cmds, cfg, None)
+    origins: list[int] = []
+    try:
+        return _timing(cmds, cfg, origins)
+    except SimulationError as exc:
+        if exc.index is None or exc.index >= len(origins):
+            raise
+        raise SimulationError(f"{exc.reason} (unrolled command {exc.index})", source=SOURCE, field=exc.field,
+                              index=origins[exc.index]) from None
+
+
+def _issue_order(cmds, cfg, origins, busy, now):
+    """(command, earliest issue cycle) in the order the front end hands them over (``origins``: None when
+    the stream has no loop instruction; else filled with each command's index in the stream)."""
+    if origins is None:
+        for cmd in cmds:
+            yield cmd, 0
+        return
+    from .loops import Unroller
+
+    for item in Unroller(cfg).run(cmds, busy=busy, now=now):
+        origins.append(item.origin)
+        yield item.cmd, item.cycle
+
+
+def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
     depth = {"load": cfg.ld_queue, "execute": cfg.ex_queue, "store": cfg.st_queue}
     in_queue: dict[str, list[int]] = {u: [] for u in UNITS}  # end times of the queue's last entries
     sp_banks, acc_banks = _BankBusy(cfg.sp_rows, cfg.sp_banks), _BankBusy(cfg.acc_rows, cfg.acc_banks)
@@ -544,7 +576,10 @@ def timing(commands, config: GemminiConfig | None = None) -> TimingResult:
     all_done = 0
     starts, ends = [], []
 
-    for index, cmd in enumerate(cmds):
+    order = _issue_order(cmds, cfg, origins, lambda kind, t: sum(e > t for e in in_queue[kind]) >= depth[kind],
+                         lambda: issue)
+    for index, (cmd, at) in enumerate(order):
+        issue = max(issue, at)
         try:
             f = isa.validate(cmd, cfg)
         except IsaError as exc:
@@ -691,5 +726,5 @@ def timing(commands, config: GemminiConfig | None = None) -> TimingResult:
             bus.forget_before(issue)
 
     busy = {u: _merge_busy(intervals[u]) for u in UNITS}
-    return TimingResult(cycles=max(all_done, issue), busy=busy, instructions=len(cmds), array_cycles=array_cycles,
+    return TimingResult(cycles=max(all_done, issue), busy=busy, instructions=len(starts), array_cycles=array_cycles,
                         load_bytes=load_bytes, store_bytes=store_bytes, starts=tuple(starts), ends=tuple(ends))

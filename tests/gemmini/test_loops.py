@@ -213,3 +213,102 @@ def test_loop_conv_is_bit_exact(name):
     got = run_c(cmds, mem, bufs, expected.shape)
     np.testing.assert_array_equal(got, expected)
     assert np.count_nonzero(np.abs(expected.astype(int)) < 127) > expected.size // 2
+
+
+def _serialized(cmds):
+    """The unrolled commands with a fence after each: nothing overlaps."""
+    out = []
+    for item in expand(cmds):
+        out += [item.cmd, isa.fence()]
+    return out
+
+
+@pytest.mark.parametrize("case", ["matmul", "conv"])
+def test_timing_overlaps_the_unrolled_commands(case):
+    if case == "matmul":
+        cmds, *_ = matmul_case(64, 64, 64, (2, 2, 2), True)
+    else:
+        cmds, *_ = conv_case(*CONV_CASES["3x3 padded, tiled rows and channels"])
+    looped = timing(cmds)
+    one_loop_at_a_time = timing(_one_loop_at_a_time(cmds))
+    serial = timing(_serialized(cmds))
+    assert looped.instructions == len(expand(cmds))
+    assert looped.cycles < one_loop_at_a_time.cycles < serial.cycles
+
+
+def _one_loop_at_a_time(cmds):
+    """The unrolled commands with a fence between loops: no two loops in flight."""
+    out, last = [], None
+    for item in expand(cmds):
+        if item.from_loop and last is not None and item.origin != last:
+            out.append(isa.fence())
+        out.append(item.cmd)
+        last = item.origin if item.from_loop else None
+    return out
+
+
+def test_unrolled_order_matches_the_scala():
+    """LOOP_WS I=2, J=1, K=1 without D, derived by hand from LoopMatmul.scala: the A/B arbiter takes B first
+    (B's iterators at their start); ex (higher priority) goes as soon as ldA has issued past its (k, i); stC
+    (highest) moves C row-block i once ex has moved on from it."""
+    words = L.loop_ws(2, 1, 1, 0, 0, 0, 0x1000, 0x2000, 0, 0x3000, 16, 16, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    got = [item.cmd for item in expand(list(words) * 2)]
+    top = DEFAULT_CONFIG.sp_rows // 2 - DIM  # B sits at the end of the loop's half of the scratchpad
+    first = [isa.mvin(0x2000, isa.sp(top), DIM, DIM, id=1), isa.mvin(0x1000, isa.sp(0), DIM, DIM),
+             isa.preload(isa.sp(top), isa.acc(0), DIM, DIM, DIM, DIM),
+             isa.compute_preloaded(isa.sp(0), isa.GARBAGE, DIM, DIM, DIM, DIM),
+             isa.mvout(0x3000, isa.acc(0), DIM, DIM),
+             isa.mvin(0x1000 + DIM * 16, isa.sp(DIM), DIM, DIM),
+             isa.preload(isa.GARBAGE, isa.acc(DIM), DIM, DIM, DIM, DIM),
+             isa.compute_accumulated(isa.sp(DIM), isa.GARBAGE, DIM, DIM, DIM, DIM),
+             isa.mvout(0x3000 + DIM * 16, isa.acc(DIM), DIM, DIM)]
+    assert got[:9] == first
+    # the second loop runs in the other halves: A and B of slot 1, C in the upper accumulator half
+    half, acc_half = DEFAULT_CONFIG.sp_rows // 2, DEFAULT_CONFIG.acc_rows // 2
+    second = got[9:]
+    assert len(second) == 9 and isa.mvin(0x2000, isa.sp(half + top), DIM, DIM, id=1) in second
+    assert isa.mvin(0x1000, isa.sp(half), DIM, DIM) in second
+    assert isa.mvout(0x3000, isa.acc(acc_half), DIM, DIM) in second
+
+
+def test_step_by_step_holds_the_words_and_runs_the_loop_on_its_start_word():
+    from gemmini.sim.functional import Machine
+
+    cmds, mem, bufs, expected = matmul_case(40, 24, 50, (2, 2, 2), True)
+    machine = Machine()
+    for index, cmd in enumerate(cmds):
+        machine.step(cmd, mem, index)
+    got = mem[bufs["C"]:bufs["C"] + expected.size].view(np.int8).reshape(expected.shape)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_errors_name_the_loop_instruction():
+    cmds, mem, *_ = matmul_case(16, 16, 16, (1, 1, 1), False)
+    start = next(i for i, c in enumerate(cmds) if c.funct == L.LOOP_WS)
+    bounds = next(i for i, c in enumerate(cmds) if c.funct == L.LOOP_WS_CONFIG_BOUNDS)
+    too_big = list(cmds)
+    too_big[bounds] = L.loop_ws(I=1, J=1, K=600)[0]  # A and B no longer fit half the scratchpad
+    for run in (lambda c: execute(c, mem.copy()), timing):
+        with pytest.raises(SimulationError) as err:
+            run(too_big)
+        assert err.value.index == start
+    pooled = list(cmds)
+    pooled[-1:] = list(L.loop_conv_ws(batches=1, porows=1, pocols=1, pochs=1, krows=1, kcols=1, kchs=1, orows=1,
+                                      ocols=1, stride=1, kernel_dim=1, input=0x1000)) + [isa.fence()]
+    with pytest.raises(SimulationError, match="pooling") as err:
+        execute(pooled, mem.copy())
+    assert err.value.index == len(pooled) - 2
+    short = np.zeros(bufs_end(cmds) - 1, dtype=np.uint8)  # C's last row falls outside main memory
+    with pytest.raises(SimulationError) as err:
+        execute(cmds, short)
+    assert err.value.index == start
+
+
+def bufs_end(cmds):
+    """One past the last main-memory byte the unrolled mvouts write."""
+    ends = []
+    for item in expand(cmds):
+        f = isa.decode_fields(item.cmd)
+        if item.cmd.funct == isa.MVOUT:
+            ends.append(f["dram_addr"] + (f["rows"] - 1) * 16 + f["cols"])
+    return max(ends)
