@@ -37,7 +37,24 @@ def _cpu_run(workload, mapping, arch, args) -> dict:
     return run(workload, mapping, arch, threads=args.threads, repeat=args.repeat, seed=args.seed).to_dict()
 
 
-TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu")}
+def _gpu_target(language: str) -> Target:
+    """``cuda`` or ``opencl``: one kernel description of a mapping on a gpu arch (``targets.gpu``)."""
+
+    def emit(workload, mapping, arch, args) -> str:
+        from targets.gpu import emit
+
+        return emit(workload, arch, mapping, language)[1]
+
+    def run(workload, mapping, arch, args) -> dict:
+        from targets.gpu import run
+
+        return run(workload, arch, mapping, language, repeat=args.repeat, seed=args.seed).to_dict()
+
+    return Target(emit, run, "gpu", ".cu" if language == "cuda" else ".cl")
+
+
+TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu"), "cuda": _gpu_target("cuda"),
+                              "opencl": _gpu_target("opencl")}
 
 
 def add_options(parser, command: str) -> None:
