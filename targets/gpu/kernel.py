@@ -125,7 +125,8 @@ class Array:
 
 @dataclass(frozen=True)
 class KernelDesc:
-    """The kernel both printers write: launch ``blocks`` x ``threads`` (1-D), ``params`` in tensor order."""
+    """The kernel both printers write: launch ``blocks`` x ``threads`` (1-D), ``params`` in tensor order.
+    ``atomic``: blocks add to the output atomically; ``ranks``: threads per output element (added in turn)."""
 
     name: str
     params: tuple[Param, ...]
@@ -135,6 +136,7 @@ class KernelDesc:
     body: tuple
     acc_dtype: str
     atomic: bool
+    ranks: int = 1
     notes: tuple[str, ...] = ()
     workload: object = field(default=None, compare=False, repr=False)
     mapping: object = field(default=None, compare=False, repr=False)
@@ -436,7 +438,7 @@ class _Builder:
                                                    "each output element is owned by one block"),
                  "mapping:") + tuple(format_loopnest(self.m, self.w, self.arch).splitlines())
         return KernelDesc(ident(self.w.name), params, arrays, self.blocks, self.threads, tuple(body), self.acc,
-                          self.block_reduce, notes, self.w, self.m)
+                          self.block_reduce, self.ranks, notes, self.w, self.m)
 
 
 C_ACC = {"float32": "float", "float64": "double", "int32": "int"}

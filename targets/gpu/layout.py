@@ -116,7 +116,7 @@ class AxisLayout:
         if self.whole:
             return entry
         fixed = lin_sum([base[d].scale(c) for d, c in self.expr.terms]) + (self.expr.offset - self.shift)
-        parts = [f"({fixed.c()})"]
+        parts = [f"({fixed.c()})"] if fixed.terms or fixed.const else []
         radix = 1
         for dim, coef, extent in reversed(self.groups):  # entry = (g_0 * e_1 + g_1 ...) * rest + r
             parts.append(f"{coef} * (({entry}) / {self.rest * radix} % {extent})")
@@ -124,14 +124,14 @@ class AxisLayout:
         if self.rest > 1:
             r = f"(({entry}) % {self.rest})" if self.groups else f"({entry})"
             parts.append(f"{self.step} * {r}" if self.step != 1 else r)
-        return " + ".join(parts)
+        return " + ".join(parts) or "0"
 
 
 def axis_layout(expr, extents: dict[str, int], groups: frozenset[str], stored: int) -> AxisLayout:
     span = stored_span(expr.terms, extents, groups)
     if span > stored:
         return AxisLayout(expr, stored, True)
-    group_terms = tuple((d, c, extents.get(d, 1)) for d, c in expr.terms if d in groups)
+    group_terms = tuple((d, c, extents[d]) for d, c in expr.terms if d in groups and extents.get(d, 1) > 1)
     moving = [(d, c) for d, c in expr.terms if d not in groups and extents.get(d, 1) > 1]
     step = math.gcd(*(abs(c) for _, c in moving)) if moving else 1
     rest = 1 + sum(abs(c) * (extents[d] - 1) for d, c in moving) // step
@@ -187,7 +187,8 @@ def global_index(tensor, values: list[str], dims: dict[str, int]) -> tuple[str, 
     terms, guards = [], []
     stride = 1
     for k in reversed(range(len(shape))):
-        terms.append(f"({values[k]})" if stride == 1 else f"({values[k]}) * {stride}")
+        if values[k] != "0":
+            terms.append(f"({values[k]})" if stride == 1 else f"({values[k]}) * {stride}")
         if not axis_in_range(tensor.indices[k], dims, shape[k]):
             guards.append(f"({values[k]}) >= 0 && ({values[k]}) < {shape[k]}")
         stride *= shape[k]

@@ -6,6 +6,7 @@ sampler) and, for a GEMM and a convolution, the MIP's.  Tolerance:
 for integers).
 """
 
+import dataclasses
 import random
 import zlib
 
@@ -79,7 +80,7 @@ def test_every_cuda_kernel_compiles_with_nvcc(mappings):
     for name, nest in CASES.items():
         for k, m in enumerate(mappings[name]):
             desc = build_kernel(nest, ARCH, m)
-            sources.append(print_kernel(desc.__class__(**{**desc.__dict__, "name": f"{ident(name)}_{k}"}), "cuda"))
+            sources.append(print_kernel(dataclasses.replace(desc, name=f"{ident(name)}_{k}"), "cuda"))
     source = "\n".join(sources)
     ptx = compile_cuda(source, "ptx").read_text()
     for name in CASES:
@@ -104,4 +105,5 @@ def test_random_mappings_cover_every_tile_layout(mappings):
                             kinds.add("step")
             desc = build_kernel(nest, ARCH, m)
             kinds.add("atomic" if desc.atomic else "owned")
-    assert kinds == {"whole", "groups", "step", "atomic", "owned"}
+            kinds.add("ranks" if desc.ranks > 1 else "one rank")
+    assert kinds == {"whole", "groups", "step", "atomic", "owned", "ranks", "one rank"}
