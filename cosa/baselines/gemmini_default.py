@@ -1,41 +1,79 @@
-"""The vendor's tiling heuristic ("gemmini-default"): Gemmini's ``tiled_matmul_auto``
-and ``tiled_conv_auto`` tile choices, turned into a Mapping on the gemmini preset.
+"""The vendor's tiling heuristic ("gemmini-default"): the tiles Gemmini's C library picks for a layer,
+turned into a Mapping on the gemmini preset.
+
+Which library call a layer gets follows Gemmini's own networks
+(gemmini-rocc-tests ``imagenet/resnet50.c``, ``imagenet/mobilenet.c``): a
+matmul goes to ``tiled_matmul_auto``; a 1x1 stride-1 unpadded convolution to
+``tiled_matmul_nn_auto`` -> ``tiled_matmul_auto`` on the [N*H*W, C] image
+(kind "conv-as-matmul"); every other dense convolution to
+``tiled_conv_auto``, whose 1x1 stride-2 layers on even images take the
+library's downsample path (half the input rows and columns moved in).
+``extra["library_call"]`` names the call.  The exact command stream the
+library issues for a layer, checked instruction for instruction against the
+real gemmini.h, is ``gemmini.vendor``; this module only turns its tile
+choice into a Mapping for the cost model and the MIP's warm start.
 
 The tile functions reproduce the vendor's greedy rules step by step (units:
 DIM-blocks for matmul, elements for conv; footprints in scratchpad and
-accumulator rows).  One deliberate reading: for the output-stationary matmul
-the starting ``tile_K`` is ``(BANK_NUM*BANK_ROWS/2/DIM) / floor(sqrt(ACC_ROWS/DIM))``
-as in the vendor's source (its ``partition_rows`` is half the scratchpad);
-reading it as the whole scratchpad would start from a tile that overflows it.
+accumulator rows) and are the ones ``gemmini.vendor`` uses.  One deliberate
+reading: for the output-stationary matmul the starting ``tile_K`` is
+``(BANK_NUM*BANK_ROWS/2/DIM) / floor(sqrt(ACC_ROWS/DIM))`` as in the vendor's
+source (its ``partition_rows`` is half the scratchpad).
 
 Turning tiles into a Mapping.  The vendor pads every dim to DIM blocks; a
 Mapping's factors must multiply exactly to the loop bounds.  Rule: each tile
 extent is a divisor of the loop bound that is <= the vendor's tile extent in
 elements (``tile_blocks*DIM`` for matmul, the tile argument itself for conv):
 for a dim the array unrolls, the divisor whose own largest divisor <= DIM is
-largest, ties to the larger extent (so that, like the vendor, the array
-works on full DIM-wide blocks where the bound allows: N = 2304 with a vendor
-tile of 80 becomes 64, not 72 = 6 x 12 columns); for the other dims the
-largest divisor.  Each spatial factor is the largest divisor of its tile
-extent that is <= DIM.  Both the vendor's arguments and the extents used are
-recorded in ``Schedule.extra``.
+largest, ties to the larger extent (N = 2304 with a vendor tile of 80
+becomes 64, not 72 = 6 x 12 columns); for the other dims the largest
+divisor.  The rows of a conv-as-matmul tile fill the flattened [N, Q, P]
+image P first (``row_extents``).  Each spatial factor is the largest divisor
+of its tile extent that is <= DIM.  Both the vendor's arguments and the
+extents used are recorded in ``Schedule.extra``.
 
 Loop structure on the gemmini preset (levels DRAM, Scratchpad, Accumulator,
 Registers), following the order in which the vendor walks its tiles:
 
 * matmul WS: DRAM walks tiles i, j, k (k innermost); the accumulator tile is
-  the whole i x j tile; level 2 walks DIM x DIM weight blocks (j, then k, as
-  the vendor's ``sp_tiled_matmul_ws``) with k on the array rows and j on the
-  columns; all i rows of the tile stream through each preloaded weight block
-  (level 3).
-* matmul OS: DRAM as for WS; level 2 walks output blocks (i, then j) with i on
-  the rows and j on the columns; every k step of the tile accumulates in the
-  PEs (level 3).
+  the whole i x j tile; level 2 walks DIM x DIM weight blocks (j, then k)
+  with k on the array rows and j on the columns; all i rows of the tile
+  stream through each preloaded weight block (level 3).  A conv-as-matmul
+  has i = (N, Q, P), j = K, k = C.
+* matmul OS: DRAM as for WS; level 2 walks output blocks (i, then j) with i
+  on the rows (P for a conv-as-matmul) and j on the columns; every k step of
+  the tile accumulates in the PEs (level 3).
 * conv (WS only): DRAM walks batch, porow, pocol, poch, krow, kcol, kch (kch
   innermost); level 2 walks output-channel blocks, kernel rows, kernel cols and
   input-channel blocks with kch on the rows and och on the columns; all pixels
-  of the tile stream through each weight block.  Pooling is not modelled
-  (pool size 1, stride 1), nor the vendor's stride-2 1x1 "downsample" path.
+  of the tile stream through each weight block.  Pooling is not modelled.
+
+How this Mapping still differs from the library's real stream, and which way
+each difference biases a comparison against it:
+
+* Divisor tiles instead of ragged ones.  The library keeps its tile size and
+  runs a smaller last tile (and partial DIM blocks); the Mapping uses an exact
+  divisor <= the vendor's extent, so its tiles are never larger and usually
+  more numerous (M = 100 rows with a 112-row tile stays 100; 3136 rows with an
+  80-row tile become 64).  More, smaller tiles mean more weight reloads and
+  DRAM round trips, and a divisor below DIM leaves array columns idle where
+  the library pads: biased against the vendor (the Mapping looks worse).
+* Reuse.  The library skips a reload only under ``a_reuse``/``b_reuse``
+  (I0*K0 <= 2, J0*K0 <= 2 for matmuls; the analogous tile counts for convs)
+  and otherwise moves every tile in again; the cost model keeps any tile whose
+  indices did not change resident.  Biased in the vendor's favour (fewer
+  bytes charged than the library moves).
+* Overlap.  The library issues LOOP_WS / LOOP_CONV_WS, whose unrollers keep
+  two loops in flight: it halves the scratchpad and accumulator to overlap
+  transfers with compute.  The Mapping pays the halved capacity (the tiles
+  above) but the cost model and our code generator serialise DRAM with
+  compute, so the vendor gets none of the overlap: biased against the vendor.
+* Other calls.  resnet50.c runs two of its three 1x1 stride-2 branches
+  through ``tiled_conv_downsample`` (one ``tiled_matmul_auto`` per output
+  row); the Mapping models ``tiled_conv_auto``'s downsample path for all of
+  them.  Depthwise and grouped convolutions (``tiled_conv_dw_auto``, one call
+  per group) and fused pooling have a stream in ``gemmini.vendor`` but no
+  Mapping here: they are refused.
 """
 
 from __future__ import annotations
@@ -308,6 +346,19 @@ class _MatmulShape:
 class _ConvShape:
     stride: int
     dilation: int
+    padding: tuple = (0, 0)  # (rows, cols)
+    input_hw: tuple | None = None  # (rows, cols) of the input image when known
+
+    @property
+    def pointwise(self) -> bool:
+        """A 1x1 stride-1 unpadded convolution: Gemmini's networks run it as a matmul."""
+        return self.stride == 1 and self.padding == (0, 0)
+
+    def downsample(self, kernel: int) -> bool:
+        """The library's stride-2 1x1 path: unpadded, even input rows and cols (no pooling in our IR)."""
+        hw = self.input_hw
+        return (self.stride == 2 and kernel == 1 and self.padding == (0, 0) and hw is not None
+                and hw[0] % 2 == 0 and hw[1] % 2 == 0)
 
 
 def _matmul_shape(workload: LoopNest) -> _MatmulShape | None:
@@ -338,19 +389,21 @@ def _conv_shape(workload: LoopNest) -> _ConvShape | None:
     inputs = [t for t in workload.inputs if t.role == "input"]
     if len(inputs) != 1 or len(workload.tensors) != 3:
         return None
-    strides, dilations = {}, {}
+    strides, dilations, pads = {}, {}, {}
     for expr in inputs[0].indices:
         for out_dim, k_dim in (("P", "R"), ("Q", "S")):
             if expr.coef(out_dim):
                 strides[out_dim] = expr.coef(out_dim)
                 dilations[k_dim] = expr.coef(k_dim) or 1
+                pads[out_dim] = -expr.offset
     if set(strides) != {"P", "Q"}:
         return None
     if strides["P"] != strides["Q"] or dilations["R"] != dilations["S"]:
         raise SchedulingError("the vendor's tiled_conv_auto takes one stride and one dilation for rows and "
                               f"columns; got strides {strides} and dilations {dilations}",
                               source=f"workload {workload.name}", field="op")
-    return _ConvShape(strides["P"], dilations["R"])
+    hw = (workload.op or {}).get("input_hw")
+    return _ConvShape(strides["P"], dilations["R"], (pads["Q"], pads["P"]), tuple(hw) if hw else None)
 
 
 # --- tiles to a Mapping ------------------------------------------------------
@@ -406,6 +459,37 @@ def _matmul_mapping(workload: LoopNest, shape: _MatmulShape, extents: dict[str, 
     return Mapping((dram, LevelMapping(), array, regs))
 
 
+def row_extents(bounds: dict[str, int], rows: int, dims=("P", "Q", "N")) -> dict[str, int]:
+    """Exact extents for a tile of ``rows`` rows of the flattened [N, Q, P] image (P fastest): fill P, then
+    Q, then N, each with the largest divisor of its bound that fits; an inner dim left partial stops the rest."""
+    out, left = {}, rows
+    for d in dims:
+        e = largest_divisor_at_most(bounds[d], left)
+        out[d] = e
+        left = left // e if e == bounds[d] else 1
+    return out
+
+
+def _pointwise_mapping(workload: LoopNest, extents: dict[str, int], dim: int, dataflow: str) -> Mapping:
+    """A 1x1 stride-1 convolution as tiled_matmul_auto's i (N, Q, P), j (K), k (C) walk."""
+    b = workload.dims
+    dram = LevelMapping(temporal={d: b[d] // extents[d] for d in ("N", "Q", "P", "K", "C")},
+                        order=("N", "Q", "P", "K", "C", "S", "R"))
+    sk = largest_divisor_at_most(extents["K"], dim)
+    if dataflow == "ws":
+        sc = largest_divisor_at_most(extents["C"], dim)
+        array = LevelMapping(temporal={"C": extents["C"] // sc, "K": extents["K"] // sk}, spatial={"C": sc, "K": sk},
+                             order=("K", "C"))
+        regs = LevelMapping(temporal={d: extents[d] for d in ("N", "Q", "P")}, order=("N", "Q", "P"))
+    else:
+        sp = largest_divisor_at_most(extents["P"], dim)
+        array = LevelMapping(temporal={"N": extents["N"], "Q": extents["Q"], "P": extents["P"] // sp,
+                                       "K": extents["K"] // sk},
+                             spatial={"P": sp, "K": sk}, order=("N", "Q", "P", "K"))
+        regs = LevelMapping(temporal={"C": extents["C"]}, order=("C",))
+    return Mapping((dram, LevelMapping(), array, regs))
+
+
 _CONV_ORDER = ("N", "Q", "P", "K", "S", "R", "C")  # batch, porow, pocol, poch, krow, kcol, kch
 _CONV_ARG_DIM = dict(zip(CONV_ARGS, _CONV_ORDER))
 
@@ -437,26 +521,38 @@ def gemmini_default_mapping(workload: LoopNest, arch) -> tuple[Mapping, dict]:
         on_array = {j, k} if dataflow == "ws" else {i, j}
         extents = {d: tile_extent(bounds[d], vendor[d], config.dim, d in on_array) for d in (i, j, k)}
         mapping = _matmul_mapping(workload, matmul, extents, config.dim, dataflow)
-        kind, tile_args = "matmul", tiles.to_dict()
+        kind, tile_args, call = "matmul", tiles.to_dict(), "tiled_matmul_auto"
     else:
         conv = _conv_shape(workload)
         if conv is None:
             raise SchedulingError("the gemmini-default heuristic handles matmuls (C[i,j] += A[i,k]*B[k,j]) and "
                                   "dense convolutions (dims N K C P Q R S) only", source=src, field="dims")
+    b = workload.dims
+    if matmul is None and b["R"] == 1 and b["S"] == 1 and conv.pointwise:
+        # resnet50.c / mobilenet.c: tiled_matmul_nn_auto on the [N*Q*P, C] image
+        tiles = tiled_matmul_auto_tiles(b["N"] * b["Q"] * b["P"], b["K"], b["C"], config, dataflow)
+        extents = row_extents(b, tiles.tile_I * config.dim)
+        extents.update({d: tile_extent(b[d], t * config.dim, config.dim, d == "K" or dataflow == "ws")
+                        for d, t in (("K", tiles.tile_J), ("C", tiles.tile_K))})
+        extents.update(R=1, S=1)
+        mapping = _pointwise_mapping(workload, extents, config.dim, dataflow)
+        kind, tile_args, call = "conv-as-matmul", tiles.to_dict(), "tiled_matmul_nn_auto"
+    elif matmul is None:
         if dataflow != "ws":
             raise SchedulingError("the vendor's tiled_conv_auto runs convolutions weight-stationary only; "
                                   f"the arch's dataflow is {dataflow!r}", source=f"arch {arch.name}",
                                   field="dataflow")
-        b = workload.dims
+        downsample = b["S"] == 1 and conv.downsample(b["R"])
         tiles = tiled_conv_auto_tiles(b["N"], b["Q"], b["P"], b["K"], b["C"], b["S"], b["R"], config,
-                                      stride=conv.stride, kernel_dilation=conv.dilation)
+                                      stride=conv.stride, kernel_dilation=conv.dilation, downsample=downsample)
         extents = {_CONV_ARG_DIM[name]: tile_extent(b[_CONV_ARG_DIM[name]], value, config.dim,
                                                     _CONV_ARG_DIM[name] in ("C", "K"))
                    for name, value in tiles.to_dict().items()}
         mapping = _conv_mapping(workload, extents, config.dim)
-        kind, tile_args = "conv", tiles.to_dict()
+        kind, tile_args, call = "conv", tiles.to_dict(), "tiled_conv_auto"
     extra = {
         "kind": kind,
+        "library_call": call,
         "dataflow": dataflow,
         "tile_args": tile_args,
         "tile_extents": extents,

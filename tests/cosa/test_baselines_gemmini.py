@@ -98,8 +98,66 @@ def test_strided_conv_passes_its_stride_to_the_heuristic():
     w = conv2d("down", C=64, K=128, H=28, W=28, R=1, S=1, stride=2)
     s = gemmini_default(w, WS)
     config = GemminiTileConfig.from_arch(WS)
-    expected = tiled_conv_auto_tiles(1, 14, 14, 128, 64, 1, 1, config, stride=2)
-    assert s.extra["tile_args"] == expected.to_dict()
+    # a 1x1 stride-2 layer on an even image takes the library's downsample path (half the input rows/cols)
+    expected = tiled_conv_auto_tiles(1, 14, 14, 128, 64, 1, 1, config, stride=2, downsample=True)
+    assert s.extra["tile_args"] == expected.to_dict() and s.extra["library_call"] == "tiled_conv_auto"
+    s3 = gemmini_default(conv2d("s2", C=64, K=64, H=28, W=28, R=3, S=3, stride=2, padding=1), WS)
+    assert s3.extra["tile_args"] == tiled_conv_auto_tiles(1, 14, 14, 64, 64, 3, 3, config, stride=2).to_dict()
+
+
+def test_downsample_footprint_changes_the_tiles_as_in_the_library():
+    # res4a_branch1: 28x28x512 -> 14x14x1024, stride 2: with the halved input footprint all 512 input
+    # channels fit (the recorded gemmini.h stream of res5a_branch1 uses the same rule)
+    w = conv2d("res4a_branch1", C=512, K=1024, H=28, W=28, R=1, S=1, stride=2)
+    s = gemmini_default(w, WS)
+    assert s.extra["tile_args"]["kchs"] == 512
+    assert tiled_conv_auto_tiles(1, 14, 14, 1024, 512, 1, 1, stride=2).kchs == 160
+    odd = gemmini_default(conv2d("odd", C=512, K=1024, H=27, W=27, R=1, S=1, stride=2), WS)
+    assert odd.extra["tile_args"]["kchs"] == 160  # an odd image has no downsample path
+
+
+@pytest.mark.parametrize("arch", [WS, OS], ids=["ws", "os"])
+def test_pointwise_conv_runs_as_the_library_matmul(arch):
+    # resnet50.c: 1x1 stride-1 convolutions go through tiled_matmul_nn_auto on the [N*H*W, C] image
+    w = conv2d("res3a_branch2a", C=256, K=128, P=56, Q=56, R=1, S=1)
+    s = gemmini_default(w, arch)
+    dataflow = "ws" if arch is WS else "os"
+    tiles = tiled_matmul_auto_tiles(56 * 56, 128, 256, GemminiTileConfig.from_arch(arch), dataflow)
+    assert s.extra["kind"] == "conv-as-matmul" and s.extra["library_call"] == "tiled_matmul_nn_auto"
+    assert s.extra["tile_args"] == tiles.to_dict()
+    ext = s.extra["tile_extents"]
+    rows = ext["N"] * ext["Q"] * ext["P"]
+    assert rows <= tiles.tile_I * 16 and ext["K"] <= tiles.tile_J * 16 and ext["C"] <= tiles.tile_K * 16
+    dram, spad, acc, regs = s.mapping.levels
+    assert dram.loop_order(list(w.dims))[:5] == ("N", "Q", "P", "K", "C")
+    if arch is WS:
+        assert set(acc.spatial) == {"C", "K"} and set(regs.temporal) <= {"N", "Q", "P"}
+    else:
+        assert set(acc.spatial) == {"P", "K"} and set(regs.temporal) == {"C"}
+    validate(s.mapping, w, arch)
+    # a padded 1x1 layer is not a matmul for the library
+    assert gemmini_default(conv2d("p", C=16, K=16, P=8, Q=8, R=1, S=1, padding=1), WS).extra["kind"] == "conv"
+
+
+def test_pointwise_tiles_equal_the_recorded_library_stream():
+    # the same tiles as gemmini.vendor's stream for this layer (checked there against the real gemmini.h)
+    import gemmini.vendor as V
+    from gemmini.vendor import calls
+
+    s = gemmini_default(conv2d("pw", C=32, K=192, P=28, Q=28, R=1, S=1), WS)
+    first_bounds = next(c for c in V.stream(calls.conv("pw", 1, 28, 28, 32, 192, 1)) if c[0] == 9)
+    I, J, K = first_bounds[2] & 0xFFFF, (first_bounds[2] >> 16) & 0xFFFF, first_bounds[2] >> 32
+    assert (I, J, K) == (s.extra["tile_args"]["tile_I"], s.extra["tile_args"]["tile_J"],
+                         s.extra["tile_args"]["tile_K"])
+
+
+def test_row_extents_fill_the_fastest_dims_first():
+    from cosa.baselines.gemmini_default import row_extents
+
+    assert row_extents({"N": 1, "Q": 56, "P": 56}, 80) == {"P": 56, "Q": 1, "N": 1}
+    assert row_extents({"N": 2, "Q": 7, "P": 7}, 112) == {"P": 7, "Q": 7, "N": 2}
+    assert row_extents({"N": 4, "Q": 14, "P": 14}, 400) == {"P": 14, "Q": 14, "N": 2}
+    assert row_extents({"N": 1, "Q": 28, "P": 28}, 500) == {"P": 28, "Q": 14, "N": 1}
 
 
 def test_small_preset_parameters_reach_the_heuristic():
