@@ -57,12 +57,14 @@ SHARED, REGISTERS = 2, 3
 @dataclass(frozen=True)
 class Loop:
     """``for (int var = 0; var < count; ++var)``; ``coop``: the block's threads share the iterations
-    (``var = tid; var < count; var += threads``)."""
+    (``var = tid; var < count; var += threads``); ``unroll``: a loop over a register tile, unrolled so that
+    the tile's indices are constants (the tile then lives in registers)."""
 
     var: str
     count: int
     body: tuple
     coop: bool = False
+    unroll: bool = False
 
 
 @dataclass(frozen=True)
@@ -267,7 +269,7 @@ class _Builder:
     @staticmethod
     def nest(loops, body) -> tuple:
         for var, count in reversed(loops):
-            body = (Loop(var, count, tuple(body)),)
+            body = (Loop(var, count, tuple(body), unroll=True),)
         return tuple(body)
 
     def tile_name(self, level: int, t) -> str:
@@ -306,7 +308,7 @@ class _Builder:
             values.append(axis.value_of_entry(entry, base))
         index, guards = global_index(t, values, self.dims)
         store = Store(self.tile_name(level, t), "i", self.guarded(guards, f"{self.names[t.name]}[{index}]"))
-        return (Loop("i", lay.words, (store,), coop=level == SHARED),)
+        return (Loop("i", lay.words, (store,), coop=level == SHARED, unroll=level == REGISTERS),)
 
     def fill_registers_from_shared(self, t) -> tuple:
         loc, loops = self.box(REGISTERS, t, "u")
@@ -317,7 +319,8 @@ class _Builder:
 
     def zero(self, level: int, t) -> tuple:
         lay = self.layout[level, t.name]
-        return (Loop("i", lay.words, (Store(self.tile_name(level, t), "i", "0"),), coop=level == SHARED),)
+        return (Loop("i", lay.words, (Store(self.tile_name(level, t), "i", "0"),), coop=level == SHARED,
+                     unroll=level == REGISTERS),)
 
     # output write-backs ----------------------------------------------------------------------------------
     def write_global(self, level: int, loc: dict[str, Lin], value: str) -> Store:
@@ -414,7 +417,7 @@ class _Builder:
             return self.mac()
         lp = self.temporal[j]
         body = self.opens(j) + list(self.band(j + 1)) + self.closes(j)
-        return (Loop(self.var[lp], lp.factor, tuple(body)),)
+        return (Loop(self.var[lp], lp.factor, tuple(body), unroll=lp.level == REGISTERS),)
 
     def coords(self, loops, source: str) -> list:
         out, radix = [], 1

@@ -107,3 +107,31 @@ def test_random_mappings_cover_every_tile_layout(mappings):
             kinds.add("atomic" if desc.atomic else "owned")
             kinds.add("ranks" if desc.ranks > 1 else "one rank")
     assert kinds == {"whole", "groups", "step", "atomic", "owned", "ranks", "one rank"}
+
+
+def _bypassing(mapping, level, names):
+    levels = list(mapping.levels)
+    lm = levels[level]
+    levels[level] = dataclasses.replace(lm, bypass=frozenset(names))
+    return dataclasses.replace(mapping, levels=tuple(levels))
+
+
+@pytest.mark.parametrize("name", ["conv_stride_pad", "mttkrp"])
+def test_bypassed_levels_read_and_write_the_next_holder(name, mappings):
+    """Tensors the mapping keeps out of shared memory or registers are read from the next outer holder in the
+    MAC (global memory with padding guards, or the shared tile) and the output goes straight to global memory."""
+    nest = CASES[name]
+    inputs = [t.name for t in nest.inputs]
+    variants = []
+    for k, m in enumerate(mappings[name][:4]):
+        if k % 2 == 0:
+            m = _bypassing(m, 2, [nest.output.name, inputs[0]])   # output and one input skip shared memory
+        else:
+            m = _bypassing(m, 3, inputs)                            # inputs skip registers
+        variants.append(m)
+    runs = run_many(nest, ARCH, variants, "opencl", optimize=False)
+    assert all(r.verified for r in runs), [r.max_abs_err for r in runs]
+    descs = [build_kernel(nest, ARCH, m) for m in variants]
+    compile_cuda("\n".join(print_kernel(dataclasses.replace(d, name=f"bypass_{k}"), "cuda")
+                           for k, d in enumerate(descs)), "ptx")
+    assert any(d.ranks > 1 and not d.atomic for d in descs[::2])  # threads take turns on global memory

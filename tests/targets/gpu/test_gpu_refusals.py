@@ -144,3 +144,15 @@ def test_compare_rejects_a_wrong_element():
     bad[1, 2] += 1e-3
     assert not compare(bad, ref, "float32")[0]
     assert not compare(np.array([1, 2], dtype=np.int32), np.array([1, 3]), "int32")[0]
+
+
+def test_cuda_static_shared_memory_limit():
+    big = costmodel.preset("gpu", shared_kib=96)
+    nest = W.matmul("big", M=64, N=64, K=96, bits=32)
+    levels = [LevelMapping() for _ in big.levels]
+    levels[2] = LevelMapping(temporal=dict(nest.dims))  # the whole problem (64 KiB) staged in shared memory
+    mapping = Mapping(tuple(levels))
+    assert "__local" in emit(nest, big, mapping, "opencl")[1]
+    with pytest.raises(GpuError) as exc:
+        emit(nest, big, mapping, "cuda")
+    assert "static shared arrays" in _one_line(exc)
