@@ -293,3 +293,55 @@ def emit_gemmini_h(program: Program, *, name: str | None = None, with_main: bool
     if with_main:
         parts.append(_self_check_main(program, fn, inputs, seed))
     return "\n".join(parts) + "\n"
+
+
+# --- a raw command stream as C (vendor streams, loop instructions) ---------------------------------------
+_LOOP_C_NAMES = {8: "loop_ws_start", 15: "loop_conv_ws_start"}  # the start words; the rest as in isa_loops
+
+
+def stream_c(commands, *, name: str = "gemmini_stream", spans=None) -> str:
+    """A C function over ``gemmini_cosa.h`` that issues ``commands`` (``Command``s or (funct, rs1, rs2)) one for one.
+
+    Loop words print as the header's named calls (``gemmini_cosa_loop_ws_config_bounds(...)``, ...), mvins
+    and mvouts as ``gemmini_cosa_mvin``/``_mvout``, fences as ``gemmini_cosa_fence()``, every other command
+    as its raw operands.  ``spans``: (start, end, buffer) triples of main memory (``codegen.relative_stream``);
+    a main-memory address inside one prints as ``GEMMINI_COSA_PTR(buffer) + offset`` and the buffers become
+    the function's ``void *`` parameters, in span order."""
+    from . import isa, isa_loops
+
+    spans = sorted(spans or [])
+    fn = re.sub(r"[^A-Za-z0-9_]", "_", name) or "gemmini_stream"
+    bufs = [buf for _, _, buf in spans]
+
+    def addr(value: int) -> str:
+        for start, end, buf in spans:
+            if start <= value < end:
+                return f"GEMMINI_COSA_PTR({buf}) + {value - start}u"
+        return f"0x{value:x}ull"
+
+    lines = [f"void {fn}({', '.join(f'void *{b}' for b in bufs) or 'void'}) {{"]
+    for b in bufs:
+        lines.append(f"  (void){b};")
+    for cmd in isa.decode_stream(commands):
+        f = isa.decode_fields(cmd)
+        if cmd.funct in isa_loops.LOOP_FUNCTS:
+            args = []
+            for field, _, _, width in isa_loops.LAYOUTS[cmd.funct]:
+                value = f[field]
+                args.append(addr(value) if field in isa_loops._ADDRESS_FIELDS and value else
+                            f"{value}ull" if width > 32 else f"{value}u")
+            call = _LOOP_C_NAMES.get(cmd.funct, isa_loops.FUNCT_NAMES[cmd.funct])
+            lines.append(f"  gemmini_cosa_{call}({', '.join(args)});")
+        elif cmd.funct in isa.MVIN_ID:
+            lines.append(f"  gemmini_cosa_mvin({addr(f['dram_addr'])}, 0x{f['local_addr']:x}u, {f['rows']}u, "
+                         f"{f['cols']}u, {f['id']});")
+        elif cmd.funct == isa.MVOUT:
+            lines.append(f"  gemmini_cosa_mvout({addr(f['dram_addr'])}, 0x{f['local_addr']:x}u, {f['rows']}u, "
+                         f"{f['cols']}u);")
+        elif cmd.funct == isa.FENCE:
+            lines.append("  gemmini_cosa_fence();")
+        else:
+            lines.append(f"  gemmini_cosa_issue(gemmini_cosa_cmd({cmd.funct}, 0x{cmd.rs1:x}ull, 0x{cmd.rs2:x}ull));"
+                         f"  /* {isa.disassemble(cmd)} */")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

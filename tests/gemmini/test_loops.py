@@ -312,3 +312,89 @@ def bufs_end(cmds):
         if item.cmd.funct == isa.MVOUT:
             ends.append(f["dram_addr"] + (f["rows"] - 1) * 16 + f["cols"])
     return max(ends)
+
+
+# --- the header and C printing --------------------------------------------------------------------------
+HOST_LOG = r"""
+#include <stdio.h>
+#include "gemmini_cosa.h"
+void gemmini_host_issue(uint64_t funct, uint64_t rs1, uint64_t rs2) {
+  printf("%llu 0x%llx 0x%llx\n", (unsigned long long)funct, (unsigned long long)rs1, (unsigned long long)rs2);
+}
+void gemmini_host_fence(void) { puts("fence"); }
+"""
+
+
+def _run_c(tmp_path, body: str) -> tuple:
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import gemmini
+
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is not installed")
+    include = Path(gemmini.__file__).resolve().parent / "include"
+    source = tmp_path / "loops.c"
+    source.write_text(HOST_LOG + body)
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{include}", str(source), "-o",
+                    str(tmp_path / "loops")], check=True, capture_output=True, text=True)
+    return isa.decode_stream(subprocess.run([str(tmp_path / "loops")], check=True, capture_output=True,
+                                            text=True).stdout)
+
+
+def test_header_loop_macros_match_isa_loops(tmp_path):
+    rng = np.random.default_rng(5)
+    widths = {n: w for layout in L.LAYOUTS.values() for n, _, _, w in layout}
+    rand = lambda names: {n: int(rng.integers(1, 1 << min(widths[n], 62))) for n in names}  # noqa: E731
+    ws = rand(L.WS_ARGS)
+    ws.update(pad_I=3, pad_J=0, pad_K=15, A_transpose=1, B_transpose=0, a_spad_id=2, b_spad_id=1)
+    conv = rand(L.CONV_ARGS)
+    conv.update(a_spad_id=2, b_spad_id=0)
+    c_args = lambda names, vals: ", ".join(f"{vals[n]}ull" for n in names)  # noqa: E731
+    body = ("int main(void) {\n"
+            f"  gemmini_cosa_loop_ws({c_args(L.WS_ARGS, ws)});\n"
+            f"  gemmini_cosa_loop_conv_ws({c_args(L.CONV_ARGS, conv)});\n"
+            "  return 0;\n}\n")
+    expected = L.loop_ws(**ws) + L.loop_conv_ws(**conv)
+    assert _run_c(tmp_path, body) == tuple(expected)
+
+
+def test_stream_with_loops_prints_as_c(tmp_path):
+    from gemmini.codegen_c import stream_c
+
+    cmds, *_ = matmul_case(40, 24, 50, (2, 2, 2), True, a_t=True)
+    conv, *_ = conv_case(*CONV_CASES["3x3 stride 2, kernel split"])
+    stream = tuple(cmds) + tuple(conv)
+    text = stream_c(stream, name="vendor")
+    logged = _run_c(tmp_path, text + "int main(void) { vendor(); return 0; }\n")
+    assert logged == stream
+    relative = stream_c(stream, name="vendor", spans=[(0x1000, 0x1000 + 50 * 40, "A")])
+    assert "gemmini_cosa_loop_ws_config_addrs_ab(GEMMINI_COSA_PTR(A) + 0u" in relative
+
+
+def test_riscv_issues_loop_words_as_rocc(tmp_path):
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import gemmini
+    from gemmini.codegen_c import stream_c
+
+    gcc = "riscv64-unknown-elf-gcc"
+    if not shutil.which(gcc):
+        pytest.skip(f"{gcc} is not installed")
+    cmds, *_ = matmul_case(16, 16, 16, (1, 1, 1), False)
+    conv, *_ = conv_case(*CONV_CASES["1x1"])
+    source = tmp_path / "k.c"
+    source.write_text('#include "gemmini_cosa.h"\n' + stream_c(tuple(cmds) + tuple(conv), name="k"))
+    include = Path(gemmini.__file__).resolve().parent / "include"
+    subprocess.run([gcc, "--specs=picolibc.specs", "-march=rv64gc", "-mcmodel=medany", "-O2", "-Wall", "-Werror",
+                    f"-I{include}", "-c", str(source), "-o", str(tmp_path / "k.o")], check=True, capture_output=True,
+                   text=True)
+    dump = subprocess.run([gcc.replace("gcc", "objdump"), "-d", str(tmp_path / "k.o")], check=True,
+                          capture_output=True, text=True).stdout
+    words = [int(w, 16) for w in re.findall(r"^\s*[0-9a-f]+:\s+([0-9a-f]{8})\s", dump, flags=re.M)]
+    functs = [w >> 25 for w in words if w & 0x7F == isa.OPCODE_CUSTOM3]
+    assert functs == [c.funct for c in tuple(cmds) + tuple(conv) if c.funct != isa.FENCE]
