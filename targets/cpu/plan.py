@@ -262,3 +262,28 @@ def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int =
     kernel = _micro_kernel(mapping, workload, inner, vector_bytes, registers, WORD_BYTES[dtypes[out.name]],
                            scalar or bool(guarded))
     return Plan(workload, mapping, arch, dtypes, shapes, tuple(loops), par_level, packs, guarded, kernel)
+
+
+def arch_for(workload: LoopNest, arch):
+    """``arch`` with the fan-outs the CPU code generator parallelises well stated as spatial axes, for
+    schedulers that read them: the cores (the fan-out of the outermost level that has one, below DRAM)
+    take dims that separate the output (``output_separable``: no two threads add into one element),
+    the SIMD lanes (the innermost level's fan-out) only the output's contiguous dim.  Other fan-outs
+    and an arch that already has axes are left as they are."""
+    from dataclasses import replace
+
+    out = workload.output
+    levels = list(arch.levels)
+    separable = frozenset(d for d in workload.dims if d in out.dims and output_separable(d, out, workload.dims))
+    last = out.indices[-1]
+    contiguous = frozenset(last.dims) if len(last.terms) == 1 else separable
+    inner = len(levels) - 1
+    cores = next((k for k in range(1, inner) if levels[k].fanout > 1), None)
+    for k, dims in ((cores, separable), (inner, contiguous)):
+        if k is None or levels[k].fanout <= 1 or levels[k].spatial_axes or not dims:
+            continue
+        from costmodel import SpatialAxis
+
+        axis = SpatialAxis("cores" if k != inner else "lanes", levels[k].fanout, dims=dims)
+        levels[k] = replace(levels[k], spatial_axes=(axis,))
+    return replace(arch, levels=tuple(levels))

@@ -1,0 +1,293 @@
+"""Generated CPU kernels (targets.cpu) against NumPy/OpenBLAS and a naive C loop, and the cost model's
+ranking of mappings against measured time.
+
+Kernels: GEMM 256..2048 (fp32, fp64), the ResNet-50 3x3 and 1x1 convolutions, MTTKRP; one thread and
+all threads.  Ours: the code generated for the CoSA MIP's mapping on this machine's arch (``cosa arch
+calibrate cpu``, or ``--arch``) with the CPU code generator's fan-outs stated as spatial axes
+(``targets.cpu.plan.arch_for``: cores split output dims, lanes the output's contiguous dim).
+NumPy: ``A @ B`` (GEMM), im2col + ``@`` (convolutions), unfolded tensor times the Khatri-Rao product
+(MTTKRP), its BLAS pinned to the same thread count with threadpoolctl.  Naive: the loop nest in the
+workload's dim order, compiled with the same flags, ``omp parallel for`` over its first output dim.
+The three are timed interleaved (median of ``--repeat``), so a busy machine slows all of them alike.
+
+Rank study: >= 30 random valid mappings (``cosa.baselines.mapspace``) of a GEMM and a 3x3 convolution,
+each built and timed on all threads; Kendall's tau between the cost model's cycles and the measured
+seconds, and the rank of the MIP's mapping among them.
+
+    python3 bench/cpu_kernels.py --quick
+    python3 bench/cpu_kernels.py --results bench/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import costmodel  # noqa: E402
+import workloads  # noqa: E402
+from workloads.dtypes import apply_dtype  # noqa: E402
+
+from targets.cpu import build as cbuild  # noqa: E402
+from targets.cpu import compile_kernel  # noqa: E402
+from targets.cpu.plan import C_TYPES, arch_for, output_separable, stored_shape  # noqa: E402
+from targets.cpu.reference import random_inputs  # noqa: E402
+
+CONV3 = ("res2a_branch2b", "res3b_branch2b", "res4b_branch2b", "res5b_branch2b")
+CONV1 = ("res2a_branch2a", "res4a_branch2c")
+
+
+def typed(nest, dtype):
+    return apply_dtype(nest, dtype, False, "bench", "dtype")
+
+
+def cases(quick: bool) -> list:
+    out = []
+    for n in ((256, 1024) if quick else (256, 512, 1024, 2048)):
+        for dt in ("float32", "float64"):
+            out.append(typed(workloads.matmul(f"gemm{n}_{dt[-2:]}", M=n, N=n, K=n), dt))
+    for name in (CONV3[:1] + CONV3[2:3] if quick else CONV3) + (CONV1[:1] if quick else CONV1):
+        out.append(typed(workloads.load_one(f"resnet50/{name}"), "float32"))
+    out.append(typed(workloads.einsum("ikl,kj,lj->ij", {"i": 256, "j": 32, "k": 64, "l": 64}, name="mttkrp"),
+                     "float32"))
+    return out
+
+
+# --- baselines --------------------------------------------------------------------------------
+
+def numpy_baseline(w, arrays):
+    kind = w.op.get("kind")
+    if kind == "matmul":
+        a, b = arrays["A"], arrays["B"]
+        return lambda: a @ b
+    if kind == "conv2d":
+        x, wt = arrays["Inputs"], arrays["Weights"]
+        (sh, sw), (ph, pw) = w.op["stride"], w.op["padding"]
+        d = w.dims
+        k, c, r, s, p, q = d["K"], d["C"], d["R"], d["S"], d["P"], d["Q"]
+        wm = wt.reshape(k, c * s * r)
+
+        def im2col():
+            xp = np.pad(x[0], ((0, 0), (ph, ph), (pw, pw)))
+            st = xp.strides
+            cols = np.lib.stride_tricks.as_strided(xp, (c, s, r, q, p), (st[0], st[1], st[2], st[1] * sh, st[2] * sw))
+            return wm @ cols.reshape(c * s * r, q * p)
+        return im2col
+    x, b, cm = arrays["A"], arrays["B"], arrays["C"]
+    i, k, l_ = x.shape
+
+    def mttkrp():
+        kr = (b[:, None, :] * cm[None, :, :]).reshape(k * l_, -1)
+        return x.reshape(i, k * l_) @ kr
+    return mttkrp
+
+
+def naive_source(w, dtypes, shapes) -> str:
+    """The loop nest in dim order, guards for padding, omp parallel for over the first output dim."""
+    dims = list(w.dims)
+    out = w.output
+    ct = C_TYPES[dtypes[out.name]]
+    args = ", ".join(f"{'' if t.is_output else 'const '}{C_TYPES[dtypes[t.name]]} *restrict t{k}"
+                     for k, t in enumerate(w.tensors))
+    lines = ["#include <string.h>", f"void naive({args}, int nthreads) {{",
+             f"  memset(t{len(w.tensors) - 1}, 0, {np.prod(shapes[out.name])} * sizeof({ct}));"]
+    par = next(d for d in dims if d in out.dims and output_separable(d, out, w.dims))
+    order = [par] + [d for d in dims if d != par]
+    lines.append("  #pragma omp parallel for num_threads(nthreads) schedule(static)")
+    for d in order:
+        lines.append(f"  for (long {d} = 0; {d} < {w.dims[d]}; {d}++)")
+
+    def at(k, t):
+        strides = [int(np.prod(shapes[t.name][a + 1:])) for a in range(len(t.indices))]
+        return " + ".join(f"{s}L*({e})" for s, e in zip(strides, t.indices))
+    terms, guards = [], []
+    for k, t in enumerate(w.tensors):
+        if t.is_output:
+            continue
+        terms.append(f"({ct})t{k}[{at(k, t)}]")
+        for e, size in zip(t.indices, shapes[t.name]):
+            lo, hi = e.value_range(w.dims)
+            if lo < 0 or hi >= size:
+                guards.append(f"(unsigned long)({e}) < {size}UL")
+    body = f"t{len(w.tensors) - 1}[{at(0, out)}] += {' * '.join(terms)};"
+    lines.append(f"    if ({' && '.join(guards)}) {body}" if guards else f"    {body}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def naive_kernel(w, kernel):
+    import ctypes
+
+    lib = ctypes.CDLL(str(cbuild.build(naive_source(w, kernel.plan.dtypes, kernel.plan.shapes))))
+    fn = lib.naive
+    fn.argtypes = [ctypes.c_void_p] * len(w.tensors) + [ctypes.c_int]
+    return fn
+
+
+# --- measurements -----------------------------------------------------------------------------
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def mip_mapping(w, arch, time_limit):
+    from cosa.scheduler import schedule
+
+    return schedule(w, arch, time_limit_s=time_limit, bound=False, seed=0).mapping
+
+
+def measure_case(w, arch, threads_list, repeat, time_limit, naive_max_macs):
+    from threadpoolctl import threadpool_limits
+
+    mapping = mip_mapping(w, arch, time_limit)
+    kernel = compile_kernel(w, mapping, arch)
+    arrays = random_inputs(w, kernel.plan.dtypes, kernel.plan.shapes, 0)
+    out = kernel(arrays, threads=1)
+    ref = numpy_baseline(w, arrays)()
+    err = float(np.max(np.abs(out.reshape(ref.shape) - ref)) / max(1.0, float(np.max(np.abs(ref)))))
+    naive = naive_kernel(w, kernel) if w.macs <= naive_max_macs else None
+    nout = np.empty_like(out)
+    ptrs = [arrays[t.name].ctypes.data for t in w.inputs] + [nout.ctypes.data]
+    rows = []
+    for th in threads_list:
+        ours, blas, slow = [], [], []
+        base = numpy_baseline(w, arrays)
+        with threadpool_limits(th):
+            for r in range(repeat):
+                ours.append(_timed(lambda: kernel(arrays, out, th)))
+                blas.append(_timed(base))
+                if naive is not None and r < 1:
+                    slow.append(_timed(lambda: naive(*ptrs, th)))
+        flops = 2 * w.macs
+        t_ours, t_blas = statistics.median(ours), statistics.median(blas)
+        t_naive = statistics.median(slow) if slow else None
+        rows.append({"case": w.name, "threads": th, "ours_gflops": flops / t_ours / 1e9,
+                     "numpy_gflops": flops / t_blas / 1e9,
+                     "naive_gflops": flops / t_naive / 1e9 if t_naive else None,
+                     "ours_over_numpy": t_blas / t_ours, "ours_over_naive": t_naive / t_ours if t_naive else None,
+                     "rel_err": err})
+    return rows
+
+
+def rank_study(w, arch, samples, time_limit, threads, repeat, seed):
+    from scipy.stats import kendalltau
+
+    from cosa.baselines.mapspace import MapSpace, random_mapping
+
+    space = MapSpace(w, arch)
+    rng = random.Random(seed)
+    maps = [("mip", mip_mapping(w, arch, time_limit))]
+    seen = set()
+    while len(maps) < samples + 1:
+        m = random_mapping(w, arch, rng, space=space)
+        if repr(m) not in seen:
+            seen.add(repr(m))
+            maps.append((f"random{len(maps)}", m))
+    points = []
+    for label, m in maps:
+        cycles = costmodel.evaluate(w, arch, m).cycles
+        k = compile_kernel(w, m, arch)
+        arrays = random_inputs(w, k.plan.dtypes, k.plan.shapes, 0)
+        out = k(arrays, threads=threads)
+        secs = statistics.median(_timed(lambda: k(arrays, out, threads)) for _ in range(repeat))
+        points.append((label, cycles, secs))
+    tau = kendalltau([p[1] for p in points[1:]], [p[2] for p in points[1:]]).statistic
+    tau_all = kendalltau([p[1] for p in points], [p[2] for p in points]).statistic
+    by_time = sorted(points, key=lambda p: p[2])
+    mip_rank = 1 + [p[0] for p in by_time].index("mip")
+    return {"case": w.name, "samples": samples, "tau": tau, "tau_with_mip": tau_all, "mip_rank": mip_rank,
+            "of": len(points), "mip_s": points[0][2], "fastest_s": by_time[0][2],
+            "mip_over_fastest": points[0][2] / by_time[0][2],
+            "model_best_rank": 1 + [p[0] for p in by_time].index(min(points, key=lambda p: p[1])[0])}
+
+
+def main(argv=None) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from bench.results_section import run_stamp, save_outputs
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="GEMM 256 and 1024, two 3x3 and one 1x1 conv")
+    ap.add_argument("--arch", default=None, help="arch YAML (default: cosa arch calibrate cpu --quick now)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--time-limit", type=float, default=20.0, help="MIP seconds per case")
+    ap.add_argument("--samples", type=int, default=30, help="random mappings per rank study")
+    ap.add_argument("--naive-max-macs", type=float, default=2.2e9, help="skip the naive loop above this")
+    ap.add_argument("--no-rank", action="store_true", help="skip the rank study")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--results", default=None, help="record the tables in this results file")
+    args = ap.parse_args(argv)
+
+    if args.arch:
+        base = costmodel.load_arch(args.arch)
+    else:
+        from targets.cpu.calibrate import calibrate
+
+        base = calibrate(quick=True)
+    cores = os.cpu_count() or 1
+    threads_list = [1] + ([cores] if cores > 1 else [])
+    console = Console(width=200, record=True)
+    console.print(f"arch {base.name}: {base.params.get('cores')} cores, {base.params.get('simd_lanes')} fp32 lanes, "
+                  f"isa {cbuild.isa().name}, peak {base.params.get('peak_gflops_per_core', '?')} GFLOP/s/core")
+    rows = []
+    for w in cases(args.quick):
+        arch = arch_for(w, base)
+        rows += measure_case(w, arch, threads_list, args.repeat, args.time_limit, args.naive_max_macs)
+        r = rows[-1]
+        console.print(f"  {w.name}: measured", style="dim")
+    table = Table(title="Generated kernels vs NumPy (OpenBLAS) and a naive loop: GFLOP/s and ratios")
+    for col in ("case", "threads", "ours GF/s", "numpy GF/s", "naive GF/s", "ours/numpy", "ours/naive", "rel err"):
+        table.add_column(col, justify="right" if col != "case" else "left")
+    fmt = lambda v, f="{:.2f}": "-" if v is None else f.format(v)
+    for r in rows:
+        table.add_row(r["case"], str(r["threads"]), fmt(r["ours_gflops"], "{:.1f}"), fmt(r["numpy_gflops"], "{:.1f}"),
+                      fmt(r["naive_gflops"], "{:.2f}"), fmt(r["ours_over_numpy"]), fmt(r["ours_over_naive"], "{:.1f}"),
+                      f"{r['rel_err']:.1e}")
+    console.print(table)
+    by = {(r["case"], r["threads"]): r for r in rows}
+    scaling = Table(title=f"All threads ({cores}) over one thread")
+    for col in ("case", "ours", "numpy"):
+        scaling.add_column(col)
+    for w in cases(args.quick):
+        if (w.name, cores) in by and cores > 1:
+            one, all_ = by[(w.name, 1)], by[(w.name, cores)]
+            scaling.add_row(w.name, f"{all_['ours_gflops'] / one['ours_gflops']:.2f}x",
+                            f"{all_['numpy_gflops'] / one['numpy_gflops']:.2f}x")
+    console.print(scaling)
+    studies = []
+    if not args.no_rank:
+        gemm = typed(workloads.matmul("gemm512", M=512, N=512, K=512), "float32")
+        conv = typed(workloads.load_one("resnet50/res4b_branch2b"), "float32")
+        for w in (gemm, conv):
+            studies.append(rank_study(w, arch_for(w, base), args.samples, args.time_limit, cores, 3, 0))
+        rt = Table(title="Cost model vs measurement over random valid mappings (all threads)")
+        for col in ("case", "mappings", "Kendall tau", "tau incl. MIP", "MIP rank", "MIP / fastest",
+                    "model's best: rank"):
+            rt.add_column(col)
+        for s in studies:
+            rt.add_row(s["case"], str(s["of"]), f"{s['tau']:.2f}", f"{s['tau_with_mip']:.2f}",
+                       f"{s['mip_rank']} of {s['of']}", f"{s['mip_over_fastest']:.2f}x", str(s["model_best_rank"]))
+        console.print(rt)
+    date, machine = run_stamp()
+    command = "python bench/cpu_kernels.py" + (" --quick" if args.quick else "") + \
+        (f" --arch {args.arch}" if args.arch else "")
+    save_outputs(name="cpu_kernels", title="Generated CPU kernels", command=command, date=date, machine=machine,
+                 console=console, data={"args": vars(args), "rows": rows, "rank": studies, "arch": base.params},
+                 json_path=args.json, results_path=args.results,
+                 notes=f"Arch: {base.params}.  Ratios > 1 mean ours is faster.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
