@@ -211,19 +211,25 @@ def _conv_layer(kind, bias, relu, scale, stride, padding, dilation, groups, pool
 
 
 def gemm(name: str, M: int, N: int, K: int, *, bias: bool = True, relu: bool = False, scale: float = 1.0,
-         dataflow: str = "ws", repeating_bias: bool = True) -> VendorProgram:
-    """C[M, N] = A[M, K] @ B[K, N] (+ bias) through ``tiled_matmul_auto`` (row strides K, N, N, N)."""
+         dataflow: str = "ws", repeating_bias: bool = True, batch: int = 0) -> VendorProgram:
+    """C[M, N] = A[M, K] @ B[K, N] (+ bias) through ``tiled_matmul_auto`` (row strides K, N, N, N).
+
+    ``batch`` > 0: one call per batch entry on [batch, ...] buffers (bias [batch, N])."""
     df = {"ws": WS, "os": OS}.get(dataflow)
     if df is None:
         raise CodegenError(f"dataflow must be 'ws' or 'os', got {dataflow!r}", source=f"layer {name}",
                            field="dataflow")
-    bufs = _io(name, (M, K), (K, N), (N,) if repeating_bias else (M, N), (M, N), bias)
-    call = LibCall.make(
-        "tiled_matmul_auto", dim_I=M, dim_J=N, dim_K=K, A=Ptr("A"), B=Ptr("B"), D=Ptr("D") if bias else None,
-        C=Ptr("C"), stride_A=K, stride_B=N, stride_D=N, stride_C=N, A_scale_factor=1.0, B_scale_factor=1.0,
-        D_scale_factor=1.0, act=_act(relu), scale=scale, bert_scale=0.0, repeating_bias=repeating_bias,
-        transpose_A=False, transpose_B=False, full_C=False, low_D=False, weightA=0, tiled_matmul_type=df)
-    return VendorProgram(name, bufs, (call,), layer=_mm_layer(bias, relu, scale))
+    lead = (batch,) if batch else ()
+    if batch and not repeating_bias:
+        raise CodegenError("a batched GEMM repeats its bias row", source=f"layer {name}", field="repeating_bias")
+    bufs = _io(name, lead + (M, K), lead + (K, N), lead + ((N,) if repeating_bias else (M, N)), lead + (M, N), bias)
+    calls = tuple(LibCall.make(
+        "tiled_matmul_auto", dim_I=M, dim_J=N, dim_K=K, A=Ptr("A", g * M * K), B=Ptr("B", g * K * N),
+        D=Ptr("D", 4 * g * N) if bias else None, C=Ptr("C", g * M * N), stride_A=K, stride_B=N, stride_D=N,
+        stride_C=N, A_scale_factor=1.0, B_scale_factor=1.0, D_scale_factor=1.0, act=_act(relu), scale=scale,
+        bert_scale=0.0, repeating_bias=repeating_bias, transpose_A=False, transpose_B=False, full_C=False,
+        low_D=False, weightA=0, tiled_matmul_type=df) for g in range(max(batch, 1)))
+    return VendorProgram(name, bufs, calls, layer=dict(_mm_layer(bias, relu, scale), **({"batched": True} if batch else {})))
 
 
 def matmul_nn(name: str, M: int, N: int, K: int, *, bias: bool = True, relu: bool = False, scale: float = 1.0,
@@ -337,3 +343,47 @@ def fc(name: str, batch: int, in_features: int, out_features: int, *, bias: bool
     """A fully connected layer as resnet50.c's fc_54: ``tiled_matmul_nn_auto`` with a [batch, out] bias."""
     return matmul_nn(name, batch, out_features, in_features, bias=bias, relu=relu, scale=scale,
                      repeating_bias=False)
+
+
+def from_workload(workload, *, dataflow: str = "ws", bias: bool = True, relu: bool = False, scale: float = 1.0,
+                  downsample_call: bool = False) -> VendorProgram:
+    """The library's calls for a ``workloads`` layer (``workload.op`` from ``workloads.conv2d``/``matmul``).
+
+    Convolutions are weight-stationary only (the library exits on OS
+    convolutions), except 1x1 stride-1 layers, which are matmuls."""
+    op = getattr(workload, "op", None) or {}
+    src = f"workload {workload.name}"
+    d = workload.dims
+    if op.get("kind") == "matmul":
+        return gemm(workload.name, d["M"], d["N"], d["K"], bias=bias, relu=relu, scale=scale, dataflow=dataflow,
+                    batch=d.get("batch", 0))
+    if op.get("kind") != "conv2d":
+        raise CodegenError("the library's calls are known for matmuls and 2-D convolutions only "
+                           f"(op {op.get('kind')!r})", source=src, field="op")
+    (sh, sw), (dh, dw), (ph, pw) = op["stride"], op["dilation"], op["padding"]
+    if sh != sw or dh != dw or ph != pw or d["R"] != d["S"]:
+        raise CodegenError("the library takes one stride, dilation, padding and kernel size for rows and cols",
+                           source=src, field="op")
+    groups = int(op.get("groups", 1))
+    rows, cols = op["input_hw"]
+    C, K = d["C"] * groups, d["K"] * groups
+    kw = dict(stride=sh, padding=ph, bias=bias, relu=relu, scale=scale)
+    pointwise = d["R"] == 1 and sh == 1 and ph == 0 and groups == 1
+    if dataflow != "ws" and not pointwise:
+        raise CodegenError("Gemmini's library runs convolutions weight-stationary only", source=src,
+                           field="dataflow")
+    if groups == 1:
+        if pointwise and dataflow != "ws":
+            prog = conv(workload.name, d["N"], rows, cols, C, K, 1, bias=bias, relu=relu, scale=scale)
+            call = prog.calls[0]
+            return VendorProgram(prog.name, prog.buffers, (LibCall.make(call.fn, **dict(call.kw,
+                                                                                        tiled_matmul_type=OS)),),
+                                 layer=prog.layer)
+        return conv(workload.name, d["N"], rows, cols, C, K, d["R"], dilation=dh, downsample_call=downsample_call
+                    and d["R"] == 1 and sh == 2 and ph == 0 and rows % 2 == 0 and rows == cols, **kw)
+    if dh != 1:
+        raise CodegenError("dilated depthwise/grouped convolutions have no library call", source=src,
+                           field="dilation")
+    if groups == C == K:
+        return depthwise(workload.name, d["N"], rows, cols, C, d["R"], **kw)
+    return grouped(workload.name, d["N"], rows, cols, C, K, d["R"], groups, **kw)

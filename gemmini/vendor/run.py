@@ -86,14 +86,15 @@ def _maxpool(x: np.ndarray, size: int, stride: int, padding: int) -> np.ndarray:
 
 def reference(program: VendorProgram, inputs: dict) -> np.ndarray:
     """The NumPy reference output of ``program.layer`` for ``inputs``."""
-    from ..reference import conv_ref, matmul_ref
+    from ..reference import batched_matmul_ref, conv_ref, matmul_ref
 
     layer = program.layer
     kind = layer.get("kind")
     src = f"program {program.name}"
     if kind == "matmul":
-        return matmul_ref(inputs["A"], inputs["B"], inputs.get("D") if layer["bias"] else None, layer["scale"],
-                          layer["relu"])
+        ref = batched_matmul_ref if layer.get("batched") else matmul_ref
+        return ref(inputs["A"], inputs["B"], inputs.get("D") if layer["bias"] else None, layer["scale"],
+                   layer["relu"])
     if kind not in ("conv", "depthwise"):
         raise SimulationError(f"no reference for layer kind {kind!r}", source=src, field="layer")
     w = inputs["weights"]

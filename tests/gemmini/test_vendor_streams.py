@@ -224,3 +224,44 @@ def test_reference_max_pool_counts_padding_as_zero():
     x = np.array([[-5, -3], [-2, -7]], dtype=np.int8).reshape(1, 2, 2, 1)
     assert _maxpool(x, 2, 2, 0).ravel().tolist() == [-2]
     assert _maxpool(x, 3, 2, 1).ravel().tolist() == [0]
+
+
+# --- layers of the zoo get the calls Gemmini's own networks make ------------------------------
+
+def test_zoo_layers_map_to_the_library_calls():
+    import workloads
+
+    calls = {w.name: [c.fn for c in C.from_workload(w).calls] for w in workloads.load("resnet50")}
+    assert calls["conv1"] == ["tiled_conv_auto"]
+    assert calls["res2a_branch2a"] == ["tiled_matmul_nn_auto"]  # 1x1 stride 1
+    assert calls["res2a_branch2b"] == ["tiled_conv_auto"]
+    assert calls["res4a_branch1"] == ["tiled_conv_auto"]  # 1x1 stride 2: the hardware downsample path
+    mobilenet = {w.name: C.from_workload(w) for w in workloads.load("mobilenet_v2")}
+    assert [c.fn for c in mobilenet["b1_dw"].calls] == ["tiled_conv_dw_auto"]
+    bmm = C.from_workload(workloads.matmul("bmm", M=8, N=16, K=24, batch=3))
+    assert [c.kw["A"].offset for c in bmm.calls] == [0, 192, 384]
+    with pytest.raises(CodegenError, match="weight-stationary"):
+        C.from_workload(workloads.conv2d("c", C=16, K=16, P=8, Q=8, R=3, S=3, padding=1), dataflow="os")
+    assert C.from_workload(workloads.conv2d("p", C=16, K=16, P=8, Q=8, R=1, S=1),
+                           dataflow="os").calls[0].kw["tiled_matmul_type"] == C.OS
+
+
+def test_zoo_conv1_is_the_recorded_conv1():
+    import workloads
+
+    conv1 = next(w for w in workloads.load("resnet50") if w.name == "conv1")
+    ours = C.from_workload(conv1, relu=True, scale=0.05).to_dict()
+    recorded = CASES["resnet50_conv1"]["program"]
+    assert ours["calls"] == recorded["calls"] and ours["buffers"] == recorded["buffers"]
+
+
+@pytest.mark.skipif(not CHECKOUT, reason="set GEMMINI_ROCC_TESTS to a gemmini-rocc-tests checkout")
+@pytest.mark.parametrize("net", ["resnet50", "mobilenet_v2", "bert_base_128"])
+def test_live_every_zoo_layer_equals_the_library(net):
+    import workloads
+    from gemmini.vendor.record import record
+
+    for w in workloads.load(net):
+        program = C.from_workload(w, relu=True, scale=0.01)
+        diff = first_difference(record(program, CHECKOUT), V.stream(program))
+        assert diff is None, f"{net}/{w.name}: {diff}"
