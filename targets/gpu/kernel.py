@@ -47,7 +47,7 @@ from mappings.validate import group_dims
 from workloads.dtypes import resolve_dtype
 
 from .errors import GpuError
-from .layout import Lin, array_shape, global_index, lin_sum, tile_layout
+from .layout import Lin, array_shape, axis_in_range, global_index, lin_sum, tile_layout
 
 SHARED, REGISTERS = 2, 3
 
@@ -186,6 +186,10 @@ def _check_output(workload) -> None:
     """Each output element is written by one thread of one block per tile: the output index must be one-to-one
     on the dims that index it (every axis a mixed-radix combination of its own dims)."""
     t = workload.output
+    for axis, (expr, extent) in enumerate(zip(t.indices, array_shape(t, workload.dims))):
+        if not axis_in_range(expr, workload.dims, extent):
+            raise GpuError(f"output index '{expr}' leaves the stored extent {extent}", source=f"workload {workload.name}",
+                           field=f"tensors.{t.name}.indices[{axis}]")
     seen = set()
     for axis, expr in enumerate(t.indices):
         span = 0
@@ -313,9 +317,10 @@ class _Builder:
     def fill_registers_from_shared(self, t) -> tuple:
         loc, loops = self.box(REGISTERS, t, "u")
         base3 = self.pos(0, REGISTERS)
-        target = self.layout[REGISTERS, t.name].index(base3, loc).c()
-        value = self.source(t, REGISTERS, base3, loc)
-        return self.nest(loops, [Store(self.tile_name(REGISTERS, t), target, value)])
+        lay = self.layout[REGISTERS, t.name]
+        store = Store(self.tile_name(REGISTERS, t), lay.index(base3, loc).c(), self.source(t, REGISTERS, base3, loc))
+        guards = lay.guard(base3, loc, self.dims)  # a whole-axis tile skips the padding positions
+        return self.nest(loops, [If(" && ".join(guards), (store,)) if guards else store])
 
     def zero(self, level: int, t) -> tuple:
         lay = self.layout[level, t.name]
@@ -328,8 +333,7 @@ class _Builder:
         base = self.pos(0, level)
         values = [(lin_sum([base[d].scale(c) + loc[d].scale(c) for d, c in e.terms]) + e.offset).c()
                   for e in t.indices]
-        index, guards = global_index(t, values, self.dims)
-        assert not guards, "output indices are in range by construction"
+        index, _ = global_index(t, values, self.dims)  # in range: _check_output
         return Store(self.names[t.name], index, value, "atomic+=" if self.block_reduce else "+=")
 
     def writeback_registers(self) -> tuple:

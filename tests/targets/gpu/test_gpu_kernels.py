@@ -135,3 +135,21 @@ def test_bypassed_levels_read_and_write_the_next_holder(name, mappings):
     compile_cuda("\n".join(print_kernel(dataclasses.replace(d, name=f"bypass_{k}"), "cuda")
                            for k, d in enumerate(descs)), "ptx")
     assert any(d.ranks > 1 and not d.atomic for d in descs[::2])  # threads take turns on global memory
+
+
+def test_register_tile_of_a_padded_window():
+    """Registers keep a whole padded input plane (the tile is wider than the tensor, so it keeps the whole axis
+    and skips the padding when it is filled): the case a ResNet-50 3x3 layer's MIP mapping takes."""
+    from mappings import LevelMapping, Mapping
+
+    nest = W.conv2d("conv_window", C=2, K=2, H=3, W=3, R=3, S=3, padding=1, bits=32)
+    levels = (LevelMapping(), LevelMapping(spatial={"K": 2}), LevelMapping(spatial={"C": 2}),
+              LevelMapping(temporal={"P": 3, "Q": 3, "R": 3, "S": 3}))
+    mapping = Mapping(levels)
+    extents = mapping.tile_extents(3, nest.dims)
+    assert all(a.whole for a in tile_layout(nest.tensor("Inputs"), extents, group_dims(nest), nest.dims).axes[2:])
+    bypass = dataclasses.replace(mapping, levels=levels[:2] + (LevelMapping(spatial={"C": 2}, bypass={"Inputs"}),)
+                                 + levels[3:])
+    runs = run_many(nest, ARCH, [mapping, bypass], "opencl", optimize=False)
+    assert all(r.verified for r in runs), [r.max_abs_err for r in runs]
+    compile_cuda(print_kernel(build_kernel(nest, ARCH, mapping), "cuda"), "ptx")
