@@ -110,6 +110,8 @@ class _Emitter:
                   "return __builtin_convertvector(x, vc_t); }")
             p(f"static inline vc_t ldg_{dt}(const {it} *p, long s) {{ vc_t x; "
               f"for (int q = 0; q < {L}; q++) x[q] = ({ct})p[q * s]; return x; }}")
+            p(f"static inline vc_t ldp_{dt}(const {it} *p, long s, int n) {{ vc_t x = {{0}}; "
+              f"for (int q = 0; q < n; q++) x[q] = ({ct})p[q * s]; return x; }}")
         p()
 
     # --- packing -----------------------------------------------------------------------------
@@ -171,21 +173,27 @@ class _Emitter:
             conds.append(f"(unsigned long)({_lin(terms, e.offset)}) < {shape[a]}UL")
         return " && ".join(conds) or "1"
 
-    def read(self, t, local: dict, vector: bool) -> str:
+    def read(self, t, local: dict, vector: bool, width: int = 0) -> str:
+        """C expression of ``t`` at ``local``: a vector along j (``width`` valid lanes; 0 = all) or a scalar."""
         k, dt = self.tid[t.name], self.plan.dtypes[t.name]
         at = f"t{k}[{self.offset(t, local)}]" if t.name not in self.plan.packs else f"pk{k}[{self.offset(t, local)}]"
         ptr = at.replace("[", " + ", 1)[:-1]
         j = self.plan.kernel.j
         if vector and j in t.dims:
             g = self.gstride(t, j)
+            if width and not (g == 1 and t.name in self.plan.packs):
+                return f"ldp_{dt}({ptr}, {g}, {width})"
+            # a packed buffer has a vector of slack at its end: a partial vector is loaded whole, and its
+            # extra lanes feed accumulator lanes that are never stored
             return f"ld_{dt}({ptr})" if g == 1 else f"ldg_{dt}({ptr}, {g})"
         value = f"({self.ctype}){at}"
         if t.name in self.plan.guarded:
             return f"({self.guard(t, local)} ? {value} : ({self.ctype})0)"
         return value
 
-    def block(self, li: str, mr: int, lj: str, nv: int, lanes: int) -> None:
-        """One register block: rows li..li+mr-1 of dim i, nv vectors of ``lanes`` from lj along j."""
+    def block(self, li: str, mr: int, lj: str, nv: int, lanes: int, tail: int = 0) -> None:
+        """One register block: rows li..li+mr-1 of dim i, nv vectors of ``lanes`` from lj along j, the last
+        one with only ``tail`` valid lanes when ``tail`` > 0 (loaded and stored lane by lane)."""
         p, ker, out = self.p, self.plan.kernel, self.w.output
         vector = lanes > 1
         ty = "vc_t" if vector else self.ctype
@@ -204,7 +212,9 @@ class _Emitter:
         for ii in range(mr):
             for v in range(nv):
                 at = self.offset(out, local(ii, v))
-                if vector:
+                if vector and tail and v == nv - 1:
+                    p(f"vc_t c{ii}_{v} = {{0}}; memcpy(&c{ii}_{v}, t{ko} + {at}, {tail} * sizeof({self.ctype}));")
+                elif vector:
                     p(f"vc_t c{ii}_{v}; memcpy(&c{ii}_{v}, t{ko} + {at}, sizeof c{ii}_{v});")
                 else:
                     p(f"{ty} c{ii}_{v} = t{ko}[{at}];")
@@ -221,7 +231,8 @@ class _Emitter:
                 for v in range(nv if dep_j else 1):
                     var = f"x{k}_{ii}_{v}"
                     is_vec = vector and dep_j
-                    p(f"{'vc_t' if is_vec else self.ctype} {var} = {self.read(t, local(ii, v, red), vector)};")
+                    width = tail if tail and v == nv - 1 else 0
+                    p(f"{'vc_t' if is_vec else self.ctype} {var} = {self.read(t, local(ii, v, red), vector, width)};")
                     if is_vec and (mr > 1 or dep_i):
                         p(f"KEEP({var});")
                     names[(t.name, ii, v)] = var
@@ -236,7 +247,9 @@ class _Emitter:
         for ii in range(mr):
             for v in range(nv):
                 at = self.offset(out, local(ii, v))
-                if vector:
+                if vector and tail and v == nv - 1:
+                    p(f"memcpy(t{ko} + {at}, &c{ii}_{v}, {tail} * sizeof({self.ctype}));")
+                elif vector:
                     p(f"memcpy(t{ko} + {at}, &c{ii}_{v}, sizeof c{ii}_{v});")
                 else:
                     p(f"t{ko}[{at}] = c{ii}_{v};")
@@ -270,13 +283,14 @@ class _Emitter:
         e_j = ker.extents[ker.j]
         i_parts = [(ker.mr, e_i // ker.mr)] + ([(e_i % ker.mr, 1)] if e_i % ker.mr else [])
         nr = ker.nv * ker.lanes
-        j_parts = [(ker.nv, ker.lanes, 0, e_j // nr)]
+        j_parts = [(ker.nv, ker.lanes, 0, e_j // nr, 0)]
         pos = (e_j // nr) * nr
-        if ker.nv > 1 and e_j - pos >= ker.lanes:
-            j_parts.append((1, ker.lanes, pos, 1))
-            pos += ker.lanes
-        if e_j - pos:
-            j_parts.append((e_j - pos, 1, pos, 1))  # scalar tail: nv scalars of one lane
+        rest = e_j - pos
+        if rest and ker.lanes > 1:  # the last block: full vectors, then one with the remaining lanes
+            nv = -(-rest // ker.lanes)
+            j_parts.append((nv, ker.lanes, pos, 1, rest - (nv - 1) * ker.lanes if rest % ker.lanes else 0))
+        elif rest:
+            j_parts.append((rest, 1, pos, 1, 0))
         i_start = 0
         for mr, count in i_parts:
             if count == 0:
@@ -286,7 +300,7 @@ class _Emitter:
                 p.open(f"for (long li = {i_start}; li < {i_start + mr * count}; li += {mr})")
             else:
                 li = str(i_start)
-            for nv, lanes, start, jcount in j_parts:
+            for nv, lanes, start, jcount, tail in j_parts:
                 if jcount == 0:
                     continue
                 if jcount > 1:
@@ -294,7 +308,7 @@ class _Emitter:
                     self.block(li, mr, "lj", nv, lanes)
                     p.close()
                 else:
-                    self.block(li, mr, str(start), nv, lanes)
+                    self.block(li, mr, str(start), nv, lanes, tail)
             if count > 1:
                 p.close()
             i_start += mr * count
@@ -323,7 +337,7 @@ class _Emitter:
         p.open("")
         for name, pk in plan.packs.items():
             k, it = self.tid[name], C_TYPES[plan.dtypes[name]]
-            size = -(-pk.words * WORD_BYTES[plan.dtypes[name]] // 64) * 64
+            size = -(-(pk.words + self.lanes) * WORD_BYTES[plan.dtypes[name]] // 64) * 64
             p(f"{it} *pk{k} = ({it} *)aligned_alloc(64, {size});")
             p(f"long pl{k}[{len(pk.box)}]; for (int a = 0; a < {len(pk.box)}; a++) pl{k}[a] = LONG_MIN;")
         opened = 0
