@@ -239,7 +239,8 @@ class _Emitter:
         for ii in range(mr):
             for v in range(nv):
                 factors = []
-                for t in self.w.inputs:
+                # operands shared by the rows first: their product is computed once per step, not per row
+                for t in sorted(self.w.inputs, key=lambda t: ker.i is not None and ker.i in t.dims):
                     dep_i = ker.i is not None and ker.i in t.dims
                     factors.append(names[(t.name, ii if dep_i else 0, v if ker.j in t.dims else 0)])
                 p(f"c{ii}_{v} += {' * '.join(factors)};")
