@@ -20,7 +20,8 @@ Semantics (see also ``gemmini/isa.py`` and ``gemmini/numerics.py``):
   (int32 wrap-around), else they overwrite.
 * mvout (config_st): from the scratchpad, int8 rows; from the accumulator,
   full int32 rows when the full bit is set, else ``requantize`` (config_st
-  scale, activation, saturate to int8).
+  scale, activation, saturate to int8).  Column block ``b`` of a wide mvout
+  is read from local row ``row + b*DIM``.
 * preload + compute: operands are read as rows (A with the config_ex A
   stride) and padded with zeros to DIM x DIM, as the execute unit feeds the
   array.  An operand in the accumulator reads full int32 rows with the full
@@ -36,11 +37,20 @@ Semantics (see also ``gemmini/isa.py`` and ``gemmini/numerics.py``):
   shifted right by ``os_shift`` (``rounding_shift``).  C in the scratchpad:
   config_ex activation, then saturate to int8; C in the accumulator: int32,
   added with the accumulate bit, else overwritten.
+* WS transposes (config_ex): a transposed A is stored with row ``k`` holding
+  column ``k`` of A (rows ``a_stride`` apart); a transposed B likewise for the
+  weights, as libgemmini reads them.
+* loop instructions (LOOP_WS, LOOP_CONV_WS and their configuration words):
+  the words are held; the stream runs as ``loops.Unroller`` issues it (the
+  order of Gemmini's LoopMatmul / LoopConv), errors naming the loop's start
+  word.  An unrolled mvin from main-memory address 0 writes zeros, as
+  Gemmini's zero writer does (only for unrolled commands: our flat test
+  memories start at address 0).
 * fence and flush change nothing here (the model runs commands in order).
 
 Any out-of-range address, rows or columns over the limits, a unit used
 before its config command, a compute without a preload, or a feature the
-model does not implement (transposes, config_norm, pooling) raises
+model does not implement (OS transposes, config_norm, pooling) raises
 ``SimulationError`` naming the command's index in the stream.
 """
 
@@ -54,6 +64,7 @@ from .. import isa, isa_loops
 from ..config import DEFAULT_CONFIG, GemminiConfig
 from ..errors import IsaError, SimulationError
 from ..numerics import apply_activation, requantize, rounding_shift, saturate, scale_round
+from .loops import Unroller, has_loops
 
 SOURCE = "gemmini functional model"
 
@@ -139,9 +150,7 @@ class Machine:
         an error in it naming the loop's start word."""
         mem = _as_bytes(memory)
         cmds = isa.decode_stream(commands)
-        if any(cmd.funct in isa_loops.LOOP_FUNCTS for cmd in cmds):
-            from .loops import Unroller
-
+        if has_loops(cmds):
             for item in Unroller(self.config).run(cmds):
                 self._step_issued(item, mem)
         else:
@@ -354,8 +363,6 @@ class Machine:
 
     def _do_loop_word(self, f, memory, index):
         """A loop configuration word is held; a start word runs the loop's unrolled commands now."""
-        from .loops import Unroller
-
         self._unroller = self._unroller or Unroller(self.config)
         cmd = isa.Command(f["funct"], *isa_loops.encode_word(f["funct"], {k: f[k] for k, *_ in
                                                                          isa_loops.LAYOUTS[f["funct"]]}))

@@ -115,6 +115,7 @@ class _LoopFsm:
         self.slots = [_Slot(), _Slot()]
         self.head = 0
         self.acc_starts = {"d": 0, "c": 0, "st": 0}  # ldD / ld_bias, ex, stC / st accumulator rows
+        self.moves = 0  # state changes so far (a cycle without one repeats until a queue frees)
 
     # --- configuration --------------------------------------------------------------
     @property
@@ -133,6 +134,7 @@ class _LoopFsm:
         if cmd.funct == self.start_funct:
             _refuse_unmodelled(self.kind, slot.fields, origin)
             slot.configured, slot.origin = True, origin
+        self.moves += 1
         return True
 
     # --- one cycle ------------------------------------------------------------------
@@ -193,6 +195,7 @@ class _LoopFsm:
             if chosen is not None:
                 out = (chosen.entries[chosen.pos], chosen.origin)
                 chosen.pos += 1
+                self.moves += 1
         else:
             out = self._conv_pipes(blocked)
         self._requests()
@@ -217,6 +220,8 @@ class _LoopFsm:
             new_s0 = (u.entries[u.pos], u.origin) if fire_in else (s0 if stall0 else None)
             if fire_in:
                 u.pos += 1
+            if fire_in or fires or new_s1 is not s1 or new_s0 is not s0:
+                self.moves += 1
             u.pipe = [new_s0, new_s1]
         return out
 
@@ -227,12 +232,14 @@ class _LoopFsm:
         for n in self.names:
             u = units[n]
             slot = slots[u.loop_id]
-            if u.idle and slot.running and n in slot.started:
+            if u.idle and slot.running and n in slot.started and n not in slot.completed:
                 slot.completed.add(n)
+                self.moves += 1
         head = slots[self.head]
         if head.running and len(head.completed) == len(self.names):
             head.reset()
             self.head ^= 1
+            self.moves += 1
         loads = ("ldA", "ldB", "ldD") if self.kind == "ws" else _CONV_LOADS
         for n in self.names:
             u = units[n]
@@ -249,6 +256,7 @@ class _LoopFsm:
             u.entries, u.pos, u.loop_id, u.origin = slot.units[n], 0, sid, slot.origin
             slot.started.add(n)
             slot.running = True
+            self.moves += 1
 
     def _expand(self, slot: _Slot, sid: int) -> dict:
         """Every sub-unroller's commands for ``slot``; the accumulator halves move on as each one starts."""
@@ -299,9 +307,11 @@ class Unroller:
         self.cycle = 0
 
     def run(self, commands: Iterable, busy: Callable[[str, int], bool] | None = None,
-            now: Callable[[], int] | None = None, start: int = 0) -> Iterator[Issued]:
+            now: Callable[[], int] | None = None, start: int = 0,
+            wake: Callable[[int], int] | None = None) -> Iterator[Issued]:
         """Yield what leaves the unroller for ``commands`` (numbered from ``start``); the state (held loop
-        words, the halves in use) carries over to the next call."""
+        words, the halves in use) carries over to the next call.  ``wake(t)``: the next cycle after ``t`` at
+        which a queue frees (a cycle in which nothing moves is skipped to it)."""
         pending = list(enumerate(isa.decode_stream(commands), start))
         pending.reverse()
         between: list[Issued] = []  # LoopConv's output waiting at LoopMatmul's input (a 2-entry queue)
@@ -312,6 +322,8 @@ class Unroller:
 
             def blocked(kind, t=t):
                 return busy is not None and busy(kind, t)
+
+            before = (self.ws.moves, self.conv.moves, len(pending), len(between))
 
             # LoopMatmul: its loop words, a passing command, or an unrolled one
             item = between[0] if between else None
@@ -336,6 +348,9 @@ class Unroller:
                 if out is not None:
                     between.append(Issued(out[0].cmd, out[1], t, True))
             self.cycle += 1
+            if emitted is None and wake is not None and \
+                    before == (self.ws.moves, self.conv.moves, len(pending), len(between)):
+                self.cycle = max(self.cycle, wake(t))  # nothing moved: wait for a queue to free
             if emitted is not None:
                 yield emitted
 
@@ -355,3 +370,16 @@ def expand(commands: Iterable, config: GemminiConfig | None = None) -> list[Issu
 def has_loops(commands: Iterable) -> bool:
     """Whether a (decoded) stream contains a loop command."""
     return any(cmd.funct in L.LOOP_FUNCTS for cmd in commands)
+
+
+def issue_order(cmds, cfg: GemminiConfig, origins: list | None, busy, now, wake):
+    """(command, earliest issue cycle) in the order the front end hands them to the queues, for the timing
+    model: ``origins`` is None for a stream without loop instructions (the commands as they are), else a list
+    this fills with each issued command's index in ``cmds``; ``busy``, ``now``, ``wake`` as in ``Unroller.run``."""
+    if origins is None:
+        for cmd in cmds:
+            yield cmd, 0
+        return
+    for item in Unroller(cfg).run(cmds, busy=busy, now=now, wake=wake):
+        origins.append(item.origin)
+        yield item.cmd, item.cycle

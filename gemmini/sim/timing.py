@@ -75,9 +75,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import isa, isa_loops
+from .. import isa
 from ..config import DEFAULT_CONFIG, GemminiConfig
 from ..errors import IsaError, SimulationError
+from .loops import has_loops, issue_order
 
 SOURCE = "gemmini timing model"
 UNITS = ("load", "execute", "store")
@@ -529,7 +530,7 @@ def timing(commands, config: GemminiConfig | None = None) -> TimingResult:
     loop's start word."""
     cfg = config or DEFAULT_CONFIG
     cmds = isa.decode_stream(commands)
-    if not any(cmd.funct in isa_loops.LOOP_FUNCTS for cmd in cmds):
+    if not has_loops(cmds):
         return _timing(cmds, cfg, None)
     origins: list[int] = []
     try:
@@ -539,20 +540,6 @@ def timing(commands, config: GemminiConfig | None = None) -> TimingResult:
             raise
         raise SimulationError(f"{exc.reason} (unrolled command {exc.index})", source=SOURCE, field=exc.field,
                               index=origins[exc.index]) from None
-
-
-def _issue_order(cmds, cfg, origins, busy, now):
-    """(command, earliest issue cycle) in the order the front end hands them over (``origins``: None when
-    the stream has no loop instruction; else filled with each command's index in the stream)."""
-    if origins is None:
-        for cmd in cmds:
-            yield cmd, 0
-        return
-    from .loops import Unroller
-
-    for item in Unroller(cfg).run(cmds, busy=busy, now=now):
-        origins.append(item.origin)
-        yield item.cmd, item.cycle
 
 
 def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
@@ -576,8 +563,8 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
     all_done = 0
     starts, ends = [], []
 
-    order = _issue_order(cmds, cfg, origins, lambda kind, t: sum(e > t for e in in_queue[kind]) >= depth[kind],
-                         lambda: issue)
+    order = issue_order(cmds, cfg, origins, lambda kind, t: sum(e > t for e in in_queue[kind]) >= depth[kind],
+                         lambda: issue, lambda t: min((e for q in in_queue.values() for e in q if e > t), default=t + 1))
     for index, (cmd, at) in enumerate(order):
         issue = max(issue, at)
         try:
