@@ -265,3 +265,14 @@ def test_live_every_zoo_layer_equals_the_library(net):
         program = C.from_workload(w, relu=True, scale=0.01)
         diff = first_difference(record(program, CHECKOUT), V.stream(program))
         assert diff is None, f"{net}/{w.name}: {diff}"
+
+
+@pytest.mark.skipif(not CHECKOUT, reason="set GEMMINI_ROCC_TESTS to a gemmini-rocc-tests checkout")
+def test_live_library_and_generator_refuse_the_same_call():
+    from gemmini.vendor.record import RecorderError, record
+
+    program = C.conv("pad", 1, 8, 8, 16, 16, 3, padding=3)
+    with pytest.raises(RecorderError, match="kernel_dim must be larger than padding"):
+        record(program, CHECKOUT)
+    with pytest.raises(CodegenError, match="kernel_dim must be larger than padding"):
+        V.stream(program)

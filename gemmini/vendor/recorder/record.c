@@ -29,6 +29,10 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#ifndef MAP_FIXED_NOREPLACE /* older kernels and other systems: a hint, checked below */
+#define MAP_FIXED_NOREPLACE 0
+#endif
+
 #define RECORD_FENCE 128u
 #define RECORD_OTHER_ASM 129u
 

@@ -2,8 +2,10 @@
  * includes as "rocc-software/src/xcustom.h".  Put this directory ahead of the
  * library's own checkout on the include path: every RoCC command the library
  * issues becomes a call to gemmini_record_command(funct, rs1, rs2) instead of
- * an instruction.  rs1 and rs2 are converted to 64 bits the way a RISC-V
- * register holds them (signed values sign-extended, pointers as addresses).
+ * an instruction.  rs1 and rs2 are converted to uint64_t.  On the paths the
+ * recorder calls, every operand the library passes is already 64 bits wide
+ * (a pointer, a size_t or a uint64_t expression), so this is the value the
+ * RISC-V register would hold.
  * Written for the cosa-framework recorder; not part of Gemmini. */
 #ifndef COSA_RECORDER_XCUSTOM_H
 #define COSA_RECORDER_XCUSTOM_H
