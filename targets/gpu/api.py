@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from .errors import GpuError
-from .kernel import KernelDesc, build_kernel
+from .kernel import KernelDesc, build_kernel, kernel_name
 from .printers import print_kernel
 from .reference import compare, random_inputs, reference
 
@@ -66,7 +66,7 @@ def run_many(workload, arch, mappings, target: str = "opencl", repeat: int = 1, 
     from mappings import mapping_to_dict
 
     _language(target)
-    descs = [dataclasses.replace(build_kernel(workload, arch, m), name=f"{_kernel_name(workload)}_{k}")
+    descs = [dataclasses.replace(build_kernel(workload, arch, m), name=f"{kernel_name(workload)}_{k}")
              for k, m in enumerate(mappings)]
     source = "\n".join(print_kernel(d, target) for d in descs)
     if target == "opencl":
@@ -88,9 +88,3 @@ def run_many(workload, arch, mappings, target: str = "opencl", repeat: int = 1, 
                           2 * workload.macs / median / 1e9 if median > 0 else 0.0, desc.blocks, desc.threads,
                           desc.shared_bytes, mapping_to_dict(mapping, arch)))
     return out
-
-
-def _kernel_name(workload) -> str:
-    from .kernel import ident
-
-    return ident(workload.name)

@@ -215,9 +215,13 @@ def _check_sizes(workload) -> None:
                        field="tensors")
 
 
-def ident(name: str) -> str:
-    out = re.sub(r"\W", "_", str(name))
-    return out if out and not out[0].isdigit() else "k_" + out
+def ident(name: str, prefix: str) -> str:
+    """``prefix`` + ``name`` made a C identifier (prefixed: no clash with C keywords or the kernel's locals)."""
+    return prefix + re.sub(r"\W", "_", str(name))
+
+
+def kernel_name(workload) -> str:
+    return ident(workload.name, "cosa_")
 
 
 # --- building ---------------------------------------------------------------------------------------
@@ -232,7 +236,7 @@ class _Builder:
         self.var = {lp: f"{'s' if lp.spatial else 't'}{lp.level}_{lp.dim}" for lp in self.loops}
         self.temporal = [lp for lp in self.loops if not lp.spatial]
         self.out = workload.output
-        self.names = {t.name: ident(t.name) for t in workload.tensors}
+        self.names = {t.name: ident(t.name, "g_") for t in workload.tensors}
         self.block_loops = [lp for lp in self.loops if lp.spatial and lp.level == 1]
         self.thread_loops = [lp for lp in self.loops if lp.spatial and lp.level == 2]
         self.blocks = math.prod(lp.factor for lp in self.block_loops)
@@ -444,7 +448,7 @@ class _Builder:
                  "output zeroed by the host; " + ("blocks add partial sums atomically" if self.block_reduce else
                                                    "each output element is owned by one block"),
                  "mapping:") + tuple(format_loopnest(self.m, self.w, self.arch).splitlines())
-        return KernelDesc(ident(self.w.name), params, arrays, self.blocks, self.threads, tuple(body), self.acc,
+        return KernelDesc(kernel_name(self.w), params, arrays, self.blocks, self.threads, tuple(body), self.acc,
                           self.block_reduce, self.ranks, notes, self.w, self.m)
 
 

@@ -19,7 +19,7 @@ from cosa.baselines.mapspace import random_mapping
 from mappings.validate import group_dims
 from targets.gpu import build_kernel, print_kernel, run_many
 from targets.gpu.cuda import compile_cuda
-from targets.gpu.kernel import ident
+from targets.gpu.kernel import kernel_name
 from targets.gpu.layout import tile_layout
 from workloads.dtypes import apply_dtype
 
@@ -80,11 +80,11 @@ def test_every_cuda_kernel_compiles_with_nvcc(mappings):
     for name, nest in CASES.items():
         for k, m in enumerate(mappings[name]):
             desc = build_kernel(nest, ARCH, m)
-            sources.append(print_kernel(dataclasses.replace(desc, name=f"{ident(name)}_{k}"), "cuda"))
+            sources.append(print_kernel(dataclasses.replace(desc, name=f"{kernel_name(nest)}_{k}"), "cuda"))
     source = "\n".join(sources)
     ptx = compile_cuda(source, "ptx").read_text()
-    for name in CASES:
-        assert f".entry {ident(name)}_0(" in ptx
+    for nest in CASES.values():
+        assert f".entry {kernel_name(nest)}_0(" in ptx
     assert compile_cuda(sources[0], "cubin", "sm_90").stat().st_size > 0
 
 

@@ -156,3 +156,17 @@ def test_cuda_static_shared_memory_limit():
     with pytest.raises(GpuError) as exc:
         emit(nest, big, mapping, "cuda")
     assert "static shared arrays" in _one_line(exc)
+
+
+def test_names_that_clash_with_c_or_the_kernel_locals():
+    nest = W.LoopNest("main", {"i": 4, "tid": 3}, (
+        tensor("int", ["i", "tid"], "input", bits=32), tensor("i", ["tid"], "weight", bits=32),
+        tensor("tid", ["i"], "output", bits=32)))
+    levels = [LevelMapping() for _ in ARCH.levels]
+    levels[1] = LevelMapping(spatial={"i": 2})
+    levels[2] = LevelMapping(spatial={"tid": 3}, temporal={"i": 2})
+    mapping = Mapping(tuple(levels))
+    from targets.gpu import run
+
+    assert run(nest, ARCH, mapping, "opencl", optimize=False).verified
+    cuda.compile_cuda(emit(nest, ARCH, mapping, "cuda")[1], "ptx")
