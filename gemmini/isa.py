@@ -442,7 +442,7 @@ def decode_fields(cmd: Command) -> dict:
                        os_shift=rs2 & 0xFFFFFFFF, c_stride=(rs2 >> 48) & 0xFFFF)
         elif kind == CONFIG_LD:
             out.update(shrunk=bool((rs1 >> 2) & 1), id=(rs1 >> 3) & 3, local_stride=(rs1 >> 16) & 0xFFFF,
-                       scale=float32_from_bits(rs1 >> 32), stride_bytes=rs2)
+                       scale=float32_from_bits(rs1 >> 32), stride_bytes=rs2, pixel_repeats=(rs1 >> 8) & 0xFF)
         elif kind == CONFIG_ST:
             out.update(activation=(rs1 >> 2) & 3, stride_bytes=rs2 & 0xFFFFFFFF,
                        acc_scale=float32_from_bits(rs2 >> 32), pool_fields=rs1 >> 4)

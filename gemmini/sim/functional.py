@@ -71,12 +71,15 @@ SOURCE = "gemmini functional model"
 
 @dataclass(frozen=True)
 class LoadConfig:
-    """config_ld state of one mvin id: main-memory stride (bytes), scale, shrunk, local block stride (rows)."""
+    """config_ld state of one mvin id: main-memory stride (bytes), scale, shrunk, local block stride (rows),
+    pixel repeats (Gemmini's first-layer optimisation: each row is also written into the ``pixel_repeats - 1``
+    rows above it, shifted right by ``pixel * cols`` columns)."""
 
     stride_bytes: int
     scale: float
     shrunk: bool
     local_stride: int
+    pixel_repeats: int = 1
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,8 @@ class Machine:
             self.pending_preload = None
 
     def _do_config_ld(self, f, memory, index):
-        self.load_configs[f["id"]] = LoadConfig(f["stride_bytes"], f["scale"], f["shrunk"], f["local_stride"])
+        self.load_configs[f["id"]] = LoadConfig(f["stride_bytes"], f["scale"], f["shrunk"], f["local_stride"],
+                                                max(1, f["pixel_repeats"]))
 
     def _do_config_st(self, f, memory, index):
         if f["pool_fields"]:
@@ -230,6 +234,26 @@ class Machine:
                 self.accumulator[first:first + rows, :hi - lo] = np.asarray(chunk, dtype=np.int64).astype(np.int32)
             else:
                 self.scratchpad[first:first + rows, :hi - lo] = chunk
+        if ld.pixel_repeats > 1:
+            self._repeat_pixels(local, values, ld.pixel_repeats, index)
+
+    def _repeat_pixels(self, local, values, repeats: int, index: int) -> None:
+        """Row ``r`` of an mvin also lands in row ``r - p`` at columns ``p*cols ...`` for p < ``repeats`` (rows
+        that exist), as libgemmini's mvin does: a row then holds ``repeats`` neighbouring pixels."""
+        rows, cols = values.shape
+        if cols * repeats > self.config.dim:
+            raise SimulationError(f"{repeats} pixel repeats of {cols} columns exceed a {self.config.dim}-column row",
+                                  source=SOURCE, field="pixel_repeats", index=index)
+        target = self.accumulator if local.is_acc else self.scratchpad
+        for p in range(1, repeats):
+            first = max(0, p - local.row)  # rows above row 0 are not written
+            if first >= rows:
+                continue
+            dest = slice(local.row + first - p, local.row + rows - p)
+            chunk = values[first:]
+            if local.is_acc and local.accumulate:
+                chunk = target[dest, p * cols:(p + 1) * cols].astype(np.int64) + chunk
+            target[dest, p * cols:(p + 1) * cols] = np.asarray(chunk, dtype=np.int64).astype(target.dtype)
 
     _do_mvin2 = _do_mvin
     _do_mvin3 = _do_mvin

@@ -254,16 +254,18 @@ def conv_units(f: dict, slot: int, bias_start: int, c_start: int, st_start: int,
                         cmd = _mvin(cfg, 1, dram, local, min(kchs - kch, dim), min(ochs - och, step), origin)
                         out["ld_weights"].append(Entry("load", cmd))
     dil, stride = f["kernel_dilation"], f["stride"]
+    pixels_max = max(1, f["max_pixels_per_row"])  # a row of A holds this many neighbouring pixels
     for och in range(0, ochs, dim):
         for krow in range(f["krows"]):
-            for kcol in range(f["kcols"]):
+            for kcol in range(0, f["kcols"], pixels_max):
                 for kch in range(0, kchs, dim):
                     new_weights = True
                     for b in range(batches):
                         for orow in range(orows):
                             for ocol in range(0, ocols, dim):
                                 irow, icol = orow * stride + krow * dil, ocol * stride + kcol * dil
-                                rows_i, cols_j, k_rows = min(ocols - ocol, dim), min(ochs - och, dim), min(kchs - kch, dim)
+                                rows_i, cols_j = min(ocols - ocol, dim), min(ochs - och, dim)
+                                k_rows = min(f["kcols"] - kcol, pixels_max) * min(kchs - kch, dim)
                                 a_addr = a_start + (kch // dim) * d["input_spad_stride"] \
                                     + b * (d["irows"] >> ds) * (d["icols"] >> ds) + (irow >> ds) * (d["icols"] >> ds) \
                                     + (icol >> ds)

@@ -31,7 +31,7 @@ their computes), not Gemmini's reservation-station counters; a sub-unroller
 whose main-memory address is 0 finishes at once (Gemmini spends one cycle).
 Not modelled (a ``SimulationError`` naming the loop instruction): LOOP_WS
 resadd and layernorm/softmax stores; LOOP_CONV_WS pooling, transposed or
-rotated operands, input dilation and more than one pixel per row.
+rotated operands and input dilation.
 """
 
 from __future__ import annotations
@@ -286,8 +286,7 @@ def _refuse_unmodelled(kind: str, f: dict, origin: int) -> None:
         checks = [(name, f.get(name), name.replace("_", " ")) for name in
                   ("wrot180", "trans_output_1203", "trans_weight_1203", "trans_weight_0132", "trans_input_3120",
                    "input_dilated")]
-        checks += [("no_pool", not f.get("no_pool"), "pooling"),
-                   ("max_pixels_per_row", f.get("max_pixels_per_row", 0) > 1, "more than one pixel per row")]
+        checks += [("no_pool", not f.get("no_pool"), "pooling")]
     for name, bad, what in checks:
         if bad:
             raise SimulationError(f"{what} is not modelled", source=SOURCE, field=name, index=origin)

@@ -151,7 +151,7 @@ def test_loop_ws_matmul_is_bit_exact(M, N, K, tiles, bias, a_t, b_t):
     assert np.count_nonzero(np.abs(expected.astype(int)) < 127) > expected.size // 2  # the check is not saturated
 
 
-def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0):
+def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0, pixels=1, dw=False):
     """(commands, memory, buffers, expected NHWC output) of a convolution tiled into LOOP_CONV_WS calls the way
     gemmini.h's tiled_conv walks its tiles (batch, rows, cols, out channels, kernel rows, cols, in channels)."""
     rng = np.random.default_rng(seed)
@@ -192,7 +192,7 @@ def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0):
                                     batches=nb, porows=orows, pocols=ocols, pochs=ochs, krows=krows, kcols=kcols,
                                     kchs=kchs, lpad=lpad, rpad=rpad, upad=upad, dpad=dpad, orows=orows, ocols=ocols,
                                     weights=wts, output=out, bias=bias_addr, input=inp, no_bias=not bias, no_pool=1,
-                                    in_stride=c, weight_stride=k, out_stride=k, max_pixels_per_row=1)
+                                    in_stride=c, weight_stride=k, out_stride=k, max_pixels_per_row=pixels, dw=dw)
     cmds.append(isa.fence())
     expected = conv_ref(x, wt, bv if bias else None, stride, pad, scale=SCALE)
     return cmds, mem, bufs, expected
@@ -203,13 +203,16 @@ CONV_CASES = {
     "3x3 padded, tiled rows and channels": (2, 10, 9, 20, 24, 3, 1, 1, (1, 4, 9, 16, 3, 3, 16), True),
     "3x3 stride 2, kernel split": (1, 11, 11, 6, 10, 3, 2, 1, (1, 3, 6, 10, 2, 3, 6), False),
     "1x1": (1, 7, 7, 40, 36, 1, 1, 0, (1, 7, 7, 36, 1, 1, 40), True),
+    # first-layer optimisation: 3 input channels, 5 pixels per row of A (gemmini.h: DIM / channels, at most kcols)
+    "7x7 stride 2, 3 channels, 5 pixels per row": (1, 16, 14, 3, 16, 7, 2, 3, (1, 4, 7, 16, 7, 7, 3), True, 0, 5),
+    # one channel of a depthwise convolution (the dw weight path), 3 pixels per row
+    "depthwise channel, 3 pixels per row": (1, 9, 9, 1, 1, 3, 1, 1, (1, 9, 9, 1, 3, 3, 1), True, 0, 3, True),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CONV_CASES))
 def test_loop_conv_is_bit_exact(name):
-    n, h, w, c, k, r, stride, pad, tiles, bias = CONV_CASES[name]
-    cmds, mem, bufs, expected = conv_case(n, h, w, c, k, r, stride, pad, tiles, bias)
+    cmds, mem, bufs, expected = conv_case(*CONV_CASES[name])
     got = run_c(cmds, mem, bufs, expected.shape)
     np.testing.assert_array_equal(got, expected)
     assert np.count_nonzero(np.abs(expected.astype(int)) < 127) > expected.size // 2
