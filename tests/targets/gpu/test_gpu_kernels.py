@@ -153,3 +153,16 @@ def test_register_tile_of_a_padded_window():
     runs = run_many(nest, ARCH, [mapping, bypass], "opencl", optimize=False)
     assert all(r.verified for r in runs), [r.max_abs_err for r in runs]
     compile_cuda(print_kernel(build_kernel(nest, ARCH, mapping), "cuda"), "ptx")
+
+
+@pytest.mark.parametrize("spec,bounds", [("i,i->", {"i": 12}), ("ii->i", {"i": 6}), ("i,j->ij", {"i": 4, "j": 5})],
+                         ids=["dot", "diagonal", "outer"])
+def test_einsum_edge_cases(spec, bounds):
+    """A scalar output, a dim used twice by one tensor, no reduction dim."""
+    nest = W.einsum(spec, bounds, name="edge", bits=32)
+    rng = random.Random(2)
+    maps = [random_mapping(nest, ARCH, rng) for _ in range(2)]
+    runs = run_many(nest, ARCH, maps, "opencl", optimize=False)
+    assert all(r.verified for r in runs), [r.max_abs_err for r in runs]
+    compile_cuda("\n".join(print_kernel(dataclasses.replace(build_kernel(nest, ARCH, m), name=f"edge_{k}"), "cuda")
+                           for k, m in enumerate(maps)), "ptx")
