@@ -7,7 +7,9 @@ matmul goes to ``tiled_matmul_auto``; a 1x1 stride-1 unpadded convolution to
 ``tiled_matmul_nn_auto`` -> ``tiled_matmul_auto`` on the [N*H*W, C] image
 (kind "conv-as-matmul"); every other dense convolution to
 ``tiled_conv_auto``, whose 1x1 stride-2 layers on even images take the
-library's downsample path (half the input rows and columns moved in).
+library's downsample path (half the input rows and columns moved in); a
+depthwise one to ``tiled_conv_dw_auto``; a grouped one to one
+``tiled_conv_stride_auto`` per group.
 ``extra["library_call"]`` names the call.  The exact command stream the
 library issues for a layer, checked instruction for instruction against the
 real gemmini.h, is ``gemmini.vendor``; this module only turns its tile
@@ -47,6 +49,10 @@ Registers), following the order in which the vendor walks its tiles:
   innermost); level 2 walks output-channel blocks, kernel rows, kernel cols and
   input-channel blocks with kch on the rows and och on the columns; all pixels
   of the tile stream through each weight block.  Pooling is not modelled.
+* grouped conv (one ``tiled_conv_stride_auto`` per group): G outermost at
+  DRAM, then the conv walk on the group's channels; depthwise
+  (``tiled_conv_dw_auto``, one channel at a time on one PE): G inside the
+  pixel tiles (batch, porow, pocol, channel, krow, kcol), as the library.
 
 How this Mapping still differs from the library's real stream, and which way
 each difference biases a comparison against it:
@@ -71,9 +77,12 @@ each difference biases a comparison against it:
 * Other calls.  resnet50.c runs two of its three 1x1 stride-2 branches
   through ``tiled_conv_downsample`` (one ``tiled_matmul_auto`` per output
   row); the Mapping models ``tiled_conv_auto``'s downsample path for all of
-  them.  Depthwise and grouped convolutions (``tiled_conv_dw_auto``, one call
-  per group) and fused pooling have a stream in ``gemmini.vendor`` but no
-  Mapping here: they are refused.
+  them.  Fused pooling has a stream in ``gemmini.vendor`` but no Mapping;
+  nor do grouped (not depthwise) layers on the gemmini preset, which cannot
+  unroll channels indexed through the group: they are refused.
+* Depthwise layers use one PE in the Mapping; the library's loop unroller
+  packs up to DIM / 1 kernel columns of one channel into the array rows
+  (``max_pixels_per_row``), so a few rows work: biased against the vendor.
 """
 
 from __future__ import annotations
@@ -82,10 +91,13 @@ import math
 import time
 from dataclasses import asdict, dataclass
 
-from mappings import LevelMapping, Mapping
+from mappings import Mapping
 from workloads import LoopNest
 
 from ..schedule import Schedule, SchedulingError, SolverStats
+from .gemmini_mapping import (CONV_ORDER, check_preset, conv_mapping, matmul_mapping, pointwise_mapping,
+                              unrollable, row_extents, tile_extent)
+from .gemmini_mapping import largest_divisor_at_most  # noqa: F401  (part of this module's interface)
 
 ACC_BYTES_PER_ENTRY = 4
 """The accumulator stores int32 partial sums: one row is DIM * 4 bytes."""
@@ -383,8 +395,8 @@ _CONV_DIMS = {"N", "K", "C", "P", "Q", "R", "S"}
 
 
 def _conv_shape(workload: LoopNest) -> _ConvShape | None:
-    """A dense convolution with the builder's dim names (N K C P Q R S, no groups)."""
-    if set(workload.dims) != _CONV_DIMS:
+    """A convolution with the builder's dim names (N K C P Q R S, plus G for grouped ones)."""
+    if set(workload.dims) - {"G"} != _CONV_DIMS:
         return None
     inputs = [t for t in workload.inputs if t.role == "input"]
     if len(inputs) != 1 or len(workload.tensors) != 3:
@@ -406,110 +418,15 @@ def _conv_shape(workload: LoopNest) -> _ConvShape | None:
     return _ConvShape(strides["P"], dilations["R"], (pads["Q"], pads["P"]), tuple(hw) if hw else None)
 
 
-# --- tiles to a Mapping ------------------------------------------------------
+# --- tiles to a Mapping: gemmini_mapping ------------------------------------
 
-def largest_divisor_at_most(n: int, cap: int) -> int:
-    """The largest divisor of ``n`` that is <= ``cap`` (1 when cap < 1)."""
-    best = 1
-    for d in range(1, math.isqrt(n) + 1):
-        if n % d == 0:
-            for cand in (d, n // d):
-                if best < cand <= cap:
-                    best = cand
-    return best
-
-
-def tile_extent(bound: int, vendor_extent: int, dim: int, on_array: bool) -> int:
-    """The exact tile extent standing for the vendor's (padded) one: a divisor of ``bound``
-    that is <= ``vendor_extent``.  For a dim the array unrolls, the one whose largest
-    divisor <= DIM is largest (the vendor fills whole DIM-wide blocks), then the
-    largest; for the others simply the largest."""
-    cap = min(vendor_extent, bound)
-    candidates = [e for e in range(1, cap + 1) if bound % e == 0]
-    if on_array:
-        return max(candidates, key=lambda e: (largest_divisor_at_most(e, dim), e))
-    return max(candidates)
-
-
-def _check_preset(arch) -> None:
-    if len(arch.levels) != 4:
-        raise SchedulingError(f"expected the gemmini preset's 4 levels (DRAM, Scratchpad, Accumulator, Registers), "
-                              f"got {list(arch.level_names)}", source=f"arch {arch.name}", field="levels")
-
-
-def _matmul_mapping(workload: LoopNest, shape: _MatmulShape, extents: dict[str, int], dim: int,
-                    dataflow: str) -> Mapping:
-    i, j, k = shape.i, shape.j, shape.k
-    bounds = workload.dims
-    outer = {d: bounds[d] for d in shape.batch}
-    outer.update({d: bounds[d] // extents[d] for d in (i, j, k)})
-    dram = LevelMapping(temporal=outer, order=shape.batch + (i, j, k))
-    if dataflow == "ws":
-        sk = largest_divisor_at_most(extents[k], dim)
-        sj = largest_divisor_at_most(extents[j], dim)
-        array = LevelMapping(temporal={k: extents[k] // sk, j: extents[j] // sj}, spatial={k: sk, j: sj},
-                             order=(j, k))
-        regs = LevelMapping(temporal={i: extents[i]}, order=(i,))
-    else:
-        si = largest_divisor_at_most(extents[i], dim)
-        sj = largest_divisor_at_most(extents[j], dim)
-        array = LevelMapping(temporal={i: extents[i] // si, j: extents[j] // sj}, spatial={i: si, j: sj},
-                             order=(i, j))
-        regs = LevelMapping(temporal={k: extents[k]}, order=(k,))
-    return Mapping((dram, LevelMapping(), array, regs))
-
-
-def row_extents(bounds: dict[str, int], rows: int, dims=("P", "Q", "N")) -> dict[str, int]:
-    """Exact extents for a tile of ``rows`` rows of the flattened [N, Q, P] image (P fastest): fill P, then
-    Q, then N, each with the largest divisor of its bound that fits; an inner dim left partial stops the rest."""
-    out, left = {}, rows
-    for d in dims:
-        e = largest_divisor_at_most(bounds[d], left)
-        out[d] = e
-        left = left // e if e == bounds[d] else 1
-    return out
-
-
-def _pointwise_mapping(workload: LoopNest, extents: dict[str, int], dim: int, dataflow: str) -> Mapping:
-    """A 1x1 stride-1 convolution as tiled_matmul_auto's i (N, Q, P), j (K), k (C) walk."""
-    b = workload.dims
-    dram = LevelMapping(temporal={d: b[d] // extents[d] for d in ("N", "Q", "P", "K", "C")},
-                        order=("N", "Q", "P", "K", "C", "S", "R"))
-    sk = largest_divisor_at_most(extents["K"], dim)
-    if dataflow == "ws":
-        sc = largest_divisor_at_most(extents["C"], dim)
-        array = LevelMapping(temporal={"C": extents["C"] // sc, "K": extents["K"] // sk}, spatial={"C": sc, "K": sk},
-                             order=("K", "C"))
-        regs = LevelMapping(temporal={d: extents[d] for d in ("N", "Q", "P")}, order=("N", "Q", "P"))
-    else:
-        sp = largest_divisor_at_most(extents["P"], dim)
-        array = LevelMapping(temporal={"N": extents["N"], "Q": extents["Q"], "P": extents["P"] // sp,
-                                       "K": extents["K"] // sk},
-                             spatial={"P": sp, "K": sk}, order=("N", "Q", "P", "K"))
-        regs = LevelMapping(temporal={"C": extents["C"]}, order=("C",))
-    return Mapping((dram, LevelMapping(), array, regs))
-
-
-_CONV_ORDER = ("N", "Q", "P", "K", "S", "R", "C")  # batch, porow, pocol, poch, krow, kcol, kch
-_CONV_ARG_DIM = dict(zip(CONV_ARGS, _CONV_ORDER))
-
-
-def _conv_mapping(workload: LoopNest, extents: dict[str, int], dim: int) -> Mapping:
-    bounds = workload.dims
-    dram = LevelMapping(temporal={d: bounds[d] // extents[d] for d in _CONV_ORDER}, order=_CONV_ORDER)
-    sc = largest_divisor_at_most(extents["C"], dim)
-    sk = largest_divisor_at_most(extents["K"], dim)
-    array = LevelMapping(temporal={"K": extents["K"] // sk, "S": extents["S"], "R": extents["R"],
-                                   "C": extents["C"] // sc},
-                         spatial={"C": sc, "K": sk}, order=("K", "S", "R", "C"))
-    regs = LevelMapping(temporal={d: extents[d] for d in ("N", "Q", "P")}, order=("N", "Q", "P"))
-    return Mapping((dram, LevelMapping(), array, regs))
+_CONV_ARG_DIM = dict(zip(CONV_ARGS, CONV_ORDER))
 
 
 def gemmini_default_mapping(workload: LoopNest, arch) -> tuple[Mapping, dict]:
     """The vendor heuristic's Mapping on a gemmini preset and the facts behind it (``extra``)."""
     config = GemminiTileConfig.from_arch(arch)
-    _check_preset(arch)
+    check_preset(arch)
     dataflow = str(arch.params.get("dataflow") or arch.dataflow or "ws").lower()
     src = f"workload {workload.name}"
     matmul = _matmul_shape(workload)
@@ -520,7 +437,7 @@ def gemmini_default_mapping(workload: LoopNest, arch) -> tuple[Mapping, dict]:
         vendor = {i: tiles.tile_I * config.dim, j: tiles.tile_J * config.dim, k: tiles.tile_K * config.dim}
         on_array = {j, k} if dataflow == "ws" else {i, j}
         extents = {d: tile_extent(bounds[d], vendor[d], config.dim, d in on_array) for d in (i, j, k)}
-        mapping = _matmul_mapping(workload, matmul, extents, config.dim, dataflow)
+        mapping = matmul_mapping(workload, matmul, extents, config.dim, dataflow)
         kind, tile_args, call = "matmul", tiles.to_dict(), "tiled_matmul_auto"
     else:
         conv = _conv_shape(workload)
@@ -535,21 +452,34 @@ def gemmini_default_mapping(workload: LoopNest, arch) -> tuple[Mapping, dict]:
         extents.update({d: tile_extent(b[d], t * config.dim, config.dim, d == "K" or dataflow == "ws")
                         for d, t in (("K", tiles.tile_J), ("C", tiles.tile_K))})
         extents.update(R=1, S=1)
-        mapping = _pointwise_mapping(workload, extents, config.dim, dataflow)
+        mapping = pointwise_mapping(workload, extents, config.dim, dataflow)
         kind, tile_args, call = "conv-as-matmul", tiles.to_dict(), "tiled_matmul_nn_auto"
     elif matmul is None:
         if dataflow != "ws":
             raise SchedulingError("the vendor's tiled_conv_auto runs convolutions weight-stationary only; "
                                   f"the arch's dataflow is {dataflow!r}", source=f"arch {arch.name}",
                                   field="dataflow")
-        downsample = b["S"] == 1 and conv.downsample(b["R"])
+        groups = b.get("G", 1)
+        depthwise = groups > 1 and b["K"] == 1 and b["C"] == 1
+        if groups > 1 and conv.dilation != 1:
+            raise SchedulingError("the library has no call for dilated grouped or depthwise convolutions",
+                                  source=src, field="dilation")
+        downsample = b["S"] == 1 and conv.downsample(b["R"]) and groups == 1
         tiles = tiled_conv_auto_tiles(b["N"], b["Q"], b["P"], b["K"], b["C"], b["S"], b["R"], config,
                                       stride=conv.stride, kernel_dilation=conv.dilation, downsample=downsample)
         extents = {_CONV_ARG_DIM[name]: tile_extent(b[_CONV_ARG_DIM[name]], value, config.dim,
                                                     _CONV_ARG_DIM[name] in ("C", "K"))
                    for name, value in tiles.to_dict().items()}
-        mapping = _conv_mapping(workload, extents, config.dim)
-        kind, tile_args, call = "conv", tiles.to_dict(), "tiled_conv_auto"
+        unroll = unrollable(arch, workload, ("C", "K"))
+        if groups > 1 and not depthwise and len(unroll) < 2:
+            raise SchedulingError(f"the preset cannot unroll a grouped layer's channels ({sorted({'C', 'K'} - unroll)}"
+                                  "), so the library's per-group tiles do not map onto it; its command stream is "
+                                  "gemmini.vendor.calls.grouped", source=src, field="G")
+        mapping = conv_mapping(workload, extents, config.dim, unroll)
+        kind = "depthwise" if depthwise else ("grouped" if groups > 1 else "conv")
+        call = {"depthwise": "tiled_conv_dw_auto", "grouped": "tiled_conv_stride_auto per group"}.get(
+            kind, "tiled_conv_auto")
+        tile_args = tiles.to_dict()
     extra = {
         "kind": kind,
         "library_call": call,

@@ -173,9 +173,30 @@ def test_small_preset_parameters_reach_the_heuristic():
 def test_unsupported_workloads_and_archs_raise_scheduling_errors():
     with pytest.raises(SchedulingError, match="weight-stationary only"):
         gemmini_default(conv2d("c", C=16, K=16, P=8, Q=8, R=3, S=3), OS)
-    with pytest.raises(SchedulingError, match="matmuls"):
-        gemmini_default(depthwise_conv2d("dw", C=16, P=8, Q=8, R=3, S=3), WS)
+    with pytest.raises(SchedulingError, match="field 'G'.*grouped"):
+        gemmini_default(conv2d("g", C=32, K=64, P=8, Q=8, R=3, S=3, padding=1, groups=4), WS)
+    with pytest.raises(SchedulingError, match="weight-stationary only"):
+        gemmini_default(depthwise_conv2d("dw", C=16, P=8, Q=8, R=3, S=3), OS)
     with pytest.raises(SchedulingError, match="matmuls"):
         gemmini_default(einsum("ij,jk,kl->il", {"i": 4, "j": 4, "k": 4, "l": 4}), WS)
     with pytest.raises(SchedulingError, match="gemmini preset"):
         gemmini_default(matmul(M=16, N=16, K=16), preset("simba"))
+
+
+def test_depthwise_takes_the_library_dw_tiles_one_channel_at_a_time():
+    import gemmini.vendor as V
+    from gemmini.vendor import calls
+
+    w = depthwise_conv2d("b4_dw", C=144, H=56, W=56, R=3, S=3, stride=2, padding=1)
+    s = gemmini_default(w, WS)
+    assert s.extra["kind"] == "depthwise" and s.extra["library_call"] == "tiled_conv_dw_auto"
+    assert s.extra["tile_args"] == tiled_conv_auto_tiles(1, 28, 28, 1, 1, 3, 3, stride=2).to_dict()
+    dram = s.mapping.levels[0]
+    assert dram.loop_order(list(w.dims))[:4] == ("N", "Q", "P", "G") and dram.temporal["G"] == 144
+    assert s.mapping.levels[2].spatial == {} or set(s.mapping.levels[2].spatial.values()) == {1}
+    validate(s.mapping, w, WS)
+    # the library's stream for this layer starts its first tile with the same batches, porows, pocols
+    cfg2 = next(c for c in V.stream(calls.depthwise("dw", 1, 56, 56, 144, 3, stride=2, padding=1)) if c[0] == 17)
+    args = s.extra["tile_args"]
+    assert ((cfg2[2] >> 48) & 0xFFFF, (cfg2[2] >> 32) & 0xFFFF, (cfg2[2] >> 16) & 0xFFFF) == (
+        args["batches"], args["porows"], args["pocols"])
