@@ -2,7 +2,8 @@
 recorded from the real gemmini.h (ucb-bar/gemmini-rocc-tests), instruction for instruction.
 
 The committed streams (tests/data/gemmini_h/streams.json) were recorded with
-``python -m gemmini.vendor.record --checkout <gemmini-rocc-tests at 180c468>``.
+``python -m gemmini.vendor.record --checkout <gemmini-rocc-tests at 180c468> --out
+tests/data/gemmini_h/streams.json``.
 With GEMMINI_ROCC_TESTS pointing to a checkout, fresh streams are recorded
 for further shapes and compared too.
 """
