@@ -288,7 +288,7 @@ class _Builder:
 
     # reads and fills ----------------------------------------------------------------------------------
     def global_read(self, t, base: dict[str, Lin], loc: dict[str, Lin]) -> str:
-        values = [lin_sum([base[d].scale(c) + loc[d].scale(c) for d, c in e.terms]).__add__(e.offset).c()
+        values = [(lin_sum([base[d].scale(c) + loc[d].scale(c) for d, c in e.terms]) + e.offset).c()
                   for e in t.indices]
         index, guards = global_index(t, values, self.dims)
         return self.guarded(guards, f"{self.names[t.name]}[{index}]")
@@ -297,12 +297,13 @@ class _Builder:
         lay = self.layout[level, t.name]
         return self.guarded(lay.guard(base, loc, self.dims), f"{self.tile_name(level, t)}[{lay.index(base, loc).c()}]")
 
-    def source(self, t, below: int, base: dict[str, Lin], loc: dict[str, Lin]) -> str:
-        """Read of ``t`` at positions base + loc from the nearest holder outside level ``below``."""
-        if below > SHARED and (SHARED, t.name) in self.layout:
-            b2, l2 = self.pos(0, SHARED), {d: self.pos(SHARED, REGISTERS)[d] + loc[d] for d in self.dims}
+    def outside_registers(self, t, base3: dict[str, Lin], loc3: dict[str, Lin]) -> str:
+        """Read of ``t`` at positions base3 + loc3 (``loc3`` local to the register tile) from its shared tile,
+        or from global memory when it bypasses shared memory."""
+        if (SHARED, t.name) in self.layout:
+            b2, l2 = self.pos(0, SHARED), {d: self.pos(SHARED, REGISTERS)[d] + loc3[d] for d in self.dims}
             return self.tile_read(SHARED, t, b2, l2)
-        return self.global_read(t, base, loc)
+        return self.global_read(t, base3, loc3)
 
     def fill_from_global(self, level: int, t) -> tuple:
         """Copy the tile of ``t`` at ``level`` from global memory, entry by entry (guarded: padding is 0)."""
@@ -322,7 +323,7 @@ class _Builder:
         loc, loops = self.box(REGISTERS, t, "u")
         base3 = self.pos(0, REGISTERS)
         lay = self.layout[REGISTERS, t.name]
-        store = Store(self.tile_name(REGISTERS, t), lay.index(base3, loc).c(), self.source(t, REGISTERS, base3, loc))
+        store = Store(self.tile_name(REGISTERS, t), lay.index(base3, loc).c(), self.outside_registers(t, base3, loc))
         guards = lay.guard(base3, loc, self.dims)  # a whole-axis tile skips the padding positions
         return self.nest(loops, [If(" && ".join(guards), (store,)) if guards else store])
 
@@ -415,7 +416,7 @@ class _Builder:
             if (REGISTERS, t.name) in self.layout:
                 read = self.tile_read(REGISTERS, t, base3, loc3)
             else:
-                read = self.source(t, REGISTERS, base3, loc3)
+                read = self.outside_registers(t, base3, loc3)
             factors.append(f"{cast}{read}")
         lay = self.layout[REGISTERS, self.out.name]
         return (Store(self.tile_name(REGISTERS, self.out), lay.index(base3, loc3).c(), " * ".join(factors), "+="),)
