@@ -204,6 +204,11 @@ RUNNABLE = [
     C.conv("run_1x1_s2_hw_downsample", 1, 8, 8, 32, 48, 1, stride=2, scale=0.0013),
     C.conv("run_1x1_s2_downsample_call", 1, 8, 8, 32, 48, 1, stride=2, scale=0.0013, downsample_call=True),
     C.grouped("run_grouped_g2", 1, 6, 6, 32, 32, 3, 2, padding=1, relu=True, scale=0.0006),
+    C.grouped("run_grouped_g4_narrow", 1, 6, 6, 32, 64, 3, 4, padding=1, scale=0.001),
+    C.depthwise("run_dw_s2", 1, 10, 9, 20, 3, stride=2, padding=1, relu=True, scale=0.004),
+    C.depthwise("run_dw_5x5", 1, 11, 11, 8, 5, padding=2, scale=0.003),
+    C.conv("run_first_layer_7x7_s2", 1, 20, 20, 3, 16, 7, stride=2, padding=3, relu=True, scale=0.0015),
+    C.conv("run_fused_maxpool", 1, 12, 12, 16, 16, 3, padding=1, relu=True, scale=0.0006, pool=(3, 2, 1)),
 ]
 
 
