@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from .errors import GpuError
 from .kernel import KernelDesc, build_kernel, kernel_name
 from .printers import print_kernel
-from .reference import compare, random_inputs, reference
+from targets.cpu.reference import compare, random_inputs, reference
 
 LANGUAGES = ("cuda", "opencl")
 
@@ -53,8 +53,9 @@ class GpuRun:
 
 def run(workload, arch, mapping, target: str = "opencl", repeat: int = 1, seed: int = 0,
         optimize: bool = True) -> GpuRun:
-    """Build ``mapping`` as a ``target`` kernel, run it ``repeat`` times on random inputs and compare with NumPy
-    (``reference.RTOL``: 1e-5 relative for fp32, exact for integers).  ``optimize=False``: OpenCL builds
+    """Build ``mapping`` as a ``target`` kernel, run it ``repeat`` times on random inputs and compare with the
+    targets' shared NumPy reference (``targets.cpu.reference``: within 1e-5 x max(1, max |reference|) for fp32,
+    exact for integers).  ``optimize=False``: OpenCL builds
     without optimisation (quicker to build on PoCL; for tests)."""
     return run_many(workload, arch, [mapping], target, repeat, seed, optimize)[0]
 
@@ -77,8 +78,9 @@ def run_many(workload, arch, mappings, target: str = "opencl", repeat: int = 1, 
     if not descs:
         return []
     types = {t.name: p.dtype for t, p in zip(workload.tensors, descs[0].params)}
-    inputs = random_inputs(workload, types, seed)
-    ref = reference(workload, inputs, descs[0].acc_dtype)
+    shapes = {t.name: p.shape for t, p in zip(workload.tensors, descs[0].params)}
+    inputs = random_inputs(workload, types, shapes, seed)
+    ref = reference(workload, inputs, shapes, descs[0].acc_dtype)
     out = []
     for desc, mapping in zip(descs, mappings):
         result, seconds = backend.run(desc, source, inputs, repeat, optimize)

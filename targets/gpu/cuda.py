@@ -13,7 +13,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import numpy as np
 
 from .errors import GpuError
 from .kernel import KernelDesc
-from .reference import NUMPY
+from targets.cpu.reference import NUMPY_DTYPES as NUMPY
 
 DEFAULT_ARCH = "sm_90"
 
@@ -35,26 +34,34 @@ def nvcc() -> str:
     return path
 
 
-def _cache_dir() -> Path:
-    root = Path(os.environ.get("COSA_CACHE", Path(tempfile.gettempdir()) / "cosa-gpu-cache"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+def cache_dir() -> Path:
+    """``$COSA_CACHE_DIR/gpu``, else ``$XDG_CACHE_HOME/cosa/gpu`` or ``~/.cache/cosa/gpu`` (as targets.cpu)."""
+    root = os.environ.get("COSA_CACHE_DIR")
+    path = Path(root) / "gpu" if root else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cosa" / "gpu"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _nvcc_id(path: str) -> str:
+    return subprocess.run([path, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:][0]
 
 
 def compile_cuda(source: str, output: str = "ptx", arch: str = DEFAULT_ARCH) -> Path:
-    """Compile ``source`` to PTX or a cubin for ``arch`` (cached by content); GpuError (exit 1) naming the log on
-    a compiler error."""
+    """Compile ``source`` to PTX or a cubin for ``arch`` (cached by the SHA-256 of the source, nvcc's version and
+    the flags); GpuError (exit 1) naming the log on a compiler error."""
     if output not in ("ptx", "cubin"):
         raise GpuError(f"output must be 'ptx' or 'cubin', got {output!r}", source="cuda", field="output")
-    key = hashlib.sha256(f"{output} {arch}\n{source}".encode()).hexdigest()[:20]
-    folder = _cache_dir() / key
+    compiler = nvcc()
+    key = hashlib.sha256(f"{_nvcc_id(compiler)} {output} {arch}\n{source}".encode()).hexdigest()[:24]
+    folder = cache_dir() / key
     result = folder / f"kernel.{output}"
     if result.exists():
         return result
     folder.mkdir(parents=True, exist_ok=True)
     src = folder / "kernel.cu"
     src.write_text(source)
-    cmd = [nvcc(), f"--{output}", f"-arch={arch}", "-O3", "-o", str(result), str(src)]
+    cmd = [compiler, f"--{output}", f"-arch={arch}", "-O3", "-o", str(result), str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         log = folder / "nvcc.log"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from workloads import FrameworkError
+from targets import TargetError
 
 
-class GpuError(FrameworkError, ValueError):
+class GpuError(TargetError):
     """A nest, mapping or arch the GPU back end cannot express (exit 2), or a failed build or run
     (``exit_code=1``)."""

@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import GpuError
 from .kernel import KernelDesc
-from .reference import NUMPY
+from targets.cpu.reference import NUMPY_DTYPES as NUMPY
 
 MISSING = ("no OpenCL platform found: install one (Debian: pocl-opencl-icd, which runs OpenCL on the CPU) "
            "and pyopencl (pip install pyopencl)")

@@ -1,9 +1,9 @@
 """Every kernel emitted here runs on OpenCL (PoCL on the CPU) and matches NumPy; its CUDA twin compiles with nvcc.
 
 Mappings: seeded random valid mappings on a small gpu arch (cosa.baselines
-sampler) and, for a GEMM and a convolution, the MIP's.  Tolerance:
-``targets.gpu.reference.RTOL`` (1e-5 of max |reference| for fp32, exact
-for integers).
+sampler) and, for a GEMM and a convolution, the MIP's.  Tolerance: the
+targets' shared ``targets.cpu.reference.TOLERANCE`` (1e-5 x max(1, max
+|reference|) for fp32, exact for integers).
 """
 
 import dataclasses
