@@ -429,6 +429,10 @@ def fence() -> Command:
 
 
 # --- decoding --------------------------------------------------------------------
+#: config_st's pooling fields (rs1): name, low bit, mask; pool_stride 0 means no pooling
+_POOL_FIELDS = (("pool_stride", 4, 3), ("pool_size", 6, 3), ("pool_upad", 8, 3), ("pool_lpad", 10, 3),
+                ("pool_out_dim", 24, 0xFF), ("pool_porows", 32, 0xFF), ("pool_pocols", 40, 0xFF),
+                ("pool_orows", 48, 0xFF), ("pool_ocols", 56, 0xFF))
 def decode_fields(cmd: Command) -> dict:
     """The named fields of ``cmd`` (see the module table)."""
     f, rs1, rs2 = cmd.funct, cmd.rs1, cmd.rs2
@@ -444,8 +448,9 @@ def decode_fields(cmd: Command) -> dict:
             out.update(shrunk=bool((rs1 >> 2) & 1), id=(rs1 >> 3) & 3, local_stride=(rs1 >> 16) & 0xFFFF,
                        scale=float32_from_bits(rs1 >> 32), stride_bytes=rs2, pixel_repeats=(rs1 >> 8) & 0xFF)
         elif kind == CONFIG_ST:
-            out.update(activation=(rs1 >> 2) & 3, stride_bytes=rs2 & 0xFFFFFFFF,
+            out.update(activation=(rs1 >> 2) & 3, stride_bytes=rs2 & 0xFFFFFFFF, acc_scale_bits=rs2 >> 32,
                        acc_scale=float32_from_bits(rs2 >> 32), pool_fields=rs1 >> 4)
+            out.update({name: (rs1 >> lo) & mask for name, lo, mask in _POOL_FIELDS})
         else:
             out.update(raw_rs1=rs1, raw_rs2=rs2)
     elif f in MVIN_ID or f == MVOUT:

@@ -21,7 +21,9 @@ Semantics (see also ``gemmini/isa.py`` and ``gemmini/numerics.py``):
 * mvout (config_st): from the scratchpad, int8 rows; from the accumulator,
   full int32 rows when the full bit is set, else ``requantize`` (config_st
   scale, activation, saturate to int8).  Column block ``b`` of a wide mvout
-  is read from local row ``row + b*DIM``.
+  is read from local row ``row + b*DIM``.  With config_st's pooling fields
+  an mvout max-pools an image instead (``_mvout_pooled``); config_st's
+  scale bits 0xFFFFFFFF keep the previous scale (Gemmini's no-change value).
 * preload + compute: operands are read as rows (A with the config_ex A
   stride) and padded with zeros to DIM x DIM, as the execute unit feeds the
   array.  An operand in the accumulator reads full int32 rows with the full
@@ -50,7 +52,7 @@ Semantics (see also ``gemmini/isa.py`` and ``gemmini/numerics.py``):
 
 Any out-of-range address, rows or columns over the limits, a unit used
 before its config command, a compute without a preload, or a feature the
-model does not implement (OS transposes, config_norm, pooling) raises
+model does not implement (OS transposes, config_norm) raises
 ``SimulationError`` naming the command's index in the stream.
 """
 
@@ -98,11 +100,13 @@ class ExecuteConfig:
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """config_st state: main-memory stride (bytes), activation and scale of accumulator read-outs."""
+    """config_st state: main-memory stride (bytes), activation and scale of accumulator read-outs, and the
+    max-pooling of mvouts (None, or isa's pool_* fields by name without the prefix)."""
 
     stride_bytes: int
     activation: int
     acc_scale: float
+    pool: dict | None = None
 
 
 @dataclass
@@ -193,13 +197,19 @@ class Machine:
                                                 max(1, f["pixel_repeats"]))
 
     def _do_config_st(self, f, memory, index):
-        if f["pool_fields"]:
-            raise SimulationError("pooling fields of config_st are not modelled", source=SOURCE, field="rs1",
-                                  index=index)
+        pool = None
+        if f["pool_stride"]:
+            pool = {k[5:]: f[k] for k in f if k.startswith("pool_") and k != "pool_fields"}
+            if not (pool["size"] and pool["porows"] and pool["pocols"] and pool["orows"] and pool["ocols"]):
+                raise SimulationError(f"pooling with an empty window or output ({pool})", source=SOURCE,
+                                      field="rs1", index=index)
         if f["activation"] > 1:
             raise SimulationError(f"activation {f['activation']} is not modelled", source=SOURCE,
                                   field="activation", index=index)
-        self.store_config = StoreConfig(f["stride_bytes"], f["activation"], f["acc_scale"])
+        scale = f["acc_scale"]
+        if f["acc_scale_bits"] == 0xFFFFFFFF:  # Gemmini's ACC_SCALE_NO_CHANGE (LoopConv's pooling configs)
+            scale = self.store_config.acc_scale if self.store_config else 1.0
+        self.store_config = StoreConfig(f["stride_bytes"], f["activation"], scale, pool)
 
     # --- data movement -----------------------------------------------------------
     def _do_mvin(self, f, memory, index):
@@ -264,6 +274,8 @@ class Machine:
             raise SimulationError("mvout before any config_st", source=SOURCE, field="config_st", index=index)
         local, rows, cols = f["local"], f["rows"], f["cols"]
         source, dim = (self.accumulator if local.is_acc else self.scratchpad), self.config.dim
+        if st.pool is not None:
+            return self._mvout_pooled(f, st, source, memory, index)
         # DIM-column block b of a wide mvout is read from local row + b*DIM
         block = np.concatenate([source[local.row + b:local.row + b + rows, :min(dim, cols - b)]
                                 for b in range(0, cols, dim)], axis=1)
@@ -273,6 +285,35 @@ class Machine:
             out = block
         _write_rows(memory, f["dram_addr"], np.ascontiguousarray(out).view(np.uint8).reshape(rows, -1),
                     st.stride_bytes, index)
+
+    def _mvout_pooled(self, f, st: StoreConfig, source, memory, index) -> None:
+        """Max-pooled mvout (libgemmini's semantics): ``cols`` channels of an orows x ocols image starting at the
+        local row, read out (scaled, activated) pixel by pixel; each pool_size^2 window (positions outside the
+        image count as 0) gives one int8 output at main memory + (porow*out_dim + pocol)*stride."""
+        pl, local, cols = st.pool, f["local"], f["cols"]
+        pixels = pl["orows"] * pl["ocols"]
+        if local.row + pixels > source.shape[0]:
+            raise SimulationError(f"the pooled image ({pixels} rows from {local}) leaves the memory", source=SOURCE,
+                                  field="local", index=index)
+        image = source[local.row:local.row + pixels, :cols]
+        if local.is_acc:
+            image = requantize(image, st.acc_scale, st.activation)
+        size, stride = pl["size"], pl["stride"]
+        rows_needed = (pl["porows"] - 1) * stride + size
+        cols_needed = (pl["pocols"] - 1) * stride + size
+        padded = np.zeros((max(rows_needed, pl["upad"] + pl["orows"]), max(cols_needed, pl["lpad"] + pl["ocols"]),
+                           cols), dtype=np.int16)
+        padded[pl["upad"]:pl["upad"] + pl["orows"], pl["lpad"]:pl["lpad"] + pl["ocols"]] = \
+            np.asarray(image, dtype=np.int16).reshape(pl["orows"], pl["ocols"], cols)
+        out = np.full((pl["porows"], pl["pocols"], cols), -128, dtype=np.int16)
+        for wr in range(size):
+            for wc in range(size):
+                out = np.maximum(out, padded[wr:wr + (pl["porows"] - 1) * stride + 1:stride,
+                                             wc:wc + (pl["pocols"] - 1) * stride + 1:stride])
+        out = out.astype(np.int8)
+        for porow in range(pl["porows"]):
+            _write_rows(memory, f["dram_addr"] + porow * pl["out_dim"] * st.stride_bytes,
+                        np.ascontiguousarray(out[porow]).view(np.uint8), st.stride_bytes, index)
 
     # --- the array -------------------------------------------------------------
     def _execute_config(self, name, index) -> ExecuteConfig:

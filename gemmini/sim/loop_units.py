@@ -278,7 +278,9 @@ def conv_units(f: dict, slot: int, bias_start: int, c_start: int, st_start: int,
                                     a_addr, isa.GARBAGE, rows_i, k_rows, rows_i, cols_j, config=cfg)
                                 out["ex"] += [Entry("execute", pre), Entry("execute", comp)]
                                 new_weights = False
-    if f["output"]:
+    if f["output"] and not f["no_pool"]:
+        out["st"] = _pool_stores(f, d, st_start, cfg)
+    elif f["output"]:
         for b in range(batches):
             for orow in range(orows):
                 for ocol in range(0, ocols, dim):
@@ -289,4 +291,32 @@ def conv_units(f: dict, slot: int, bias_start: int, c_start: int, st_start: int,
                         local = isa.acc(st_start + (och // dim) * batches * pixel + b * pixel + orow * ocols + ocol)
                         cmd = isa.mvout(dram, local, min(ocols - ocol, dim), min(ochs - och, dim), config=cfg)
                         out["st"].append(Entry("store", cmd))
+    return out
+
+
+def _config_st_pool(f: dict, pool: bool, cfg: GemminiConfig) -> isa.Command:
+    """LoopSt's config_st around pooled stores: the pooling fields (or none), its activation, the output stride,
+    and the scale left unchanged (0xFFFFFFFF)."""
+    rs1 = ((f["activation"] & 3) << 2) | isa.CONFIG_ST
+    if pool:
+        for value, lo, mask in ((f["pool_stride"], 4, 3), (f["pool_size"], 6, 3), (f["pupad"], 8, 3),
+                                (f["plpad"], 10, 3), (f["pool_out_col_dim"], 24, 0xFF), (f["porows"], 32, 0xFF),
+                                (f["pocols"], 40, 0xFF), (f["orows"], 48, 0xFF), (f["ocols"], 56, 0xFF)):
+            rs1 |= (value & mask) << lo
+    return isa.Command(isa.CONFIG, rs1, (0xFFFFFFFF << 32) | (f["out_stride"] * cfg.input_bytes))
+
+
+def _pool_stores(f: dict, d: dict, st_start: int, cfg: GemminiConfig) -> list[Entry]:
+    """LoopConvSt with pooling: config_st with the pooling fields, one pooled mvout per (image, DIM channels), and
+    config_st without them.  Gemmini leaves the pooled mvout's row count undefined; we write 1."""
+    dim, batches, ochs = cfg.dim, f["batches"], d["ochs"]
+    pixels = f["orows"] * f["ocols"]
+    out = [Entry("store", _config_st_pool(f, True, cfg))]
+    for b in range(batches):
+        for och in range(0, ochs, dim):
+            dram = f["output"] + (b * f["pool_out_row_dim"] * f["pool_out_col_dim"] * f["out_stride"] + och) \
+                * cfg.input_bytes
+            local = isa.acc(st_start + (och // dim) * batches * pixels + b * pixels)
+            out.append(Entry("store", isa.Command(isa.MVOUT, dram, (1 << 48) | (min(ochs - och, dim) << 32) | local)))
+    out.append(Entry("store", _config_st_pool(f, False, cfg)))
     return out

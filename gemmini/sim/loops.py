@@ -30,8 +30,8 @@ caller's ``busy`` says (the timing model's entries, preloads merged into
 their computes), not Gemmini's reservation-station counters; a sub-unroller
 whose main-memory address is 0 finishes at once (Gemmini spends one cycle).
 Not modelled (a ``SimulationError`` naming the loop instruction): LOOP_WS
-resadd and layernorm/softmax stores; LOOP_CONV_WS pooling, transposed or
-rotated operands and input dilation.
+resadd and layernorm/softmax stores; LOOP_CONV_WS transposed or rotated
+operands and input dilation.
 """
 
 from __future__ import annotations
@@ -286,7 +286,6 @@ def _refuse_unmodelled(kind: str, f: dict, origin: int) -> None:
         checks = [(name, f.get(name), name.replace("_", " ")) for name in
                   ("wrot180", "trans_output_1203", "trans_weight_1203", "trans_weight_0132", "trans_input_3120",
                    "input_dilated")]
-        checks += [("no_pool", not f.get("no_pool"), "pooling")]
     for name, bad, what in checks:
         if bad:
             raise SimulationError(f"{what} is not modelled", source=SOURCE, field=name, index=origin)

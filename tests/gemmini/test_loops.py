@@ -151,50 +151,77 @@ def test_loop_ws_matmul_is_bit_exact(M, N, K, tiles, bias, a_t, b_t):
     assert np.count_nonzero(np.abs(expected.astype(int)) < 127) > expected.size // 2  # the check is not saturated
 
 
-def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0, pixels=1, dw=False):
-    """(commands, memory, buffers, expected NHWC output) of a convolution tiled into LOOP_CONV_WS calls the way
-    gemmini.h's tiled_conv walks its tiles (batch, rows, cols, out channels, kernel rows, cols, in channels)."""
+def _maxpool(x, size, stride, pad):
+    """int8 NHWC max-pooling in which padding counts as 0 (as Gemmini's pooled mvout reads it)."""
+    n, h, w, k = x.shape
+    ph, pw = (h + 2 * pad - size) // stride + 1, (w + 2 * pad - size) // stride + 1
+    padded = np.zeros((n, h + 2 * pad + size, w + 2 * pad + size, k), dtype=np.int16)
+    padded[:, pad:pad + h, pad:pad + w] = x
+    out = np.full((n, ph, pw, k), -128, dtype=np.int16)
+    for r in range(size):
+        for c in range(size):
+            out = np.maximum(out, padded[:, r:r + (ph - 1) * stride + 1:stride, c:c + (pw - 1) * stride + 1:stride])
+    return out.astype(np.int8)
+
+
+def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0, pixels=1, dw=False, pool=None):
+    """(commands, memory, buffers, expected NHWC output) of a convolution (with max-pooling ``pool`` = (size,
+    stride, padding)) tiled into LOOP_CONV_WS calls the way gemmini.h's tiled_conv walks its tiles (batch,
+    pooled rows, pooled cols, out channels, kernel rows, cols, in channels)."""
     rng = np.random.default_rng(seed)
     x = rng.integers(-20, 20, (n, h, w, c), dtype=np.int8)
     wt = rng.integers(-20, 20, (r, r, c, k), dtype=np.int8)
     bv = rng.integers(-300, 300, (k,), dtype=np.int32)
     p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - r) // stride + 1
-    bufs, size = _layout({"input": x.nbytes, "weights": wt.nbytes, "bias": bv.nbytes, "C": n * p * q * k})
+    psize, pstride, ppad = pool or (1, 1, 0)
+    prd, pcd = (p + 2 * ppad - psize) // pstride + 1, (q + 2 * ppad - psize) // pstride + 1
+    bufs, size = _layout({"input": x.nbytes, "weights": wt.nbytes, "bias": bv.nbytes, "C": n * prd * pcd * k})
     mem = np.zeros(size, dtype=np.uint8)
     for name, arr in (("input", x), ("weights", wt), ("bias", bv)):
         mem[bufs[name]:bufs[name] + arr.nbytes] = arr.view(np.uint8).ravel()
     cmds = [isa.config_st(k, 0, SCALE), isa.config_ex("ws", 0, False, False, stride, 1.0, 1, 0)]
     tb, tpr, tpc, tpo, tkr, tkc, tkch = tiles
     for b0 in range(0, n, tb):
-        for orow in range(0, p, tpr):
-            for ocol in range(0, q, tpc):
+        for porow in range(0, prd, tpr):
+            orow = porow * pstride - ppad
+            for pocol in range(0, pcd, tpc):
+                ocol = pocol * pstride - ppad
                 for och in range(0, k, tpo):
                     for krow in range(0, r, tkr):
+                        irow = max(orow, 0) * stride + krow - pad
                         for kcol in range(0, r, tkc):
+                            icol = max(ocol, 0) * stride + kcol - pad
                             for kch in range(0, c, tkch):
-                                nb, orows, ocols = min(tb, n - b0), min(tpr, p - orow), min(tpc, q - ocol)
+                                nb, porows, pocols = min(tb, n - b0), min(tpr, prd - porow), min(tpc, pcd - pocol)
                                 ochs, krows, kcols, kchs = min(tpo, k - och), min(tkr, r - krow), min(tkc, r - kcol), \
                                     min(tkch, c - kch)
-                                irow, icol = orow * stride + krow - pad, ocol * stride + kcol - pad
-                                irows, icols = orows * stride + krows - 1, ocols * stride + kcols - 1
+                                orows, ocols = porows * pstride + psize - 1, pocols * pstride + psize - 1
+                                pupad, plpad = max(-orow, 0), max(-ocol, 0)
+                                pdpad, prpad = max(orow + orows - p, 0), max(ocol + ocols - q, 0)
+                                irows = (orows - pupad - pdpad) * stride + krows - 1
+                                icols = (ocols - plpad - prpad) * stride + kcols - 1
                                 lpad, upad = max(-icol, 0), max(-irow, 0)
                                 rpad, dpad = max(icol + icols - w, 0), max(irow + irows - h, 0)
                                 last = krow + krows >= r and kcol + kcols >= r and kch + kchs >= c
                                 first = krow == 0 and kcol == 0 and kch == 0
-                                out = bufs["C"] + ((b0 * p + orow) * q + ocol) * k + och if last else 0
+                                out = bufs["C"] + ((b0 * prd + porow) * pcd + pocol) * k + och if last else 0
                                 bias_addr = (bufs["bias"] + och * 4 if bias else 1) if first else 0
                                 inp = bufs["input"] + ((b0 * h + irow + upad) * w + icol + lpad) * c + kch
                                 wts = bufs["weights"] + ((krow * r + kcol) * c + kch) * k + och
                                 cmds += L.loop_conv_ws(
                                     batch_size=n, in_row_dim=h, in_col_dim=w, in_channels=c, out_channels=k,
-                                    out_row_dim=p, out_col_dim=q, pool_out_row_dim=p, pool_out_col_dim=q, stride=stride,
-                                    padding=pad, kernel_dim=r, kernel_dilation=1, pool_size=1, pool_stride=1,
-                                    batches=nb, porows=orows, pocols=ocols, pochs=ochs, krows=krows, kcols=kcols,
-                                    kchs=kchs, lpad=lpad, rpad=rpad, upad=upad, dpad=dpad, orows=orows, ocols=ocols,
-                                    weights=wts, output=out, bias=bias_addr, input=inp, no_bias=not bias, no_pool=1,
-                                    in_stride=c, weight_stride=k, out_stride=k, max_pixels_per_row=pixels, dw=dw)
+                                    out_row_dim=p, out_col_dim=q, pool_out_row_dim=prd, pool_out_col_dim=pcd,
+                                    stride=stride, padding=pad, kernel_dim=r, kernel_dilation=1, pool_size=psize,
+                                    pool_stride=pstride, pool_padding=ppad, batches=nb, porows=porows, pocols=pocols,
+                                    pochs=ochs, krows=krows, kcols=kcols, kchs=kchs, lpad=lpad, rpad=rpad, upad=upad,
+                                    dpad=dpad, plpad=plpad, prpad=prpad, pupad=pupad, pdpad=pdpad,
+                                    orows=orows - pupad - pdpad, ocols=ocols - plpad - prpad, weights=wts, output=out,
+                                    bias=bias_addr, input=inp, no_bias=not bias, no_pool=pool is None, in_stride=c,
+                                    weight_stride=k, out_stride=k, max_pixels_per_row=pixels, dw=dw)
     cmds.append(isa.fence())
     expected = conv_ref(x, wt, bv if bias else None, stride, pad, scale=SCALE)
+    if pool:
+        expected = _maxpool(expected, psize, pstride, ppad)
     return cmds, mem, bufs, expected
 
 
@@ -207,6 +234,8 @@ CONV_CASES = {
     "7x7 stride 2, 3 channels, 5 pixels per row": (1, 16, 14, 3, 16, 7, 2, 3, (1, 4, 7, 16, 7, 7, 3), True, 0, 5),
     # one channel of a depthwise convolution (the dw weight path), 3 pixels per row
     "depthwise channel, 3 pixels per row": (1, 9, 9, 1, 1, 3, 1, 1, (1, 9, 9, 1, 3, 3, 1), True, 0, 3, True),
+    # max-pooled (3x3, stride 2, padding 1, as ResNet-50's conv1) in pooled-row tiles
+    "3x3 then 3x3/2 max-pool": (2, 12, 12, 8, 20, 3, 1, 1, (1, 2, 6, 20, 3, 3, 8), True, 0, 1, False, (3, 2, 1)),
 }
 
 
@@ -295,12 +324,13 @@ def test_errors_name_the_loop_instruction():
         with pytest.raises(SimulationError) as err:
             run(too_big)
         assert err.value.index == start
-    pooled = list(cmds)
-    pooled[-1:] = list(L.loop_conv_ws(batches=1, porows=1, pocols=1, pochs=1, krows=1, kcols=1, kchs=1, orows=1,
-                                      ocols=1, stride=1, kernel_dim=1, input=0x1000)) + [isa.fence()]
-    with pytest.raises(SimulationError, match="pooling") as err:
-        execute(pooled, mem.copy())
-    assert err.value.index == len(pooled) - 2
+    rotated = list(cmds)
+    rotated[-1:] = list(L.loop_conv_ws(batches=1, porows=1, pocols=1, pochs=1, krows=1, kcols=1, kchs=1, orows=1,
+                                       ocols=1, stride=1, kernel_dim=1, input=0x1000, no_pool=1, wrot180=1)) \
+        + [isa.fence()]
+    with pytest.raises(SimulationError, match="wrot180 is not modelled") as err:
+        execute(rotated, mem.copy())
+    assert err.value.index == len(rotated) - 2
     short = np.zeros(bufs_end(cmds) - 1, dtype=np.uint8)  # C's last row falls outside main memory
     with pytest.raises(SimulationError) as err:
         execute(cmds, short)
