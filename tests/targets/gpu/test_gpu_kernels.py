@@ -166,3 +166,15 @@ def test_einsum_edge_cases(spec, bounds):
     assert all(r.verified for r in runs), [r.max_abs_err for r in runs]
     compile_cuda("\n".join(print_kernel(dataclasses.replace(build_kernel(nest, ARCH, m), name=f"edge_{k}"), "cuda")
                            for k, m in enumerate(maps)), "ptx")
+
+
+@pytest.mark.parametrize("nest", [
+    W.conv2d("h200_conv", C=8, K=16, H=8, W=8, R=3, S=3, padding=1, bits=32),
+    W.matmul("h200_gemm", M=64, N=32, K=48, bits=32),
+], ids=["conv", "gemm"])
+def test_mip_mapping_on_the_h200_preset(nest):
+    arch = costmodel.preset("gpu-h200")
+    mapping = cosa.schedule(nest, arch, time_limit_s=20, bound=False).mapping
+    (run,) = run_many(nest, arch, [mapping], "opencl", optimize=False)
+    assert run.verified, run.max_abs_err
+    compile_cuda(print_kernel(build_kernel(nest, arch, mapping), "cuda"), "ptx")
