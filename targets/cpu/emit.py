@@ -350,7 +350,10 @@ class _Emitter:
             npar = sum(1 for lv in band if lv.parallel)
             for lv in band:
                 if lv.parallel and lv is next(x for x in band if x.parallel):
-                    p(f"#pragma omp for collapse({npar}) schedule(static)")
+                    # nowait: with a static schedule the same iterations go to the same thread in every
+                    # instance of this loop, and an output element belongs to one iteration of the
+                    # output-separable dims, so no thread waits for another before the region ends
+                    p(f"#pragma omp for collapse({npar}) schedule(static) nowait")
                 kind = "spatial" if lv.spatial else "temporal"
                 p.open(f"for (long {lv.var} = 0; {lv.var} < {lv.factor}; {lv.var}++)"
                        f"  /* {plan.arch.levels[level].name} {kind} {lv.dim} */")

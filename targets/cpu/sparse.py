@@ -97,7 +97,7 @@ def emit_sparse(workload, mapping, arch) -> str:
     p.open("")
     for lv in loops:
         if lv.parallel and lv is next(x for x in loops if x.parallel):
-            p(f"#pragma omp for collapse({sum(1 for x in loops if x.parallel)}) schedule(static)")
+            p(f"#pragma omp for collapse({sum(1 for x in loops if x.parallel)}) schedule(static) nowait")
         p.open(f"for (long {lv.var} = 0; {lv.var} < {lv.factor}; {lv.var}++)")
     base = {d: {lv.var: lv.step for lv in loops if lv.dim == d} for d in dims}
     for d in (form.i, form.j, form.k):

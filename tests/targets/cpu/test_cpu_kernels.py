@@ -83,7 +83,7 @@ def test_mapping_drives_the_code():
     w = workloads.matmul("gemm", M=32, N=32, K=16, bits=32)
     m = _gemm_mapping()
     src = emit(w, m, ARCH)
-    assert "#pragma omp for collapse(2)" in src
+    assert "#pragma omp for collapse(2) schedule(static) nowait" in src
     assert "pack A: box 16x8 at level 2 (L2)" in src and "pack B: box 8x16 at level 2 (L2)" in src
     assert "ld_float32" in src  # vector loads of B along N
     plan = make_plan(w, m, ARCH)
