@@ -210,7 +210,7 @@ def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_byt
     j = last.dims[0] if len(last.terms) == 1 and last.terms[0][1] == 1 and \
         sum(1 for e in out.indices if last.dims[0] in e.dims) == 1 else None
     lanes = max(1, vector_bytes // compute_bytes)
-    if j is None or scalar or ext[j] < lanes:
+    if j is None or scalar or 2 * ext[j] < lanes:  # a run of at least half a vector goes in (partial) vectors
         lanes = 1
         if j is None:
             cands = [d for d in dims if d in out.dims and output_separable(d, out, bounds)]
