@@ -319,7 +319,9 @@ def transfer_rows(workload, arch, mapping, accesses, psums) -> tuple[dict, dict]
             if t.is_output:
                 ps = psums.get(p, {}).get(t.name) or PartialSums()
                 psum_bpw = (arch.levels[c].partial_sum_bits or 8 * bpw) / 8
-                moves = ((ps.reads, psum_bpw, False), (ps.writes, psum_bpw, True), (ps.final_writes, bpw, True))
+                init_bpw = (arch.levels[c].init_fill_bits or 0) / 8  # a tile's initial value (bias) moves in
+                moves = ((ps.reads, psum_bpw, False), (ps.writes, psum_bpw, True), (ps.final_writes, bpw, True),
+                         (ps.final_writes if init_bpw else 0, init_bpw, False))
             else:
                 moves = ((accesses[p][t.name].reads, bpw, False),)
             for words, word_bytes, write in moves:

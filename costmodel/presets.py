@@ -93,9 +93,9 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
               # mvout and partial-sum mvin rows move one DIM-column block
               max_transfer_row_bytes=4 * dim,
               # Partial sums spill to DRAM and come back as full int32 rows (mvout full width, mvin3).
-              # The code generator's bias (DIM int32 rows per column block and tile, added as the D
-              # operand) is a few percent of the traffic and not charged: init_fill_bits stays unset.
-              partial_sum_bits=32),
+              # Every output tile starts from its int32 bias, broadcast into all of its rows by mvins
+              # (Gemmini reads D only from the scratchpad, so the bias cannot be added on the fly).
+              partial_sum_bits=32, init_fill_bits=32),
         # WS: the weights shift through the array one row per cycle, so one PE gets a new word every
         # DIM cycles (its reads feed the MAC every cycle and are not a bottleneck); the PE's second
         # register lets the next preload overlap the current compute (double buffered).  OS: the

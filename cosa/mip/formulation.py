@@ -538,9 +538,13 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
                         def spill(w, psum_b=psum_b):
                             return row_adder(lv, w * psum_b, False) + row_adder(lv, w * psum_b, True)
 
-                        def final(w, bpw_p=bpw_p, spill=spill):
-                            return row_adder(lv, w * bpw_p, True) - spill(w)
-                        # reads (W - S) / R and spills (W - S) / R at the partial-sum width, finals S / R
+                        init_b = (getattr(child, "init_fill_bits", None) or 0) / 8
+
+                        def final(w, bpw_p=bpw_p, spill=spill, init_b=init_b):
+                            fill = row_adder(lv, w * init_b, False) if init_b else 0.0
+                            return row_adder(lv, w * bpw_p, True) + fill - spill(w)
+                        # reads (W - S) / R and spills (W - S) / R at the partial-sum width, finals S / R (with
+                        # the tiles' initial fill S / R at init_fill_bits)
                         terms = [(spill, x), (final, math.log2(wl.size_words(t)))]
                     elif t.is_output:
                         terms = [(lambda w, b=bpw_p: row_adder(lv, w * b, False) + row_adder(lv, w * b, True), x)]

@@ -58,13 +58,14 @@ def test_hand_counted_rows_and_cycles():
     cost, flat = evaluate(MM, GEMMINI, m), evaluate(MM, FLAT, m)
     # A: 64 x 256 words once, lines of 128 channels in rows of 64: 64 * 2 lines * 2 rows
     # B: 256 x 128 once per (K, N) tile = once: lines of 64 in one row each: 256 * 2 rows
-    # C: 64 x 128 words written twice (one spill, one final) and read back once, rows of 16
-    a_rows, b_rows, c_rows = 64 * 256 // 64, 256 * 128 // 64, (64 * 128 * 3) // 16
+    # C: 64 x 128 words written twice (one spill, one final) and read back once, rows of 16; and every
+    # word's int32 bias moved in once when its tile opens (init_fill_bits), rows of 16
+    a_rows, b_rows, c_rows = 64 * 256 // 64, 256 * 128 // 64, (64 * 128 * 4) // 16
     assert cost.transfer_rows["DRAM"] == {"A": a_rows, "B": b_rows, "C": c_rows}
-    spill_rows = 64 * 128 // 16
-    # reads: one cycle more per 64-byte row; 64-byte partial-sum writes cost their 4 beats; final
-    # one-beat writes 1.5 cycles instead of 1
-    extra = a_rows + b_rows + spill_rows + spill_rows * 0.5
+    spill_rows = fill_rows = 64 * 128 // 16
+    # reads: one cycle more per 64-byte row (partial sums and bias fills alike); 64-byte partial-sum
+    # writes cost their 4 beats; final one-beat writes 1.5 cycles instead of 1
+    extra = a_rows + b_rows + spill_rows + spill_rows * 0.5 + fill_rows
     assert cost.transfer_cycles["DRAM"] == pytest.approx(flat.transfer_cycles["DRAM"] + extra)
     assert cost.accesses == flat.accesses and cost.dram_bytes == flat.dram_bytes  # rows change no counts
     assert cost.cycles == pytest.approx(flat.cycles + extra)  # DRAM stalls the array on Gemmini

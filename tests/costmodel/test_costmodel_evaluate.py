@@ -121,15 +121,19 @@ def test_gemmini_default_matmul_is_compute_bound_plus_serial_dram():
     assert cost.compute_cycles == wl.macs // 256
     assert cost.bound_by == "compute"
     assert math.isclose(cost.ideal_cycles, wl.macs / 256)
-    # A (M x K) once per M tile, B (K x N) once per (M, N) tile, C written once as int8.
-    dram = 256 * 256 + 4 * 256 * 256 + 256 * 256
+    # A (M x K) once per M tile, B (K x N) once per (M, N) tile, C written once as int8; intentionally
+    # changed when tiles started from their bias moved into the accumulator: C's int32 bias read once.
+    dram = 256 * 256 + 4 * 256 * 256 + 256 * 256 + 4 * 256 * 256
     assert cost.dram_bytes == dram
     # Intentionally changed by the per-row DMA cost: A and B move in rows of 64 int8 words (4 beats + 1
-    # cycle), C in one-block rows of 16 (one beat, at least 1.5 cycles).
-    a_rows, b_rows, c_rows = 256 * 256 // 64, 4 * 256 * 256 // 64, 256 * 256 // 16
-    assert cost.transfer_rows["DRAM"] == {"A": a_rows, "B": b_rows, "C": c_rows}
-    assert cost.transfer_cycles["DRAM"] == pytest.approx((a_rows + b_rows) * 5 + c_rows * 1.5)
-    assert cost.cycles == pytest.approx(cost.compute_cycles + dram / 16 + a_rows + b_rows + c_rows * 0.5)
+    # cycle), C in one-block rows of 16 (one beat, at least 1.5 cycles), its bias in rows of 16 int32
+    # (4 beats + 1 cycle).
+    a_rows, b_rows, final_rows = 256 * 256 // 64, 4 * 256 * 256 // 64, 256 * 256 // 16
+    fill_rows = final_rows
+    assert cost.transfer_rows["DRAM"] == {"A": a_rows, "B": b_rows, "C": final_rows + fill_rows}
+    assert cost.transfer_cycles["DRAM"] == pytest.approx((a_rows + b_rows + fill_rows) * 5 + final_rows * 1.5)
+    assert cost.cycles == pytest.approx(cost.compute_cycles + dram / 16 + a_rows + b_rows + fill_rows
+                                        + final_rows * 0.5)
     assert cost.utilization == pytest.approx(cost.ideal_cycles / cost.cycles)
 
 

@@ -176,7 +176,9 @@ def test_model_counts_the_cost_models_compute_commands_and_cycles(nest):
     cycles within 1 % (pw, c3) where the array's blocks fill its axes.  Intentionally changed by the
     per-row DMA cost: where a block is narrower than the array (rows of a few bytes, each costing a beat
     and a cycle) the model's bounds on those rows are looser (partial-sum reads: a chord of 2**-r; padded
-    input words that the cost model clips cost 2 cycles each instead of 1/16): measured within 7 %."""
+    input words that the cost model clips cost 2 cycles each instead of 1/16): measured within 7 %.  Changed
+    again when every output tile started from a bias moved into its accumulator rows (init_fill_bits): the
+    fill rows of narrow blocks have no floor of their own in the model: measured within 9.2 %."""
     form = build(build_problem(nest, WS), "latency")
     rng = random.Random(11)
     ideal = nest.macs / WS.total_macs_per_cycle
@@ -187,7 +189,7 @@ def test_model_counts_the_cost_models_compute_commands_and_cycles(nest):
         assert model_computes(form, mapping) == pytest.approx(cost.computes, rel=1e-6), mapping
         if nest.name != "s2":  # the model's strided input tile spans the gaps (its DRAM term is high there)
             full = all(mapping.levels[2].spatial_factor(d) == 16 for d in ("C", "K"))  # blocks fill the array
-            assert predict(form, mapping) * ideal == pytest.approx(cost.cycles, rel=0.02 if full else 0.08), mapping
+            assert predict(form, mapping) * ideal == pytest.approx(cost.cycles, rel=0.02 if full else 0.10), mapping
         merged += len(level_runs(nest, WS, mapping, REGS).run_dims) > 1
     if nest.name != "c3":
         assert merged >= 1  # the sample exercises merges
