@@ -362,12 +362,14 @@ def cmd_run(args) -> int:
     program = _gemmini_program(args)
     name = program.name
     if args.sim == "spike":
+        from gemmini.build import check_line
+
         d = _run_on_spike(args, program)
         if args.json:
             _print_json(d)
         else:
             print(f"{name}: {'verified by its own check' if d['verified'] else 'FAILED'} on Spike + libgemmini "
-                  f"(exit {d['exit_code']}, {args.style} style): {d['output'].splitlines()[-1] if d['output'] else ''}")
+                  f"(exit {d['exit_code']}, {args.style} style): {check_line(d['output'])}")
         if not d["verified"]:
             raise RunFailed(f"{name}: the program's check failed on Spike (exit {d['exit_code']})")
         return 0

@@ -146,9 +146,17 @@ def run_spike(elf, *, timeout_s: float = DEFAULT_SPIKE_TIMEOUT_S) -> SpikeResult
     except subprocess.TimeoutExpired:
         raise SimulationError(f"{elf} did not finish on Spike within {timeout_s:.0f} s", source="gemmini spike",
                               field="timeout") from None
+    # libgemmini announces its configuration on stdout ("Gemmini extension configured with: ..."); keep the
+    # program's own lines first
     text = proc.stdout + proc.stderr
     if "extension" in text and "not found" in text.lower() and proc.returncode != 0:
         raise BuildError(f"{spike} cannot load the Gemmini extension: {text.strip().splitlines()[-1]}",
                          source="gemmini spike", field="GEMMINI_SPIKE")
     verified = proc.returncode == 0 and ": PASS" in proc.stdout
     return SpikeResult(proc.returncode, text, verified, spike)
+
+
+def check_line(output: str) -> str:
+    """The program's own PASS/FAIL line in a run's output (else its last line)."""
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    return next((ln for ln in lines if ": PASS" in ln or ": FAIL" in ln), lines[-1] if lines else "")
