@@ -236,11 +236,15 @@ module gemmini_frontend
         d_rv[3] = 1'b1; d_ra[3] = la.is_acc; d_rlo[3] = la.row; d_rhi[3] = la.row + extent;
       end
     end else if (cmd_funct == 8'(FUNCT_MVOUT)) begin
-      la = check_local(f2_addr, 32'(f2_rows), 1'b0);
+      // a wide mvout (up to MAX_MVIN_BYTES of output per row) reads DIM-column block b from row + b*DIM
+      max_cols = (f2_addr[LOCAL_ACC_BIT] && f2_addr[LOCAL_FULL_BIT]) ? MAX_COLS_ACC : MAX_COLS_SP;
+      blocks = (32'(f2_cols) + DIM - 1) / DIM;
+      extent = (blocks - 1) * DIM + 32'(f2_rows);
+      la = check_local(f2_addr, extent, 1'b0);
       row_bytes = (f2_addr[LOCAL_ACC_BIT] && f2_addr[LOCAL_FULL_BIT]) ? 32'(f2_cols) * 4 : 32'(f2_cols);
       if (!dim_ok(f2_rows)) begin
         d_err = 1'b1; d_code = ERR_ROWS;
-      end else if (!dim_ok(f2_cols)) begin
+      end else if (f2_cols == 16'd0 || 32'(f2_cols) > max_cols) begin
         d_err = 1'b1; d_code = ERR_COLS;
       end else if (!la.ok) begin
         d_err = 1'b1; d_code = la.code;
@@ -250,7 +254,7 @@ module gemmini_frontend
         d_err = 1'b1; d_code = ERR_DRAM;
       end else begin
         d_alloc = 1'b1; d_kind = K_ST;
-        d_rv[0] = 1'b1; d_ra[0] = la.is_acc; d_rlo[0] = la.row; d_rhi[0] = la.row + 32'(f2_rows);
+        d_rv[0] = 1'b1; d_ra[0] = la.is_acc; d_rlo[0] = la.row; d_rhi[0] = la.row + extent;
       end
     end else if (cmd_funct == 8'(FUNCT_PRELOAD)) begin
       lb = check_local(f1_addr, 32'(f1_rows), 1'b1);

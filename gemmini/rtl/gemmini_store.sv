@@ -1,6 +1,8 @@
 // Store unit: config_st and mvout.
 //
-// A reader reads one local row per cycle (when a row buffer is free),
+// A reader reads one local row per cycle (when a row buffer is free; a wide
+// mvout is read block by block, DIM-column block b of row r from local row
+// row + b*DIM + r, each block its own row buffer and DMA beats),
 // converts it (accumulator rows: float32 scale, activation, saturate to
 // int8, or the raw int32 row when the full bit is set) into one of two row
 // buffers; a writer sends each full row to main memory as DMA write beats
@@ -51,7 +53,7 @@ module gemmini_store
   logic        r_active;
   logic [63:0] r_dram;
   logic [31:0] r_row;
-  logic [15:0] r_rows, r_cols, r_r;
+  logic [15:0] r_rows, r_cols, r_r, r_b;  // r_b: first column of the block being read
   logic        r_acc, r_full;
   logic [7:0]  r_id;
   logic [63:0] r_stride;
@@ -80,7 +82,9 @@ module gemmini_store
   wire want_read = r_active && !ob_busy[read_sel];
   assign sp_req = want_read && !r_acc;
   assign acc_req = want_read && r_acc;
-  assign r_addr = r_row + 32'(r_r);
+  assign r_addr = r_row + 32'(r_b) + 32'(r_r);  // block b starts b*DIM rows on: r_b = b*DIM
+  wire [15:0] r_bcols = (r_cols - r_b > 16'(DIM)) ? 16'(DIM) : r_cols - r_b;
+  wire        r_lastblk = r_b + 16'(DIM) >= r_cols;
   wire read_fire = want_read && (r_acc ? acc_gnt : sp_gnt);
 
   assign dma_req_valid = ob_full[send_sel];
@@ -132,6 +136,7 @@ module gemmini_store
           r_cols <= in_rs2[47:32];
           r_rows <= in_rs2[63:48];
           r_r <= 16'd0;
+          r_b <= 16'd0;
           r_id <= in_id;
           r_stride <= cfg_stride;
           r_act <= cfg_act;
@@ -144,15 +149,20 @@ module gemmini_store
       if (read_fire) begin
         p_valid <= 1'b1;
         p_slot <= read_sel;
-        p_last <= (r_r + 16'd1 == r_rows);
-        p_dram <= r_dram + 64'(r_r) * r_stride;
+        p_last <= (r_r + 16'd1 == r_rows) && r_lastblk;
+        p_dram <= r_dram + 64'(r_r) * r_stride + 64'(r_b) * ((r_acc && r_full) ? 64'd4 : 64'd1);
         ob_busy[read_sel] <= 1'b1;
         ob_id[read_sel] <= r_id;
-        ob_bytes[read_sel] <= (r_acc && r_full) ? 16'(r_cols * 4) : r_cols;
-        ob_beats[read_sel] <= 8'((((r_acc && r_full) ? 32'(r_cols) * 4 : 32'(r_cols)) + BEAT - 1) / BEAT);
+        ob_bytes[read_sel] <= (r_acc && r_full) ? 16'(r_bcols * 4) : r_bcols;
+        ob_beats[read_sel] <= 8'((((r_acc && r_full) ? 32'(r_bcols) * 4 : 32'(r_bcols)) + BEAT - 1) / BEAT);
         read_sel <= !read_sel;
-        r_r <= r_r + 16'd1;
-        if (r_r + 16'd1 == r_rows) r_active <= 1'b0;
+        if (r_lastblk) begin
+          r_b <= 16'd0;
+          r_r <= r_r + 16'd1;
+          if (r_r + 16'd1 == r_rows) r_active <= 1'b0;
+        end else begin
+          r_b <= r_b + 16'(DIM);
+        end
       end
       // convert the row that was read last cycle
       if (p_valid) begin

@@ -14,7 +14,9 @@ Two ways to run:
 
 * ``run_trace(commands, memory, config)``: a command stream and a main-memory
   image (numpy uint8, addressed like the functional model's); the image is
-  updated in place.  Main-memory spans are bounds-checked by the RTL.
+  updated in place.  Main-memory spans are bounds-checked by the RTL.  Loop
+  instructions are unrolled on the host (``_unroll_on_host``; the RTL has no
+  unroller), errors naming the loop's start word.
 * ``run_c(c_source, config)``: an emitted C program (with its ``main``) is
   compiled natively against ``gemmini_cosa.h``'s host hooks and linked with
   the harness: its commands go into the model, the DMA reads and writes the
@@ -45,6 +47,7 @@ import numpy as np
 from .. import isa
 from ..config import DEFAULT_CONFIG, LOCAL_ROW_BITS, GemminiConfig
 from ..errors import SimulationError
+from .loops import Unroller, has_loops
 
 SOURCE = "gemmini RTL co-simulation"
 RTL_DIR = Path(__file__).resolve().parents[1] / "rtl"
@@ -299,6 +302,17 @@ def run_trace(commands, memory: np.ndarray, config: GemminiConfig | None = None,
             raise SimulationError(f"must be a {'non-negative' if name == 'mem_latency' else 'positive'} integer, "
                                   f"got {value!r}", source=SOURCE, field=name)
     stream = isa.decode_stream(commands)
+    if has_loops(stream):  # the RTL has no loop unroller yet: unroll on the host
+        stream, origins, image = _unroll_on_host(stream, memory, cfg)
+        try:
+            report = run_trace(stream, image, cfg, mem_latency=mem_latency, max_cycles=max_cycles)
+        except SimulationError as exc:
+            if exc.index is None or exc.index >= len(origins):
+                raise
+            raise SimulationError(f"{exc.reason} (unrolled command {exc.index})", source=SOURCE, field=exc.field,
+                                  index=origins[exc.index]) from None
+        memory[:] = image[:memory.size]
+        return report
     built = build(cfg)
     with tempfile.TemporaryDirectory(prefix="gemmini-rtl-") as tmp:
         tmp_path = Path(tmp)
@@ -314,6 +328,36 @@ def run_trace(commands, memory: np.ndarray, config: GemminiConfig | None = None,
                               proc.stderr)
         memory[:] = np.fromfile(tmp_path / "memory_out.bin", dtype=np.uint8)
     return report
+
+
+def _unroll_on_host(stream, memory: np.ndarray, cfg: GemminiConfig) -> tuple[list, list, np.ndarray]:
+    """(commands, origin of each, memory image) for a stream with loop instructions: what ``loops.Unroller``
+    issues (queues never full), with mvins from main-memory address 0 (Gemmini's zero writer) reading a zero
+    region appended to the image.  Pixel repeats and pooling, which the RTL does not implement, are refused."""
+    flat, origins, strides, zero_bytes, zero_mvins = [], [], {}, 0, []
+    for item in Unroller(cfg).run(stream):
+        cmd, f = item.cmd, isa.decode_fields(item.cmd)
+        if f["name"] == "config_ld":
+            strides[f["id"]] = (f["stride_bytes"], f["shrunk"])
+            if f["pixel_repeats"] > 1:
+                raise SimulationError("config_ld pixel repeats are not implemented by the RTL", source=SOURCE,
+                                      field="pixel_repeats", index=item.origin)
+        elif f["name"] == "config_st" and f["pool_stride"]:
+            raise SimulationError("pooling is not implemented by the RTL", source=SOURCE, field="pool_stride",
+                                  index=item.origin)
+        elif cmd.is_mvin and item.from_loop and f["dram_addr"] == 0:
+            stride, shrunk = strides.get(f["id"], (0, False))
+            elem = 4 if f["local"].is_acc and not shrunk else 1
+            zero_bytes = max(zero_bytes, (f["rows"] - 1) * stride + f["cols"] * elem)
+            zero_mvins.append(len(flat))
+        flat.append(cmd)
+        origins.append(item.origin)
+    base = -(-memory.size // 64) * 64
+    for n in zero_mvins:
+        flat[n] = isa.Command(flat[n].funct, base, flat[n].rs2)
+    image = np.zeros(base + zero_bytes, dtype=np.uint8) if zero_mvins else memory.copy()
+    image[:memory.size] = memory
+    return flat, origins, image
 
 
 def _compile_c_program(built: RtlBuild, c_files: dict[str, str], workdir: Path) -> Path:

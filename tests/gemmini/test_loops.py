@@ -26,7 +26,7 @@ def _layout(sizes: dict, base: int = 0x1000) -> tuple[dict, int]:
     return out, pos
 
 
-def matmul_case(M, N, K, tiles, bias, a_t=False, b_t=False, seed=0):
+def matmul_case(M, N, K, tiles, bias, a_t=False, b_t=False, seed=0, cfg=DEFAULT_CONFIG):
     """(commands, memory, buffers, expected C) of C = A @ B (+ bias rows) tiled into LOOP_WS calls."""
     rng = np.random.default_rng(seed)
     A = rng.integers(-20, 20, (M, K), dtype=np.int8)
@@ -41,8 +41,9 @@ def matmul_case(M, N, K, tiles, bias, a_t=False, b_t=False, seed=0):
     if bias:
         mem[bufs["D"]:bufs["D"] + D.nbytes] = D.view(np.uint8).ravel()
     sa, sb = a_store.shape[1], b_store.shape[1]
-    cmds = [isa.config_ex("ws", 0, a_t, b_t, 1, 1.0, 1, 0), isa.config_st(N, 0, SCALE),
-            isa.config_ld(sa), isa.config_ld(sb, id=1), isa.config_ld(N * 4, id=2)]
+    cmds = [isa.config_ex("ws", 0, a_t, b_t, 1, 1.0, 1, 0, config=cfg), isa.config_st(N, 0, SCALE, config=cfg),
+            isa.config_ld(sa, config=cfg), isa.config_ld(sb, id=1, config=cfg), isa.config_ld(N * 4, id=2, config=cfg)]
+    DIM = cfg.dim  # noqa: N806
     tI, tJ, tK = tiles
     Ip, Jp, Kp = (-(-x // DIM) for x in (M, N, K))
     for i0 in range(0, Ip, tI):
@@ -58,14 +59,14 @@ def matmul_case(M, N, K, tiles, bias, a_t=False, b_t=False, seed=0):
                 d = bufs["D"] + (r * N + c) * 4 if bias and k0 == 0 else 0
                 out = bufs["C"] + r * N + c if k0 + Kb == Kp else 0
                 cmds += L.loop_ws(I, J, Kb, pad_I, pad_J, pad_K, a, b, d, out, sa, sb, N, N, a_t, b_t, 0, 0,
-                                  bool(d) or k0 > 0, 0, 0, 0, 0)
+                                  bool(d) or k0 > 0, 0, 0, 0, 0, config=cfg)
     cmds.append(isa.fence())
     expected = matmul_ref(A, B, D, scale=SCALE)
     return cmds, mem, bufs, expected
 
 
-def run_c(cmds, mem, bufs, shape):
-    execute(cmds, mem)
+def run_c(cmds, mem, bufs, shape, cfg=DEFAULT_CONFIG):
+    execute(cmds, mem, cfg)
     n = int(np.prod(shape))
     return mem[bufs["C"]:bufs["C"] + n].view(np.int8).reshape(shape)
 
@@ -164,7 +165,8 @@ def _maxpool(x, size, stride, pad):
     return out.astype(np.int8)
 
 
-def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0, pixels=1, dw=False, pool=None):
+def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0, pixels=1, dw=False, pool=None,
+              cfg=DEFAULT_CONFIG):
     """(commands, memory, buffers, expected NHWC output) of a convolution (with max-pooling ``pool`` = (size,
     stride, padding)) tiled into LOOP_CONV_WS calls the way gemmini.h's tiled_conv walks its tiles (batch,
     pooled rows, pooled cols, out channels, kernel rows, cols, in channels)."""
@@ -179,7 +181,7 @@ def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0, pixels=1,
     mem = np.zeros(size, dtype=np.uint8)
     for name, arr in (("input", x), ("weights", wt), ("bias", bv)):
         mem[bufs[name]:bufs[name] + arr.nbytes] = arr.view(np.uint8).ravel()
-    cmds = [isa.config_st(k, 0, SCALE), isa.config_ex("ws", 0, False, False, stride, 1.0, 1, 0)]
+    cmds = [isa.config_st(k, 0, SCALE, config=cfg), isa.config_ex("ws", 0, False, False, stride, 1.0, 1, 0, config=cfg)]
     tb, tpr, tpc, tpo, tkr, tkc, tkch = tiles
     for b0 in range(0, n, tb):
         for porow in range(0, prd, tpr):
@@ -217,7 +219,7 @@ def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0, pixels=1,
                                     dpad=dpad, plpad=plpad, prpad=prpad, pupad=pupad, pdpad=pdpad,
                                     orows=orows - pupad - pdpad, ocols=ocols - plpad - prpad, weights=wts, output=out,
                                     bias=bias_addr, input=inp, no_bias=not bias, no_pool=pool is None, in_stride=c,
-                                    weight_stride=k, out_stride=k, max_pixels_per_row=pixels, dw=dw)
+                                    weight_stride=k, out_stride=k, max_pixels_per_row=pixels, dw=dw, config=cfg)
     cmds.append(isa.fence())
     expected = conv_ref(x, wt, bv if bias else None, stride, pad, scale=SCALE)
     if pool:
@@ -431,3 +433,25 @@ def test_riscv_issues_loop_words_as_rocc(tmp_path):
     words = [int(w, 16) for w in re.findall(r"^\s*[0-9a-f]+:\s+([0-9a-f]{8})\s", dump, flags=re.M)]
     functs = [w >> 25 for w in words if w & 0x7F == isa.OPCODE_CUSTOM3]
     assert functs == [c.funct for c in tuple(cmds) + tuple(conv) if c.funct != isa.FENCE]
+
+
+# --- the RTL (loops unrolled on the host: the RTL has no unroller of its own) ----------------------------
+def test_rtl_runs_loop_streams_bit_exact():
+    from gemmini.config import SMALL_CONFIG as SMALL
+    from gemmini.sim import rtl
+
+    cases = [("matmul", matmul_case(13, 10, 22, (2, 2, 3), True, cfg=SMALL), (13, 10)),
+             ("conv", conv_case(1, 6, 7, 5, 6, 3, 1, 1, (1, 3, 7, 6, 3, 3, 5), cfg=SMALL), None)]
+    for name, (cmds, mem, bufs, expected), shape in cases:
+        image = mem.copy()
+        report = rtl.run_trace(cmds, image, SMALL)
+        got = image[bufs["C"]:bufs["C"] + expected.size].view(np.int8).reshape(expected.shape)
+        np.testing.assert_array_equal(got, expected, err_msg=name)
+        functional_mem = mem.copy()
+        assert (run_c(cmds, functional_mem, bufs, expected.shape, SMALL) == expected).all()
+        flat = timing([item.cmd for item in expand(cmds, SMALL)], SMALL)
+        assert abs(report.cycles - flat.cycles) <= 0.1 * report.cycles, (name, report.cycles, flat.cycles)
+    pooled, mem, *_ = conv_case(1, 6, 6, 4, 4, 3, 1, 1, (1, 2, 2, 4, 3, 3, 4), pool=(2, 2, 0), cfg=SMALL)
+    with pytest.raises(SimulationError, match="pooling") as err:
+        rtl.run_trace(pooled, mem.copy(), SMALL)
+    assert pooled[err.value.index].funct == L.LOOP_CONV_WS
