@@ -471,18 +471,19 @@ class _Store:
         self.last_enter = start
         return start
 
-    def mvout(self, start: int, rows: int, row_bytes: int, local: isa.LocalAddr) -> int:
+    def mvout(self, start: int, rows: int, row_bytes: int, local: isa.LocalAddr, reads: int = 1) -> int:
         """Completion of an mvout from ``local`` that entered the unit at ``start``.
 
         Rows are read one per cycle (in cycles the array leaves the bank free)
         into two row buffers; a buffer is sent beat by beat from 2 cycles after
-        its read and is free again after its last beat."""
+        its read and is free again after its last beat.  ``reads``: local rows
+        read per row sent (a wide mvout's blocks, a pooling window)."""
         beats = -(-row_bytes // self.beat)
         banks = self.acc_banks if local.is_acc else self.sp_banks
         bank = banks.bank(local.row)
         read, freed = start, self.freed
         for _ in range(rows):
-            read = banks.wait_free(bank, max(read + 1, freed[self.buffer]), 1) - 1
+            read = banks.wait_free(bank, max(read + 1, freed[self.buffer]), reads) - 1
             self.sent = self.bus.reserve(0, max(read + 2, self.sent), beats)
             freed[self.buffer] = self.sent
             self.buffer ^= 1
@@ -552,7 +553,7 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
     intervals: dict[str, list[tuple[int, int]]] = {u: [] for u in UNITS}
     sp_rows, acc_rows = _Rows(cfg.sp_rows), _Rows(cfg.acc_rows)
     ld_state: dict[int, dict] = {}
-    st_stride = None
+    st_stride = st_pool = None
     ex_state = None
     pending_preload = None
     array_cycles = load_bytes = store_bytes = 0
@@ -609,6 +610,7 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
             ld_state[f["id"]] = f
         elif name == "config_st":
             st_stride = f["stride_bytes"]
+            st_pool = f if f["pool_stride"] else None
         elif name == "config_ex":
             ex_state = f
         elif name.startswith("mvin"):
@@ -620,6 +622,8 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
             blocks = -(-cols // cfg.dim)
             # the front end checks dependencies on the row range an mvin spans (all its column blocks)
             written = _rows(local, (blocks - 1) * ld["local_stride"] + rows)
+            if ld["pixel_repeats"] > 1:  # each row also lands in the pixel_repeats - 1 rows above it
+                written = np.arange(max(0, local.row - ld["pixel_repeats"] + 1), int(written.max()) + 1)
             limit = cfg.acc_rows if local.is_acc else cfg.sp_rows
             if written.max() >= limit:
                 raise SimulationError(f"mvin reaches row {written.max()}, outside {limit} rows", source=SOURCE,
@@ -632,10 +636,12 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
             if st_stride is None:
                 raise SimulationError("mvout before any config_st", source=SOURCE, field="config_st", index=index)
             local, rows = f["local"], f["rows"]
+            span = st_pool["pool_orows"] * st_pool["pool_ocols"] if st_pool else \
+                (-(-f["cols"] // cfg.dim) - 1) * cfg.dim + rows  # a wide mvout: block b from row + b*DIM
             if local.is_acc:
-                reads_acc = _rows(local, rows)
+                reads_acc = _rows(local, span)
             else:
-                reads_sp = _rows(local, rows)
+                reads_sp = _rows(local, span)
         else:  # compute
             if ex_state is None:
                 raise SimulationError(f"{name} before any config_ex", source=SOURCE, field="config_ex", index=index)
@@ -643,11 +649,13 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
                 raise SimulationError(f"{name} without a preceding preload", source=SOURCE, field="preload",
                                       index=index)
             pre = pending_preload
-            a_rows = _rows(f["a"], (f["a_rows"] - 1) * ex_state["a_stride"] + 1)  # the span, as the front end
+            a_span = f["a_cols"] if ex_state["a_transpose"] else f["a_rows"]  # a transposed A: a row per column
+            a_rows = _rows(f["a"], (a_span - 1) * ex_state["a_stride"] + 1)  # the span, as the front end
             bd_rows = _rows(f["bd"], f["bd_rows"])
             pieces = [(a_rows, f["a"]), (bd_rows, f["bd"])]
             if name == "compute_preloaded":
-                pieces.append((_rows(pre["bd"], pre["bd_rows"]), pre["bd"]))
+                b_span = pre["bd_cols"] if ex_state["b_transpose"] and ex_state["dataflow"] == "ws" else pre["bd_rows"]
+                pieces.append((_rows(pre["bd"], b_span), pre["bd"]))
             sp_parts = [r for r, local in pieces if r.size and not local.is_acc]
             acc_parts = [r for r, local in pieces if r.size and local.is_acc]
             reads_sp = np.concatenate(sp_parts) if sp_parts else _EMPTY
@@ -681,9 +689,13 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
             else:
                 elem = 4 if f["local"].is_acc and f["local"].full else 1
                 row_bytes = f["cols"] * elem
-                end = store.mvout(start, f["rows"], row_bytes, f["local"])
+                if st_pool:  # one output row per pooled pixel, a pool_size^2 window read for each
+                    out_rows, reads = st_pool["pool_porows"] * st_pool["pool_pocols"], st_pool["pool_size"] ** 2
+                else:
+                    out_rows, reads = f["rows"], -(-f["cols"] // cfg.dim)
+                end = store.mvout(start, out_rows, row_bytes, f["local"], reads)
                 busy_until = end
-                store_bytes += f["rows"] * row_bytes
+                store_bytes += out_rows * row_bytes
         else:
             start = execute.enter(ready)
             if name == "config_ex":
