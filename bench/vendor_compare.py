@@ -79,3 +79,47 @@ def vendor_row(workload, *, scale: float, relu: bool = True, seed: int = 0, conf
             "utilization": ideal / timed.cycles if timed.cycles else None, "instructions": run.instructions,
             "busy": dict(timed.busy), "dram_bytes": timed.load_bytes + timed.store_bytes,
             "path": vendor_path(program), "simulate_s": t1 - t0, "timing_s": t2 - t1}
+
+
+def vendor_rtl_row(workload, *, scale: float, mem_latency: int, relu: bool = True, seed: int = 0) -> dict:
+    """Run the library's stream for ``workload`` on our RTL (``gemmini.sim.rtl.run_trace``), check its output
+    against NumPy, and time the same stream on the timing model at the same main-memory latency.
+
+    Our RTL has no loop unroller: ``run_trace`` expands LOOP_WS / LOOP_CONV_WS on the host into the command
+    sequence our model of Gemmini's unrollers issues (its queues never full) and the RTL runs that flat
+    sequence through its decoupled load / execute / store queues."""
+    import dataclasses
+
+    import numpy as np
+
+    from gemmini import isa
+    from gemmini.config import DEFAULT_CONFIG
+    from gemmini.sim import rtl
+    from gemmini.sim.timing import timing
+    from gemmini.vendor import stream
+    from gemmini.vendor.calls import from_workload
+    from gemmini.vendor.run import example_inputs, memory_image, reference
+
+    t0 = time.perf_counter()
+    try:
+        program = from_workload(workload, bias=True, relu=relu, scale=scale)
+        commands = isa.decode_stream(stream(program))
+        inputs = example_inputs(program, seed)
+        memory = memory_image(program, inputs)
+        report = rtl.run_trace(commands, memory, DEFAULT_CONFIG, mem_latency=mem_latency)
+    except Exception as exc:  # a refused layer is a row, not a crash of the benchmark
+        return {"error": f"vendor rtl: {type(exc).__name__}: {exc}"}
+    t1 = time.perf_counter()
+    out = next(b for b in program.buffers if b.name in ("C", "output"))
+    start = program.base + out.offset
+    outputs = memory[start:start + out.nbytes].view(out.dtype).reshape(out.shape)
+    mismatches = int(np.count_nonzero(outputs != reference(program, inputs).reshape(out.shape)))
+    model = timing(commands, dataclasses.replace(DEFAULT_CONFIG, dma_latency_cycles=mem_latency))
+    t2 = time.perf_counter()
+    cycles = report.cycles
+    return {"verified": mismatches == 0, "mismatches": mismatches, "rtl_cycles": cycles,
+            "utilization": DEFAULT_CONFIG.ideal_cycles(workload.macs) / cycles if cycles else None,
+            "instructions": report.instructions, "busy": report.busy, "sim_seconds": report.sim_seconds,
+            "cycles_per_second": report.cycles_per_second, "timing_cycles": model.cycles,
+            "timing_busy": dict(model.busy), "timing_error": (model.cycles - cycles) / cycles if cycles else None,
+            "path": vendor_path(program), "rtl_s": t1 - t0, "timing_s": t2 - t1}
