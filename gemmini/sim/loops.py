@@ -28,7 +28,15 @@ Differences from the hardware: the core hands over one command per cycle and
 the unroller's input queue never runs dry; a queue's occupancy is what the
 caller's ``busy`` says (the timing model's entries, preloads merged into
 their computes), not Gemmini's reservation-station counters; a sub-unroller
-whose main-memory address is 0 finishes at once (Gemmini spends one cycle).
+whose main-memory address is 0 finishes at once (Gemmini spends one cycle);
+a sub-unroller that finishes is marked done, and may take the next loop, in
+the same cycle (Gemmini's registers take a cycle or two), so the order can
+differ from the hardware's by a command or two at loop boundaries.
+LOOP_CONV_WS follows gemmini.h 180c468's rectangular encoding and addressing
+(in_row_dim / in_col_dim, out_row_dim / out_col_dim), which Gemmini's Scala
+decodes from its commit 8c3f992 on; Gemmini f13847e's LoopConv still decodes
+square images with the older field positions (padding, stride and pool
+fields of the first three configuration words differ).
 Not modelled (a ``SimulationError`` naming the loop instruction): LOOP_WS
 resadd and layernorm/softmax stores; LOOP_CONV_WS transposed or rotated
 operands and input dilation.
