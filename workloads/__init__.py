@@ -7,9 +7,11 @@ from .ir import ROLES, AffineExpr, LoopNest, Tensor, tensor
 from . import zoo
 from .loaders import dump_short, load, load_one
 from .onnx_loader import load_onnx
+from .sparse import fusedmm, sddmm, sparse_matrix, spmm
 
 __all__ = [
     "AffineExpr", "DTYPE_BITS", "FrameworkError", "LoopNest", "ROLES", "Tensor", "WorkloadError",
     "conv2d", "depthwise_conv2d", "einsum", "matmul", "tensor",
     "dump_short", "load", "load_one", "load_onnx", "resolve_dtype", "zoo",
+    "fusedmm", "sddmm", "sparse_matrix", "spmm",
 ]

@@ -69,8 +69,9 @@ from .builders import conv2d, einsum, matmul
 from .dtypes import DTYPE_BITS, apply_dtype, check_dtype
 from .errors import WorkloadError
 from .ir import AffineExpr, LoopNest, Tensor
+from .sparse import SHORT_KEYS as _SPARSE_KEYS, SPARSE_KINDS, short_form_doc, short_form_sparse
 
-SHORT_KINDS = ("conv2d", "depthwise", "matmul", "einsum", "loopnest")
+SHORT_KINDS = ("conv2d", "depthwise", "matmul", "einsum", "loopnest") + SPARSE_KINDS
 
 _CONV_KEYS = {"kind", "name", "N", "C", "K", "H", "W", "P", "Q", "R", "S", "stride", "dilation", "padding", "groups",
               "bits", "dtype", "density", "repeat", "source"}
@@ -79,7 +80,7 @@ _EINSUM_KEYS = {"kind", "name", "spec", "bounds", "tensor_names", "bits", "dtype
 _LOOPNEST_KEYS = {"kind", "name", "dims", "tensors", "dtype", "repeat", "op", "source"}
 _TENSOR_KEYS = {"name", "role", "indices", "bits", "dtype", "density", "shape"}
 _KEYS_BY_KIND = {"conv2d": _CONV_KEYS, "depthwise": _CONV_KEYS, "matmul": _MATMUL_KEYS, "einsum": _EINSUM_KEYS,
-                 "loopnest": _LOOPNEST_KEYS}
+                 "loopnest": _LOOPNEST_KEYS, **{k: _SPARSE_KEYS for k in SPARSE_KINDS}}
 _FLAT_CNN_KEYS = {"shape", "N", "C", "K", "M", "P", "Q", "R", "S", "Wstride", "Hstride", "Wdilation", "Hdilation"}
 
 
@@ -541,6 +542,9 @@ def short_form_layer(doc: dict, default_name: str, source: str = "<string>", whe
     name = str(doc.get("name", default_name))
     repeat = _int(doc.get("repeat", 1), source, f"{at}repeat")
     label = where or name
+    if kind in SPARSE_KINDS:  # spmm, sddmm, fusedmm over a real pattern: workloads.sparse
+        base = Path(source).parent if Path(source).is_file() else None
+        return short_form_sparse(doc, name, source, label, base)
     if kind in ("conv2d", "depthwise"):
         _reject_unknown(doc, _CONV_KEYS, source, label)
         ints = {}
@@ -691,6 +695,8 @@ def _pair_out(pair) -> int | list[int]:
 def short_form(nest: LoopNest) -> dict:
     """The short-form document of ``nest`` (builder kinds by their parameters, others as ``kind: loopnest``)."""
     kind = nest.op.get("kind")
+    if kind in SPARSE_KINDS and "pattern" in nest.op:
+        return short_form_doc(nest)
     bits = {t.role: t.bits for t in nest.tensors}
     density = {t.role: t.density for t in nest.tensors if t.density != 1.0 and not t.is_output}
     doc: dict[str, Any]
