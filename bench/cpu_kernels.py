@@ -235,6 +235,7 @@ def main(argv=None) -> int:
         from targets.cpu.calibrate import calibrate
 
         base = calibrate(quick=True)
+    load_before = os.getloadavg()
     cores = os.cpu_count() or 1
     threads_list = [1] + ([cores] if cores > 1 else [])
     console = Console(width=200, record=True)
@@ -279,13 +280,16 @@ def main(argv=None) -> int:
             rt.add_row(s["case"], str(s["of"]), f"{s['tau']:.2f}", f"{s['tau_with_mip']:.2f}",
                        f"{s['mip_rank']} of {s['of']}", f"{s['mip_over_fastest']:.2f}x", str(s["model_best_rank"]))
         console.print(rt)
+    load_after = os.getloadavg()
     date, machine = run_stamp()
     command = "python bench/cpu_kernels.py" + (" --quick" if args.quick else "") + \
         (f" --arch {args.arch}" if args.arch else "")
     save_outputs(name="cpu_kernels", title="Generated CPU kernels", command=command, date=date, machine=machine,
                  console=console, data={"args": vars(args), "rows": rows, "rank": studies, "arch": base.params},
                  json_path=args.json, results_path=args.results,
-                 notes=f"Arch: {base.params}.  Ratios > 1 mean ours is faster.")
+                 notes=f"Arch: {base.params}.  Ratios > 1 mean ours is faster.  Load average (1, 5, 15 min) "
+                       f"before {tuple(round(x, 1) for x in load_before)}, after "
+                       f"{tuple(round(x, 1) for x in load_after)} on {cores} cores: other jobs shared the machine.")
     return 0
 
 

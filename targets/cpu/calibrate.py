@@ -171,7 +171,8 @@ def calibrate(quick: bool = False):
     lib, lanes = _probes()
     hz = frequency_hz()
     flops = peak_flops(lib, lanes, quick)
-    fma_per_cycle = max(1, round(flops / (2 * lanes * hz)))
+    # the reported clock is often the base clock while the probe runs boosted: round down
+    fma_per_cycle = max(1, int(flops / (2 * lanes * hz)))
     bw = {
         "L1": bandwidth(lib, l1["size_bytes"] // 2, 1, quick),
         "L2": bandwidth(lib, l2["size_bytes"] // 2, 1, quick),
