@@ -1,0 +1,245 @@
+"""RandNLA drivers on the sketches of ``algorithms.sketch``: least squares, low-rank factorizations, CholeskyQR.
+
+* ``sketch_and_solve``: x = argmin ||S(Ax - b)|| (QR of SA; one sketch pass over [A, b]).
+* ``sketch_and_precondition`` (Blendenpik / LSRN style): R from the QR of SA is a right preconditioner,
+  LSQR (``scipy.sparse.linalg.lsqr``) runs on A R^-1 from the sketch-and-solve start R x0; for dense
+  and SciPy-sparse tall A.  The solution is backward stable when LSQR reaches ``tol``.
+* ``range_finder`` (Gaussian test matrix, ``power`` subspace iterations with QR between them), ``qb``,
+  ``rsvd`` (Halko, Martinsson and Tropp); products with a dense A run as scheduled GEMM kernels,
+  with a sparse A as CSR SpMM kernels.
+* ``randomized_cholesky_qr``: R0 from a sketch's QR, then CholeskyQR of A R0^-1 (its Gram matrix a
+  scheduled GEMM), Q = A R^-1 orthonormal to working precision for condition numbers up to ~1/eps.
+* ``synthetic_lstsq`` plants x*: A = U diag(sigma) V^T (sigma geometric from 1 to 1/cond), b = A x* + r
+  with r orthogonal to range(A), so x* is the exact least-squares solution; ``backward_error`` is the
+  normwise ||A^T(b - Ax)|| / (||A||_2 ||b - Ax||), its residual formed in extended precision.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sl
+import scipy.sparse as sp
+
+from .sketch import SketchError, check_finite_matrix, gemm, make, spmm
+
+
+@dataclass
+class LstsqResult:
+    """``x``; LSQR ``iterations`` (0 for sketch-and-solve); ``d`` rows of the sketch; ``seconds``
+    (sketch, factor and iterate); ``sketch_seconds``; ``istop`` LSQR's stop reason."""
+
+    x: np.ndarray
+    iterations: int
+    d: int
+    seconds: float
+    sketch_seconds: float
+    istop: int = 0
+
+
+def _check_problem(a, b, sketch: str, d: int | None):
+    a = check_finite_matrix(a, "A")
+    b = np.asarray(b, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(b)):
+        raise SketchError("holds NaN or Inf", source="vector b", field="b")
+    m, n = a.shape
+    if b.shape[0] != m:
+        raise SketchError(f"b has {b.shape[0]} entries, A {m} rows", field="b")
+    if m < n:
+        raise SketchError(f"A is {m} x {n}: least squares here needs a tall A (m >= n)", field="A")
+    d = int(d) if d is not None else min(m, 4 * n)
+    if d < n:
+        raise SketchError(f"sketch size d={d} is smaller than the column count n={n}", field="d")
+    if d > m:
+        raise SketchError(f"sketch size d={d} is larger than the row count m={m}", field="d")
+    return a, b, d
+
+
+def _sketch_ab(a, b, sketch, d, seed, k):
+    op = make(sketch, d, a.shape[0], seed=seed, k=min(k, d))
+    ab = sp.hstack([a, sp.csr_matrix(b[:, None])], format="csr") if sp.issparse(a) else np.column_stack([a, b])
+    sab = op.apply(ab)
+    return sab[:, :-1], sab[:, -1]
+
+
+def _triangular(sa):
+    q, r = np.linalg.qr(sa)
+    diag = np.abs(np.diag(r))
+    if diag.size and diag.min() <= diag.max() * 1e-15 * r.shape[0]:
+        raise SketchError("the sketched A is numerically rank deficient; least squares needs full column rank",
+                          field="A", exit_code=1)
+    return q, r
+
+
+def sketch_and_solve(a, b, *, sketch: str = "gaussian", d: int | None = None, seed: int = 0,
+                     k: int = 8) -> LstsqResult:
+    """x = argmin ||S(Ax - b)||_2 with a d x m operator S (default d = 4n)."""
+    a, b, d = _check_problem(a, b, sketch, d)
+    t0 = time.perf_counter()
+    sa, sb = _sketch_ab(a, b, sketch, d, seed, k)
+    t1 = time.perf_counter()
+    q, r = _triangular(sa)
+    x = sl.solve_triangular(r, q.T @ sb)
+    return LstsqResult(x, 0, d, time.perf_counter() - t0, t1 - t0)
+
+
+def sketch_and_precondition(a, b, *, sketch: str = "sjlt", d: int | None = None, seed: int = 0, k: int = 8,
+                            tol: float = 1e-14, iter_lim: int | None = None, refine: int = 1) -> LstsqResult:
+    """LSQR on A R^-1 (R from the QR of SA), started at the sketch-and-solve solution; stops when
+    LSQR's backward-error estimate ||(AR^-1)^T r|| / (||AR^-1|| ||r||) falls below ``tol``.  Then
+    ``refine`` restarts: LSQR on the same preconditioned operator for the correction min ||A dx - r||
+    with r = b - Ax (preconditioned LSQR alone is not backward stable at large condition numbers,
+    Meier, Nakatsukasa, Townsend and Webb 2024; one restart makes it so in practice, Epperly 2024)."""
+    from scipy.sparse.linalg import LinearOperator, lsqr
+
+    a, b, d = _check_problem(a, b, sketch, d)
+    m, n = a.shape
+    t0 = time.perf_counter()
+    sa, sb = _sketch_ab(a, b, sketch, d, seed, k)
+    t1 = time.perf_counter()
+    q, r = _triangular(sa)
+    solve = lambda v: sl.solve_triangular(r, v, check_finite=False)
+    solve_t = lambda v: sl.solve_triangular(r, v, trans="T", check_finite=False)
+    op = LinearOperator((m, n), matvec=lambda v: a @ solve(np.ravel(v)),
+                        rmatvec=lambda u: solve_t(a.T @ np.ravel(u)), dtype=np.float64)
+    limit = iter_lim or 20 * n + 100
+    out = lsqr(op, b, x0=q.T @ sb, atol=tol, btol=tol, conlim=0, iter_lim=limit)   # x0 = R (S&S solution)
+    x, its, stop = solve(out[0]), int(out[2]), int(out[1])
+    for _ in range(int(refine)):
+        res = b - a @ x
+        out = lsqr(op, res, atol=tol, btol=tol, conlim=0, iter_lim=limit)
+        x, its, stop = x + solve(out[0]), its + int(out[2]), int(out[1])
+    return LstsqResult(x, its, d, time.perf_counter() - t0, t1 - t0, stop)
+
+
+def synthetic_lstsq(m: int, n: int, cond: float, *, residual: float = 1e-4, seed: int = 0,
+                    density: float | None = None):
+    """(A, b, x*) with x* the exact least-squares solution.  Dense: A = U diag(sigma) V^T, ||A||_2 = 1,
+    cond(A) = ``cond``, ||r|| = ``residual`` * ||x*||.  ``density`` < 1: a SciPy CSR A = G diag(sigma)
+    (G sparse Gaussian, so cond(A) is about ``cond``) and the planted residual orthogonal to range(A)."""
+    if m < n or n < 1 or not cond >= 1 or not math.isfinite(cond):
+        raise SketchError(f"synthetic problem needs m >= n >= 1 and a finite cond >= 1, got {m}, {n}, {cond}",
+                          field="synthetic")
+    rng = np.random.default_rng(seed)
+    sigma = np.geomspace(1.0, 1.0 / cond, n)
+    x = rng.standard_normal(n)
+    g = rng.standard_normal(m)
+    if density is None or density >= 1:
+        u = np.linalg.qr(rng.standard_normal((m, n)))[0]
+        v = np.linalg.qr(rng.standard_normal((n, n)))[0]
+        a = (u * sigma) @ v.T
+        basis = u
+    else:
+        s = sp.random(m, n, density=density, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+        s = s + sp.csr_matrix((np.ones(n), (rng.choice(m, n, replace=False), np.arange(n))), shape=(m, n))
+        a = sp.csr_matrix(s @ sp.diags(sigma))
+        basis = np.linalg.qr(a.toarray())[0] if m * n <= 2**24 else None
+    if basis is not None:
+        g -= basis @ (basis.T @ g)
+        g -= basis @ (basis.T @ g)
+    else:                                            # large sparse: project with a direct solve
+        g -= a @ sl.lstsq(a.toarray(), g)[0]
+    r = g * (residual * np.linalg.norm(x) / np.linalg.norm(g))
+    return a, a @ x + r, x
+
+
+def backward_error(a, b, x, norm_a: float | None = None, chunk: int = 65536) -> float:
+    """||A^T(b - Ax)|| / (||A||_2 ||b - Ax||), the residual and A^T r in extended precision (row blocks);
+    ``norm_a``: ||A||_2 when known, else estimated (exact for dense A, ``svds`` for sparse)."""
+    ld = np.longdouble
+    m = a.shape[0]
+    xl = np.asarray(x, dtype=ld)
+    atr = np.zeros(a.shape[1], dtype=ld)
+    rr = ld(0)
+    for c0 in range(0, m, chunk):
+        blk = a[c0:c0 + chunk]
+        blk = blk.toarray() if sp.issparse(blk) else blk
+        bl = blk.astype(ld)
+        r = np.asarray(b[c0:c0 + chunk], dtype=ld) - bl @ xl
+        atr += bl.T @ r
+        rr += r @ r
+    if norm_a is None:
+        norm_a = _norm2(a)
+    return float(np.sqrt(atr @ atr) / (norm_a * np.sqrt(rr)))
+
+
+def _norm2(a) -> float:
+    if sp.issparse(a):
+        from scipy.sparse.linalg import svds
+
+        return float(svds(a, k=1, return_singular_vectors=False, random_state=0)[0])
+    return float(np.linalg.norm(np.linalg.qr(a, mode="r"), 2))
+
+
+# --- low rank -----------------------------------------------------------------------------------
+
+def _times(a, b):
+    """a @ b for a dense or sparse a and a dense b, through the CPU kernels."""
+    return spmm(a, b) if sp.issparse(a) else gemm(a, b)
+
+
+def _transpose(a):
+    return sp.csr_matrix(a.T) if sp.issparse(a) else np.ascontiguousarray(a.T)
+
+
+def range_finder(a, rank: int, *, oversample: int = 10, power: int = 2, seed: int = 0) -> np.ndarray:
+    """An m x (rank + oversample) orthonormal Q with range(Q) ~ the dominant range of A."""
+    a = check_finite_matrix(a, "A")
+    m, n = a.shape
+    ell = int(rank) + int(oversample)
+    if int(rank) < 1 or ell > min(m, n):
+        raise SketchError(f"rank {rank} + oversampling {oversample} must be in 1..min(m, n) = {min(m, n)}",
+                          field="rank")
+    if int(power) < 0:
+        raise SketchError(f"power iterations must be >= 0, got {power}", field="power")
+    omega = np.ascontiguousarray(make("gaussian", ell, n, seed=seed).dense().T)
+    q = np.linalg.qr(_times(a, omega))[0]
+    at = _transpose(a) if power else None
+    for _ in range(int(power)):
+        z = np.linalg.qr(_times(at, q))[0]
+        q = np.linalg.qr(_times(a, z))[0]
+    return q
+
+
+def qb(a, rank: int, *, oversample: int = 10, power: int = 2, seed: int = 0):
+    """(Q, B) with A ~ Q B, Q m x l orthonormal, B = Q^T A (l = rank + oversample)."""
+    q = range_finder(a, rank, oversample=oversample, power=power, seed=seed)
+    a = check_finite_matrix(a, "A")
+    if sp.issparse(a):
+        return q, np.ascontiguousarray(_times(_transpose(a), q).T)
+    return q, gemm(np.ascontiguousarray(q.T), a)
+
+
+def rsvd(a, rank: int, *, oversample: int = 10, power: int = 2, seed: int = 0):
+    """(U, s, Vt) of rank ``rank``: the SVD of B from ``qb``, U = Q U_B."""
+    q, bm = qb(a, rank, oversample=oversample, power=power, seed=seed)
+    ub, s, vt = np.linalg.svd(bm, full_matrices=False)
+    return (q @ ub)[:, :rank], s[:rank], vt[:rank]
+
+
+def randomized_cholesky_qr(a, *, sketch: str = "gaussian", d: int | None = None, seed: int = 0):
+    """(Q, R) with A = QR: R0 from the QR of SA, A1 = A R0^-1, R1 = chol(A1^T A1), Q = A1 R1^-1, R = R1 R0."""
+    a = check_finite_matrix(a, "A")
+    a = a.toarray() if sp.issparse(a) else a
+    m, n = a.shape
+    d = int(d) if d is not None else min(m, 2 * n)
+    if d < n or m < n:
+        raise SketchError(f"sketch size d={d} must be in n..m ({n}..{m}) for a tall A", field="d")
+    _, r0 = _triangular(make(sketch, d, m, seed=seed).apply(a))
+    a1 = np.ascontiguousarray(sl.solve_triangular(r0, a.T, trans="T").T)
+    g = gemm(np.ascontiguousarray(a1.T), a1)
+    r1 = sl.cholesky((g + g.T) / 2, lower=False)
+    q = np.ascontiguousarray(sl.solve_triangular(r1, a1.T, trans="T").T)
+    return q, r1 @ r0
+
+
+def decaying_matrix(n: int, *, decay: float = 0.8, floor: float = 1e-6, seed: int = 0):
+    """(A, sigma): an n x n matrix with singular values max(decay^i, floor), random singular vectors."""
+    rng = np.random.default_rng(seed)
+    sigma = np.maximum(decay ** np.arange(n), floor)
+    u = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    v = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    return np.ascontiguousarray((u * sigma) @ v.T), sigma
