@@ -204,7 +204,8 @@ class _Emitter:
             loc = dict(base_local)
             if ker.i is not None:
                 loc[ker.i] = f"{li} + {ii}"
-            loc[ker.j] = f"{lj} + {v * lanes}"
+            if ker.j is not None:
+                loc[ker.j] = f"{lj} + {v * lanes}"
             loc.update(extra or {})
             return loc
 
@@ -281,7 +282,7 @@ class _Emitter:
         for d in ker.outer:
             p.open(f"for (long l_{self.dvar(d)} = 0; l_{self.dvar(d)} < {ker.extents[d]}; l_{self.dvar(d)}++)")
         e_i = ker.extents[ker.i] if ker.i is not None else 1
-        e_j = ker.extents[ker.j]
+        e_j = ker.extents[ker.j] if ker.j is not None else 1
         i_parts = [(ker.mr, e_i // ker.mr)] + ([(e_i % ker.mr, 1)] if e_i % ker.mr else [])
         nr = ker.nv * ker.lanes
         j_parts = [(ker.nv, ker.lanes, 0, e_j // nr, 0)]

@@ -71,7 +71,7 @@ class MicroKernel:
     ``reduction`` dims looped inside them (innermost level's order)."""
 
     extents: dict
-    j: str
+    j: str | None
     i: str | None
     lanes: int
     nv: int
@@ -206,8 +206,8 @@ def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_byt
     lm = mapping.levels[inner]
     in_order = list(lm.loop_order(dims)) + [d for d in dims if lm.spatial_factor(d) > 1]
     order = list(dict.fromkeys(in_order))
-    last = out.indices[-1]
-    j = last.dims[0] if len(last.terms) == 1 and last.terms[0][1] == 1 and \
+    last = out.indices[-1] if out.indices else None
+    j = last.dims[0] if last is not None and len(last.terms) == 1 and last.terms[0][1] == 1 and \
         sum(1 for e in out.indices if last.dims[0] in e.dims) == 1 else None
     lanes = max(1, vector_bytes // compute_bytes)
     if j is None or scalar or 2 * ext[j] < lanes:  # a run of at least half a vector goes in (partial) vectors
@@ -215,9 +215,11 @@ def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_byt
         if j is None:
             cands = [d for d in dims if d in out.dims and output_separable(d, out, bounds)]
             j = max(cands, key=lambda d: ext[d], default=None)
-    if j is None:
+    if j is None and out.dims:
         raise TargetError("the output has no dimension that separates its elements",
                           source=f"workload {workload.name}", field=f"tensors.{out.name}.indices")
+    if j is None:  # a scalar output (a full reduction): one accumulator
+        return MicroKernel(ext, None, None, 1, 1, 1, (), tuple(d for d in order if ext[d] > 1))
     nv = 2 if lanes > 1 and ext[j] >= 2 * lanes else 1
     acc = max(1, registers - 4)
     icands = [d for d in dims if d != j and d in out.dims and ext[d] > 1 and output_separable(d, out, bounds)]
@@ -275,8 +277,8 @@ def arch_for(workload: LoopNest, arch):
     out = workload.output
     levels = list(arch.levels)
     separable = frozenset(d for d in workload.dims if d in out.dims and output_separable(d, out, workload.dims))
-    last = out.indices[-1]
-    contiguous = frozenset(last.dims) if len(last.terms) == 1 else separable
+    last = out.indices[-1] if out.indices else None
+    contiguous = frozenset(last.dims) if last is not None and len(last.terms) == 1 else separable
     inner = len(levels) - 1
     cores = next((k for k in range(1, inner) if levels[k].fanout > 1), None)
     for k, dims in ((cores, separable), (inner, contiguous)):

@@ -43,6 +43,9 @@ def _dense_cases():
         _int8(workloads.conv2d("conv_i8", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=I8)),
         workloads.einsum("ikl,kj,lj->ij", {"i": 12, "j": 16, "k": 5, "l": 6}, name="mttkrp", bits=32),
         workloads.einsum("abc,cd->abd", {"a": 3, "b": 10, "c": 7, "d": 9}, name="einsum3", bits=64),
+        workloads.einsum("ij,j->i", {"i": 20, "j": 30}, name="gemv", bits=32),
+        workloads.einsum("ij,ij->", {"i": 6, "j": 20}, name="dot", bits=64),
+        workloads.einsum("i,j->ij", {"i": 9, "j": 17}, name="outer", bits=32),
     ]
 
 
