@@ -17,12 +17,14 @@ from typing import Callable
 class Target:
     """``emit(workload, mapping, arch, args) -> source text``; ``run(workload, mapping, arch, args) ->
     dict`` with the keys verified, max_abs_err, reference, seconds, gflops, threads, mapping;
-    ``default_arch``: the arch when ``--arch`` is not given."""
+    ``default_arch``: the arch when ``--arch`` is not given; ``schedule_arch(workload, arch)``: the arch
+    the scheduler sees (the target's constraints added; None = ``arch``)."""
 
     emit: Callable
     run: Callable
     default_arch: str
     suffix: str = ".c"
+    schedule_arch: Callable | None = None
 
 
 def _cpu_emit(workload, mapping, arch, args) -> str:
@@ -35,6 +37,12 @@ def _cpu_run(workload, mapping, arch, args) -> dict:
     from targets.cpu import run
 
     return run(workload, mapping, arch, threads=args.threads, repeat=args.repeat, seed=args.seed).to_dict()
+
+
+def _cpu_schedule_arch(workload, arch):
+    from targets.cpu.plan import arch_for
+
+    return arch_for(workload, arch)
 
 
 def _gpu_target(language: str) -> Target:
@@ -53,7 +61,7 @@ def _gpu_target(language: str) -> Target:
     return Target(emit, run, "gpu", ".cu" if language == "cuda" else ".cl")
 
 
-TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu"), "cuda": _gpu_target("cuda"),
+TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu", schedule_arch=_cpu_schedule_arch), "cuda": _gpu_target("cuda"),
                               "opencl": _gpu_target("opencl")}
 
 
@@ -68,13 +76,15 @@ def add_options(parser, command: str) -> None:
         parser.add_argument("--repeat", type=int, default=5, help="timed runs; seconds is their median")
 
 
-def _mapping(args, workload, arch):
+def _mapping(args, workload, arch, target):
     if args.mapping:
         from mappings import load_mapping
 
         return load_mapping(args.mapping, arch, workload)
     from cosa.scheduler import schedule
 
+    if target.schedule_arch is not None:
+        arch = target.schedule_arch(workload, arch)
     return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
                     time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping
 
@@ -86,7 +96,7 @@ def _setup(args):
     target = TARGETS[args.target]
     workload = load_one(args.workload)
     arch = load_arch(args.arch or target.default_arch)
-    return target, workload, arch, _mapping(args, workload, arch)
+    return target, workload, arch, _mapping(args, workload, arch, target)
 
 
 def cmd_emit(args) -> int:
