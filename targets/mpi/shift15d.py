@@ -1,0 +1,219 @@
+"""1.5D algorithms on a (p/c) x c grid: dense shift and sparse shift, for SpMM, SDDMM and FusedMM.
+
+Rank ``rank = c i + j`` sits in ring row i (0 <= i < q = p/c) and layer j (0 <= j < c).  The fiber of
+(i, j) is the c ranks of row i (replication: allgather / reduce-scatter); its ring is the q ranks of
+layer j (propagation: cyclic shifts, rank i sends to i + 1 and receives from i - 1).  Every round
+takes q shifts, so that what travels ends where it started.
+
+**1.5D dense shift** (sparse and one dense matrix stationary, the other dense matrix travels).  The
+dense matrices are cut into p row blocks; rank (i, j) owns block c i + j of each.  In orientation
+``S`` the stationary side R is A (rows of S) and the travelling side H is B (columns of S); in
+orientation ``ST`` the roles swap (T = S^T).  Rank (i, j) keeps T's rows of super-block i (the c
+blocks of its fiber) at the columns of blocks {c i' + j}; at step t it holds H block c ((i - t) mod q)
++ j.
+  - SDDMM: allgather R over the fiber, then one round shifting H.
+  - SpMM into R (S B in orientation S): one round shifting H, partial sums of the c R blocks, then
+    reduce-scatter over the fiber.
+  - SpMM into H (S B in orientation ST): R replicated; the H-side output block travels and
+    accumulates, complete when it is home (no reduction).
+  - FusedMM ``none``: SDDMM then SpMM into R (orientation S), each with its own communication.
+    ``fusion`` (local kernel fusion): one round, SDDMM and SpMM on each H block as it passes.
+    ``reuse`` (replication reuse): orientation ST: SDDMM replicates B, the SpMM into H reuses it.
+
+**1.5D sparse shift** (dense matrices stationary, S travels).  Rank (i, j) owns the dense row
+blocks {c i' + j} at the column slab i (r / q columns) and S's row block c i + j.  B is allgathered
+over the fiber (all n rows, slab i).  S's row blocks travel around the ring with their row and
+column indices and values (3 words per nonzero, one message); SDDMM accumulates partial dot
+products slab by slab in the travelling values, SpMM writes its output rows locally.  FusedMM
+``none``: allgather B for each kernel; ``reuse``: once.  Local fusion is not valid (the dot products
+are complete only after the whole round).  The ring first exchanges its blocks' nonzero counts
+(phase ``setup``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .problem import row_dots
+
+
+def grid15d(ranks, c: int):
+    """(q, i, j, fiber, ring) of this rank on the (p/c) x c grid."""
+    q = ranks.size // c
+    i, j = divmod(ranks.rank, c)
+    fiber = ranks.split(i, j)
+    ring = ranks.split(j, i)
+    return q, i, j, fiber, ring
+
+
+def _rows_of(block) -> np.ndarray:
+    return np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
+
+
+def _sampled(block, values) -> sp.csr_matrix:
+    return sp.csr_matrix((values, block.indices, block.indptr), shape=block.shape)
+
+
+def dense_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
+    """Run ``problem.kernel`` with the 1.5D dense shift algorithm; this rank's pieces of the result."""
+    p, kernel, r = ranks.size, problem.kernel, problem.r
+    q, i, j, fiber, ring = grid15d(ranks, c)
+    orient = "ST" if kernel == "fusedmm" and elide == "reuse" else "S"
+    t_mat, rside, hside = (s, a, b) if orient == "S" else (s.T.tocsr(), b, a)
+    rb, hb = rside.shape[0] // p, hside.shape[0] // p
+    own = c * i + j
+    r_own, h_own = rside[own * rb:(own + 1) * rb], hside[own * hb:(own + 1) * hb]
+    sup = t_mat[c * i * rb:(c * i + c) * rb]
+    blocks = {}
+    for ip in range(q):
+        bid = c * ip + j
+        blk = sup[:, bid * hb:(bid + 1) * hb].tocsr()
+        blk.sort_indices()
+        blocks[bid] = (blk, _rows_of(blk))
+
+    def block_at(t):
+        return c * ((i - t) % q) + j
+
+    def round_(buf, step):
+        for t in range(q):
+            with ranks.phase("computation"):
+                buf = step(block_at(t), buf)
+            with ranks.phase("propagation"):
+                buf = ring.shift(buf)
+        return buf
+
+    def replicate_r():
+        with ranks.phase("replication"):
+            return fiber.allgather(r_own)
+
+    sddmm_vals = {}
+
+    def sddmm_step(r_rep):
+        def step(bid, h):
+            blk, rows = blocks[bid]
+            sddmm_vals[bid] = blk.data * row_dots(r_rep[rows], h[blk.indices])
+            return h
+        return step
+
+    def spmm_into_r(values):
+        acc = np.zeros((c * rb, r))
+
+        def step(bid, h):
+            acc[:] += _sampled(blocks[bid][0], values[bid]) @ h
+            return h
+        round_(h_own, step)
+        with ranks.phase("replication"):
+            return fiber.reduce_scatter(acc)
+
+    if kernel == "sddmm":
+        round_(h_own, sddmm_step(replicate_r()))
+        return _sddmm_pieces(blocks, sddmm_vals, c * i * rb, hb, orient)
+    if kernel == "spmm":
+        return {"dense": [(own * rb, 0, spmm_into_r({k: v[0].data for k, v in blocks.items()}))]}
+    if elide == "none":
+        round_(h_own, sddmm_step(replicate_r()))
+        return {"dense": [(own * rb, 0, spmm_into_r(sddmm_vals))]}
+    if elide == "fusion":
+        r_rep = replicate_r()
+        acc = np.zeros((c * rb, r))
+        sd = sddmm_step(r_rep)
+
+        def fused(bid, h):
+            sd(bid, h)
+            acc[:] += _sampled(blocks[bid][0], sddmm_vals[bid]) @ h
+            return h
+        round_(h_own, fused)
+        with ranks.phase("replication"):
+            return {"dense": [(own * rb, 0, fiber.reduce_scatter(acc))]}
+    # reuse, orientation ST: R = B replicated once; the output (A side, H) travels and accumulates
+    r_rep = replicate_r()
+    round_(h_own, sddmm_step(r_rep))
+
+    def into_h(bid, acc):
+        return acc + _sampled(blocks[bid][0], sddmm_vals[bid]).T @ r_rep
+    out = round_(np.zeros((hb, r)), into_h)
+    return {"dense": [(own * hb, 0, out)]}
+
+
+def _sddmm_pieces(blocks, vals, row0, hb, orient) -> dict:
+    rows, cols, data = [], [], []
+    for bid, (blk, lrows) in blocks.items():
+        rows.append(lrows + row0)
+        cols.append(blk.indices.astype(np.int64) + bid * hb)
+        data.append(vals[bid])
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    if orient == "ST":
+        rows, cols = cols, rows
+    return {"sparse": (rows, cols, np.concatenate(data))}
+
+
+def sparse_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
+    """Run ``problem.kernel`` with the 1.5D sparse shift algorithm; this rank's pieces of the result."""
+    p, kernel = ranks.size, problem.kernel
+    q, i, j, fiber, ring = grid15d(ranks, c)
+    m, n, r = problem.m, problem.n, problem.r
+    slab = r // q
+    cols = slice(i * slab, (i + 1) * slab)
+    mb, nb = m // p, n // p
+    mine = [c * ip + j for ip in range(q)]
+    a_loc = {bid: a[bid * mb:(bid + 1) * mb, cols] for bid in mine}
+    b_loc = np.concatenate([b[bid * nb:(bid + 1) * nb, cols] for bid in mine])
+    own = c * i + j
+    blk = s[own * mb:(own + 1) * mb].tocsr()
+    blk.sort_indices()
+    rows, bcols, svals = _rows_of(blk).astype(np.float64), blk.indices.astype(np.float64), blk.data
+    with ranks.phase("setup"):
+        counts = ring.allgather(np.array([blk.nnz], dtype=np.int64))
+
+    def block_at(t):  # (block id, nonzeros) of the S block held at step t
+        src = (i - t) % q
+        return c * src + j, int(counts[src])
+
+    def replicate_b():
+        with ranks.phase("replication"):
+            got = fiber.allgather(b_loc)  # fiber rank j' sent its blocks c i' + j', i' = 0..q-1
+        order = np.empty(n, dtype=np.int64)
+        pos = 0
+        for jp in range(c):
+            for ip in range(q):
+                bid = c * ip + jp
+                order[bid * nb:(bid + 1) * nb] = np.arange(pos, pos + nb)
+                pos += nb
+        return got[order]
+
+    def round_(values, step):
+        buf = np.concatenate([rows, bcols, values])
+        for t in range(q):
+            bid, z = block_at(t)
+            with ranks.phase("computation"):
+                step(bid, buf[:z].astype(np.int64), buf[z:2 * z].astype(np.int64), buf[2 * z:3 * z])
+            _, z_next = block_at(t + 1)
+            with ranks.phase("propagation"):
+                out = np.empty(3 * z_next)
+                buf = ring.sendrecv(buf, (i + 1) % q, out, (i - 1) % q, tag=21)
+        return buf[2 * blk.nnz:]
+
+    def sddmm(b_rep):
+        def step(bid, lr, lc, partial):
+            partial += row_dots(a_loc[bid][lr], b_rep[lc])
+        return svals * round_(np.zeros(blk.nnz), step)
+
+    out = {bid: np.zeros((mb, slab)) for bid in mine}
+
+    def spmm(b_rep, values):
+        def step(bid, lr, lc, v):
+            out[bid] += sp.csr_matrix((v, (lr, lc)), shape=(mb, n)) @ b_rep
+        round_(values, step)
+        return {"dense": [(bid * mb, i * slab, out[bid]) for bid in mine]}
+
+    b_rep = replicate_b()
+    if kernel == "sddmm":
+        vals = sddmm(b_rep)
+        return {"sparse": (rows.astype(np.int64) + own * mb, bcols.astype(np.int64), vals)}
+    if kernel == "spmm":
+        return spmm(b_rep, svals)
+    vals = sddmm(b_rep)
+    if elide == "none":
+        b_rep = replicate_b()
+    return spmm(b_rep, vals)
