@@ -34,6 +34,8 @@ module gemmini_frontend
   input  logic [7:0]  cmd_funct,
   input  logic [63:0] cmd_rs1,
   input  logic [63:0] cmd_rs2,
+  input  logic [31:0] cmd_origin,   // the command's index in the stream (a loop's start word for unrolled ones)
+  output logic [2:0]  room,         // per kind (load, execute, store): the reservation station takes one more
   // main-memory bytes the DMA may touch (addresses below this); all ones: no check
   input  logic [63:0] mem_limit,
   // issue to the units (index 0 load, 1 execute, 2 store)
@@ -75,7 +77,6 @@ module gemmini_frontend
   logic [31:0] e_rlo [N][4], e_rhi [N][4];
 
   logic [31:0] seq_next;
-  logic [31:0] cmd_count;
 
   // held preload
   logic        pend_valid;
@@ -347,6 +348,7 @@ module gemmini_frontend
     return have_free && kind_count[k] < depth;
   endfunction
 
+  assign room = {kind_has_room(K_ST), kind_has_room(K_EX), kind_has_room(K_LD)};
   wire can_take = cmd_valid && !error && !reset;
   wire do_accept = can_take && (d_err || !d_alloc || kind_has_room(d_kind));
   assign cmd_ready = do_accept;
@@ -424,7 +426,6 @@ module gemmini_frontend
         e_issued[i] <= 1'b0;
       end
       seq_next <= 32'd0;
-      cmd_count <= 32'd0;
       pend_valid <= 1'b0;
       ex_cfg_ok <= 1'b0;
       array_loaded <= 1'b0;
@@ -449,11 +450,10 @@ module gemmini_frontend
       end
 
       if (do_accept) begin
-        cmd_count <= cmd_count + 1;
         if (d_err) begin
           error <= 1'b1;
           error_code <= d_code;
-          error_index <= cmd_count;
+          error_index <= cmd_origin;
         end else begin
           if (d_hold_pre) begin
             pend_valid <= 1'b1;

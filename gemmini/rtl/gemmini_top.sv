@@ -58,9 +58,21 @@ module gemmini_top
   logic             fe_idle;
   logic [2:0]       fe_busy;
 
+  // ---- LOOP_WS unroller ----
+  logic        lw_valid, lw_ready, lw_busy;
+  logic [7:0]  lw_funct;
+  logic [63:0] lw_rs1, lw_rs2;
+  logic [31:0] lw_origin;
+  logic [2:0]  fe_room;
+  gemmini_loop_ws #(.DIM(DIM), .SP_ROWS(SP_ROWS), .ACC_ROWS(ACC_ROWS), .MAX_MVIN_BYTES(MAX_MVIN_BYTES)) u_loop_ws (
+    .clk, .reset, .in_valid(cmd_valid), .in_ready(cmd_ready), .in_funct(cmd_funct), .in_rs1(cmd_rs1),
+    .in_rs2(cmd_rs2), .out_valid(lw_valid), .out_ready(lw_ready), .out_funct(lw_funct), .out_rs1(lw_rs1),
+    .out_rs2(lw_rs2), .out_origin(lw_origin), .room(fe_room), .busy(lw_busy));
+
   gemmini_frontend #(.DIM(DIM), .SP_ROWS(SP_ROWS), .ACC_ROWS(ACC_ROWS), .MAX_MVIN_BYTES(MAX_MVIN_BYTES),
                      .LD_Q(LD_Q), .EX_Q(EX_Q), .ST_Q(ST_Q)) u_frontend (
-    .clk, .reset, .cmd_valid, .cmd_ready, .cmd_funct, .cmd_rs1, .cmd_rs2, .mem_limit,
+    .clk, .reset, .cmd_valid(lw_valid), .cmd_ready(lw_ready), .cmd_funct(lw_funct), .cmd_rs1(lw_rs1),
+    .cmd_rs2(lw_rs2), .cmd_origin(lw_origin), .room(fe_room), .mem_limit,
     .iss_valid, .iss_ready, .iss_funct, .iss_rs1, .iss_rs2, .iss_has_pre, .iss_pre1, .iss_pre2, .iss_id,
     .done_valid, .done_id, .idle(fe_idle), .unit_busy(fe_busy), .error, .error_code, .error_index);
 
@@ -181,5 +193,5 @@ module gemmini_top
   assign busy_load = fe_busy[0] || ld_busy;
   assign busy_execute = fe_busy[1] || ex_busy;
   assign busy_store = fe_busy[2] || st_busy;
-  assign idle = fe_idle && !ld_busy && !ex_busy && !st_busy;
+  assign idle = fe_idle && !lw_busy && !ld_busy && !ex_busy && !st_busy;
 endmodule

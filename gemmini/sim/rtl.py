@@ -14,9 +14,10 @@ Two ways to run:
 
 * ``run_trace(commands, memory, config)``: a command stream and a main-memory
   image (numpy uint8, addressed like the functional model's); the image is
-  updated in place.  Main-memory spans are bounds-checked by the RTL.  Loop
-  instructions are unrolled on the host (``_unroll_on_host``; the RTL has no
-  unroller), errors naming the loop's start word.
+  updated in place.  Main-memory spans are bounds-checked by the RTL.  LOOP_WS
+  runs through the RTL's unroller (``gemmini_loop_ws.sv``); a stream with
+  LOOP_CONV_WS is unrolled on the host (``_unroll_on_host``), errors naming
+  the loop's start word.
 * ``run_c(c_source, config)``: an emitted C program (with its ``main``) is
   compiled natively against ``gemmini_cosa.h``'s host hooks and linked with
   the harness: its commands go into the model, the DMA reads and writes the
@@ -44,10 +45,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import isa
+from .. import isa, isa_loops
 from ..config import DEFAULT_CONFIG, LOCAL_ROW_BITS, GemminiConfig
 from ..errors import SimulationError
-from .loops import Unroller, has_loops
+from .loops import Unroller
 
 SOURCE = "gemmini RTL co-simulation"
 RTL_DIR = Path(__file__).resolve().parents[1] / "rtl"
@@ -56,7 +57,7 @@ INCLUDE_DIR = Path(__file__).resolve().parents[1] / "include"
 
 #: RTL sources in compile order (packages first).
 RTL_SOURCES = ("gemmini_dpi_pkg.sv", "gemmini_delay.sv", "gemmini_pe.sv", "gemmini_mesh.sv", "gemmini_sram.sv",
-               "gemmini_frontend.sv", "gemmini_load.sv", "gemmini_store.sv", "gemmini_execute.sv",
+               "gemmini_loop_ws.sv", "gemmini_frontend.sv", "gemmini_load.sv", "gemmini_store.sv", "gemmini_execute.sv",
                "gemmini_top.sv")
 HARNESS_SOURCES = ("cosim.h", "cosim.cpp", "trace_main.cpp", "host_hooks.cpp")
 
@@ -302,7 +303,7 @@ def run_trace(commands, memory: np.ndarray, config: GemminiConfig | None = None,
             raise SimulationError(f"must be a {'non-negative' if name == 'mem_latency' else 'positive'} integer, "
                                   f"got {value!r}", source=SOURCE, field=name)
     stream = isa.decode_stream(commands)
-    if has_loops(stream):  # the RTL has no loop unroller yet: unroll on the host
+    if any(c.funct in isa_loops.CONV_FUNCTS for c in stream):  # no LOOP_CONV_WS unroller in the RTL: on the host
         stream, origins, image = _unroll_on_host(stream, memory, cfg)
         try:
             report = run_trace(stream, image, cfg, mem_latency=mem_latency, max_cycles=max_cycles)
@@ -331,7 +332,7 @@ def run_trace(commands, memory: np.ndarray, config: GemminiConfig | None = None,
 
 
 def _unroll_on_host(stream, memory: np.ndarray, cfg: GemminiConfig) -> tuple[list, list, np.ndarray]:
-    """(commands, origin of each, memory image) for a stream with loop instructions: what ``loops.Unroller``
+    """(commands, origin of each, memory image) for a stream with LOOP_CONV_WS: what ``loops.Unroller``
     issues (queues never full), with mvins from main-memory address 0 (Gemmini's zero writer) reading a zero
     region appended to the image.  Pixel repeats and pooling, which the RTL does not implement, are refused."""
     flat, origins, strides, zero_bytes, zero_mvins = [], [], {}, 0, []
