@@ -84,8 +84,8 @@ def check(alg: str, kernel: str, elide: str, m: int, n: int, r: int, p: int, c: 
         return f"--m/--n: {alg} needs m and n divisible by s c = {s * c} (got {m}, {n})"
     if alg == "25d-dense" and r % s:
         return f"--r: 25d-dense needs r divisible by s = {s} (got {r})"
-    if alg == "25d-sparse" and r % s:
-        return f"--r: 25d-sparse needs r divisible by s = {s} (got {r})"
+    if alg == "25d-sparse" and r % (s * c):
+        return f"--r: 25d-sparse needs r divisible by s c = {s * c} (got {r})"
     return None
 
 

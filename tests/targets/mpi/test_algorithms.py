@@ -1,6 +1,7 @@
 """Distributed SpMM / SDDMM / FusedMM on mpiexec ranks: results equal SciPy's to 1e-10 in fp64 and the
 measured words and messages equal the model on every rank and phase."""
 
+import numpy as np
 import pytest
 
 pytest.importorskip("mpi4py")
@@ -27,12 +28,13 @@ def test_reference_point_of_the_paper_setting():
     assert max(got[(2, "none")]["words_per_rank"]) / max(got[(2, "fusion")]["words_per_rank"]) >= 1.3
 
 
-def test_every_15d_configuration_on_a_power_law_pattern():
-    """R-MAT rows are uneven, so the sparse shift moves different words on different ranks."""
+def test_every_configuration_on_a_power_law_pattern():
+    """R-MAT rows are uneven, so the algorithms that move S move different words on different ranks."""
     configs = []
     for build in (spmm, sddmm, fusedmm):
         prob = Problem.from_nest(build(m=64, n=48, r=8, nnz=400, generator="rmat", seed=3))
-        for alg, cs in (("15d-dense", (1, 2, 4)), ("15d-sparse", (1, 2, 4))):
+        for alg, cs in (("15d-dense", (1, 2, 4)), ("15d-sparse", (1, 2, 4)), ("25d-dense", (1, 4)),
+                        ("25d-sparse", (1, 4))):
             elides = ["none"] if build is not fusedmm else ["none", "reuse"] + (["fusion"] if alg == "15d-dense" else [])
             configs += [(prob, alg, c, e) for c in cs for e in elides]
     results = run_batch(configs, ranks=4, timeout_s=120)
@@ -40,8 +42,8 @@ def test_every_15d_configuration_on_a_power_law_pattern():
         tag = (prob.kernel, alg, c, e)
         assert d["verified"], (tag, d["max_abs_err"])
         assert d["counts_match"], (tag, d["phases"])
-    uneven = [d for d in results if d["algorithm"] == "15d-sparse" and d["c"] == 2]
-    assert any(len(set(d["words_per_rank"])) > 1 for d in uneven)
+    for alg in ("15d-sparse", "25d-dense"):
+        assert any(len(set(d["words_per_rank"])) > 1 for d in results if d["algorithm"] == alg), alg
 
 
 def test_two_ranks_and_a_non_square_matrix():
@@ -58,6 +60,13 @@ def test_model_by_hand():
     # FusedMM with reuse: allgather B (one block), two rounds shifting A blocks then the output blocks
     assert phase_counts("15d-dense", "fusedmm", "reuse", 8, 8, 2, 4, 2, 0) == \
         {"replication": (4, 4, 1, 1), "propagation": (16, 16, 4, 4)}
+    # 2.5D sparse replicate, p = 4, c = 4 (s = 1): 10 nonzeros sharded 3, 3, 2, 2 over the layers; rank 0
+    # receives the other shards, 3 words per nonzero (30 - 9), and sends all but its right neighbour's (30 - 9);
+    # one step (s = 1) sends and receives a 4-row, 2-column slab of A and one of B: 16 words, 2 messages
+    grid = np.diag([3, 3, 2, 2])
+    counts = phase_counts("25d-sparse", "spmm", "none", 4, 4, 8, 4, 4, 0, block_nnz=grid)
+    assert counts["replication"] == (21, 21, 3, 3) and counts["propagation"] == (16, 16, 2, 2)
+    assert phase_counts("25d-sparse", "spmm", "none", 4, 4, 8, 4, 4, 3, block_nnz=grid)["replication"] == (21, 24, 3, 3)
     # 1.5D sparse shift, c = 1, p = 2: rank 0 sends its block and receives the other (3 words per nonzero)
     counts = phase_counts("15d-sparse", "sddmm", "none", 4, 4, 2, 2, 1, 0, block_nnz=[3, 5])
     assert counts["propagation"] == (24, 24, 2, 2) and counts["setup"] == (1, 1, 1, 1)
