@@ -401,14 +401,30 @@ def spmm(s, b: np.ndarray, *, threads: int | None = None) -> np.ndarray:
     return out
 
 
-def matmul(a, b, *, kernels: str = "cosa", threads: int | None = None) -> np.ndarray:
+def bucket(size: int) -> int:
+    """``size`` rounded up to a quarter octave (16, 20, 24, 28, 32, 40, 48, ...): padding shapes to
+    these keeps the number of scheduled kernels a recursion needs small (at most 25% more work per dim)."""
+    if size <= 16:
+        return 16
+    step = 1 << ((size - 1).bit_length() - 3)
+    return -(-size // step) * step
+
+
+def matmul(a, b, *, kernels: str = "cosa", threads: int | None = None, pad: bool = False) -> np.ndarray:
     """``a @ b`` for real or complex dense operands: ``kernels="cosa"`` runs the scheduled float64 GEMM (a
-    complex product is one real GEMM ``[Re a; Im a] @ [Re b, Im b]`` recombined), ``"numpy"`` NumPy's."""
+    complex product is one real GEMM ``[Re a; Im a] @ [Re b, Im b]`` recombined; ``pad``: shapes padded
+    with zeros to ``bucket`` sizes), ``"numpy"`` NumPy's."""
     if kernels == "numpy":
         return a @ b
-    if not (np.iscomplexobj(a) or np.iscomplexobj(b)):
-        return gemm(a, b, threads=threads)
-    m = a.shape[0]
-    p = gemm(np.vstack([a.real, np.imag(a)]), np.hstack([b.real, np.imag(b)]), threads=threads)
-    n = b.shape[1]
-    return (p[:m, :n] - p[m:, n:]) + 1j * (p[:m, n:] + p[m:, :n])
+    m, n = a.shape[0], b.shape[1]
+    cplx = np.iscomplexobj(a) or np.iscomplexobj(b)
+    if cplx:
+        a, b = np.vstack([a.real, np.imag(a)]), np.hstack([b.real, np.imag(b)])
+    if pad:
+        mp, kp, np_ = bucket(a.shape[0]), bucket(a.shape[1]), bucket(b.shape[1])
+        a = np.pad(a, ((0, mp - a.shape[0]), (0, kp - a.shape[1])))
+        b = np.pad(b, ((0, kp - b.shape[0]), (0, np_ - b.shape[1])))
+    p = gemm(a, b, threads=threads)
+    if not cplx:
+        return p[:m, :n]
+    return (p[:m, :n] - p[m:2 * m, n:2 * n]) + 1j * (p[:m, n:2 * n] + p[m:2 * m, :n])
