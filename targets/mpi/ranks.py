@@ -28,6 +28,10 @@ buffer handed to MPI).  Every collective is carried out here over counted point-
   child in the tree (``binomial_children``).
 * ``barrier``: not counted (no payload).
 
+Injected latency: ``ranks.ledger.latency_s = 50e-6`` makes the rank sleep that long after every message it
+sends (a latency-bound network emulated on one machine; ``time.sleep`` may overshoot by tens of
+microseconds).
+
 A phase is a name; nested phases count into the innermost.  Operations outside every phase count into
 ``"other"``.  Sub-communicators (``split``) share the counters of the wrapper they came from.
 """
@@ -75,6 +79,7 @@ class Ledger:
     by_phase: dict = field(default_factory=dict)
     stack: list = field(default_factory=list)
     on_phase: object = None  # callable(name) told when a phase opens (the launcher's status file)
+    latency_s: float = 0.0  # injected latency: seconds slept after every message sent (0: none)
 
     def current(self) -> Traffic:
         name = self.stack[-1] if self.stack else OTHER
@@ -184,6 +189,8 @@ class Ranks:
             t.words_sent += sent.size
             t.bytes_sent += sent.nbytes
             t.msgs_sent += 1
+            if self.ledger.latency_s > 0:
+                time.sleep(self.ledger.latency_s)
         if recv is not None:
             t.words_recv += recv.size
             t.bytes_recv += recv.nbytes

@@ -67,3 +67,14 @@ def hang_on(ranks, rank: int = 1):
         with ranks.phase("stuck"):
             time.sleep(600)
     return ranks.rank
+
+
+def latency(ranks, latency_s: float = 0.0, rounds: int = 20):
+    """``rounds`` allreduces of 4 words with ``latency_s`` injected per message sent: seconds and counts."""
+    ranks.ledger.latency_s = latency_s
+    ranks.barrier()
+    t0 = time.perf_counter()
+    with ranks.phase("allreduce"):
+        for _ in range(rounds):
+            ranks.allreduce(np.ones(4))
+    return {"seconds": time.perf_counter() - t0, "msgs_sent": ranks.traffic()["allreduce"].msgs_sent}
