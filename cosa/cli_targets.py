@@ -61,8 +61,16 @@ def _gpu_target(language: str) -> Target:
     return Target(emit, run, "gpu", ".cu" if language == "cuda" else ".cl")
 
 
+def _mpi_emit(workload, mapping, arch, args) -> str:
+    from targets import TargetError
+
+    raise TargetError("the mpi target runs distributed kernels and emits no source; use cosa run mpi "
+                      "spmm|sddmm|fusedmm --m M --n N --r R --density D --ranks P", field="target")
+
+
 TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu", schedule_arch=_cpu_schedule_arch), "cuda": _gpu_target("cuda"),
-                              "opencl": _gpu_target("opencl")}
+                              "opencl": _gpu_target("opencl"),
+                              "mpi": Target(_mpi_emit, None, "cluster")}  # run: cosa.cli_mpi (a kernel, not a mapping)
 
 
 def add_options(parser, command: str) -> None:
@@ -74,6 +82,9 @@ def add_options(parser, command: str) -> None:
     if command == "run":
         parser.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
         parser.add_argument("--repeat", type=int, default=5, help="timed runs; seconds is their median")
+        from .cli_mpi import add_run_options
+
+        add_run_options(parser)
 
 
 def _mapping(args, workload, arch, target):
@@ -115,6 +126,10 @@ def cmd_run(args) -> int:
 
     from .cli import RunFailed, _print_json
 
+    if args.target == "mpi":  # a kernel and sizes, not a workload and a mapping
+        from .cli_mpi import cmd_run_mpi
+
+        return cmd_run_mpi(args)
     if args.threads is not None and args.threads < 1:
         raise FrameworkError(f"must be >= 1, got {args.threads}", field="--threads")
     if args.repeat < 1:

@@ -38,6 +38,15 @@ class Machine:
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
+    @staticmethod
+    def from_arch(arch) -> "Machine":
+        """alpha, beta, gamma and memory per rank from a cluster arch's params (``alpha_s``,
+        ``beta_s_per_word``, ``gamma_s_per_flop``, ``memory_per_rank_bytes``); the defaults otherwise."""
+        p, d = arch.params, Machine()
+        mem = p.get("memory_per_rank_bytes")
+        return Machine(float(p.get("alpha_s", d.alpha)), float(p.get("beta_s_per_word", d.beta)),
+                       float(p.get("gamma_s_per_flop", d.gamma)), None if mem is None else float(mem) / 8)
+
 
 CORI_LIKE = Machine(alpha=2e-6, beta=8 / 8e9, gamma=1 / 2e10)
 """A Cori-like network (Aries: about 2 microseconds per message, 8 GB/s per rank) and a node's flop rate."""

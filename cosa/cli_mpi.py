@@ -1,0 +1,166 @@
+"""``cosa run mpi spmm|sddmm|fusedmm``: a distributed sparse kernel on MPI ranks (``targets.mpi``).
+
+    cosa run mpi KERNEL --m M --n N --r R (--density D | --nnz-per-row K | --matrix F.mtx)
+                 --ranks P [--algorithm auto|15d-dense|15d-sparse|25d-dense|25d-sparse] [--c C]
+                 [--elide none|reuse|fusion] [--generator erdos_renyi|rmat] [--seed S]
+                 [--arch cluster.yaml] [--timeout S] [--repeat N] [--json]
+
+``auto`` (and any of --algorithm, --c, --elide left out) is the scheduler's choice with the alpha-beta-
+gamma model (``targets.mpi.choose``; alpha, beta, gamma and memory per rank from ``--arch``, e.g. the
+YAML ``cosa arch calibrate cluster`` writes).  The command starts mpiexec itself with a time-out (a
+rank that raises, dies or hangs ends the job with one line naming it, exit 1), or, started under
+mpiexec with several ranks, runs on those ranks.  The result must equal SciPy's to 1e-10 and the
+measured words and messages must equal the model's, else exit 1.  Bad input: one line, exit 2.
+Like ``cosa/cli.py`` this module may import ``targets``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+KERNELS = ("spmm", "sddmm", "fusedmm")
+
+
+def add_run_options(p) -> None:
+    """The options of ``cosa run mpi`` on the shared ``cosa run`` parser (the other targets ignore them)."""
+    g = p.add_argument_group("mpi target (cosa run mpi KERNEL)")
+    g.add_argument("--m", type=int, help="mpi: rows of S")
+    g.add_argument("--n", type=int, help="mpi: columns of S")
+    g.add_argument("--r", type=int, help="mpi: columns of the dense operands")
+    g.add_argument("--density", type=float, help="mpi: fraction of nonzeros of S")
+    g.add_argument("--nnz-per-row", type=int, help="mpi: nonzeros in every row of S")
+    g.add_argument("--matrix", help="mpi: S from a Matrix Market file")
+    g.add_argument("--generator", choices=["erdos_renyi", "rmat"], default="erdos_renyi")
+    g.add_argument("--ranks", type=int, help="mpi: MPI ranks")
+    g.add_argument("--algorithm", default="auto",
+                   choices=["auto", "15d-dense", "15d-sparse", "25d-dense", "25d-sparse"])
+    g.add_argument("--c", type=int, default=None, help="mpi: replication factor (default: the model's choice)")
+    g.add_argument("--elide", choices=["none", "reuse", "fusion"], default=None)
+    g.add_argument("--timeout", type=float, default=300.0, help="mpi: seconds before the job is ended")
+
+
+def _require(args) -> None:
+    from targets.mpi import MpiError
+
+    if args.workload not in KERNELS:
+        raise MpiError(f"{args.workload!r} is not one of {', '.join(KERNELS)}", field="kernel")
+    for opt in ("r", "ranks"):
+        if getattr(args, opt) is None:
+            raise MpiError("is required", field=f"--{opt}")
+    given = [o for o in ("density", "nnz_per_row", "matrix") if getattr(args, o) is not None]
+    if len(given) != 1:
+        raise MpiError(f"give exactly one of --density, --nnz-per-row, --matrix (got {len(given)})", field="--density")
+    if args.ranks < 1:
+        raise MpiError(f"must be >= 1, got {args.ranks}", field="--ranks")
+    if args.timeout <= 0:
+        raise MpiError(f"must be > 0, got {args.timeout}", field="--timeout")
+    if args.repeat < 1:
+        raise MpiError(f"must be >= 1, got {args.repeat}", field="--repeat")
+
+
+def _problem(args):
+    from targets.mpi.problem import Problem
+    from workloads.sparse import BUILDERS
+
+    nest = BUILDERS[args.workload](m=args.m, n=args.n, r=args.r, density=args.density, nnz_per_row=args.nnz_per_row,
+                                 matrix=args.matrix, generator=args.generator, seed=args.seed)
+    return Problem.from_nest(nest, seed=args.seed)
+
+
+def _machine(args):
+    from targets.mpi.model import Machine
+
+    if not args.arch:
+        return Machine()
+    from costmodel import load_arch
+
+    return Machine.from_arch(load_arch(args.arch))
+
+
+def configure(args, problem, machine) -> tuple[str, int, str, object]:
+    """(algorithm, c, elide, choice or None): the given ones, the rest chosen by the model."""
+    from targets.mpi import MpiError
+    from targets.mpi.choose import choose
+    from targets.mpi.model import check
+    from targets.mpi.problem import sparse
+
+    if args.algorithm != "auto" and args.c is not None and args.elide is not None:
+        return args.algorithm, args.c, args.elide, None
+    s = sparse(problem)
+    restrict = {"algorithms": None if args.algorithm == "auto" else [args.algorithm],
+                "cs": None if args.c is None else [args.c],
+                "elides": None if args.elide is None else [args.elide]}
+    if args.c is not None and (args.c < 1 or args.ranks % args.c):
+        raise MpiError(f"{args.c} does not divide the {args.ranks} ranks", field="--c")
+    try:
+        ch = choose(problem.kernel, problem.m, problem.n, problem.r, s.nnz, args.ranks, machine, s, **restrict)
+    except MpiError as exc:
+        if not exc.reason.startswith("no algorithm"):
+            raise
+        # say why the requested part cannot run, with the first value of what was left open
+        why = check(args.algorithm if args.algorithm != "auto" else "15d-dense", problem.kernel,
+                    args.elide or "none", problem.m, problem.n, problem.r, args.ranks, args.c or 1)
+        if not why:
+            raise
+        field, _, reason = why.partition(": ")
+        raise MpiError(reason, field=field) from None
+    return ch.best.algorithm, ch.best.c, ch.best.elide, ch
+
+
+def _inside_mpiexec(problem, args, alg, c, elide, machine) -> dict | None:
+    """Run on the ranks of the mpiexec this process belongs to; the report at rank 0, None elsewhere."""
+    from mpi4py import MPI
+
+    from targets.mpi.ranks import Ranks
+    from targets.mpi.run import _check, execute, summarise
+
+    comm = MPI.COMM_WORLD
+    try:
+        _check(problem, comm.Get_size(), alg, c, elide)
+        res = execute(Ranks(comm), problem.to_dict(), alg, c, elide, args.repeat)
+    except Exception as exc:  # noqa: BLE001 - one rank's failure ends every rank
+        print(f"cosa: rank {comm.Get_rank()}: {exc}", file=sys.stderr, flush=True)
+        comm.Abort(1)
+        raise
+    results = comm.gather(res, root=0)
+    return summarise(problem, comm.Get_size(), alg, c, elide, results, machine) if comm.Get_rank() == 0 else None
+
+
+def cmd_run_mpi(args) -> int:
+    """``cosa run mpi KERNEL ...`` (parsed by the shared ``cosa run`` parser)."""
+    from targets.mpi import under_mpiexec
+    from targets.mpi.launch import require_mpi4py
+
+    from .cli import RunFailed, _print_json
+
+    require_mpi4py()
+    _require(args)
+    problem = _problem(args)
+    machine = _machine(args)
+    alg, c, elide, choice = configure(args, problem, machine)
+    if under_mpiexec():
+        d = _inside_mpiexec(problem, args, alg, c, elide, machine)
+        if d is None:
+            return 0
+    else:
+        from targets.mpi.run import run
+
+        d = run(problem, args.ranks, alg, c, elide, repeat=args.repeat, timeout_s=args.timeout, machine=machine)
+    d.pop("phases", None)
+    d["chosen_by_model"] = choice is not None
+    if choice is not None:
+        d["lower_bound_words"] = choice.lower_bound_words
+    if args.json:
+        _print_json(d)
+    else:
+        print(f"{problem.kernel} m={problem.m} n={problem.n} r={problem.r} nnz={d['nnz']} on {d['ranks']} ranks: "
+              f"{alg} c={c} elide={elide}{' (model choice)' if choice else ''}")
+        print(f"  {'verified' if d['verified'] else 'MISMATCH'} against SciPy (max abs err {d['max_abs_err']:.3g}); "
+              f"words received per rank {d['words_per_rank']} (model {d['model_words']}), messages "
+              f"{d['messages_per_rank']}")
+        print(f"  {d['seconds'] * 1e3:.3f} ms measured, {d['model_seconds'] * 1e3:.3f} ms modelled")
+    if not d["verified"]:
+        raise RunFailed(f"result differs from SciPy (max abs err {d['max_abs_err']:.3g})")
+    if not d["counts_match"]:
+        raise RunFailed("measured words or messages differ from the model")
+    return 0
