@@ -125,25 +125,29 @@ def synthetic_lstsq(m: int, n: int, cond: float, *, residual: float = 1e-4, seed
                           field="synthetic")
     rng = np.random.default_rng(seed)
     sigma = np.geomspace(1.0, 1.0 / cond, n)
-    x = rng.standard_normal(n)
-    g = rng.standard_normal(m)
     if density is None or density >= 1:
         u = np.linalg.qr(rng.standard_normal((m, n)))[0]
         v = np.linalg.qr(rng.standard_normal((n, n)))[0]
         a = (u * sigma) @ v.T
-        basis = u
-    else:
-        s = sp.random(m, n, density=density, format="csr", random_state=rng, data_rvs=rng.standard_normal)
-        s = s + sp.csr_matrix((np.ones(n), (rng.choice(m, n, replace=False), np.arange(n))), shape=(m, n))
-        a = sp.csr_matrix(s @ sp.diags(sigma))
-        basis = np.linalg.qr(a.toarray())[0] if m * n <= 2**24 else None
-    if basis is not None:
+        return (a, *plant(a, residual=residual, seed=seed + 1, basis=u))
+    s = sp.random(m, n, density=density, format="csr", random_state=rng, data_rvs=rng.standard_normal)
+    s = s + sp.csr_matrix((np.ones(n), (rng.choice(m, n, replace=False), np.arange(n))), shape=(m, n))
+    a = sp.csr_matrix(s @ sp.diags(sigma))
+    return (a, *plant(a, residual=residual, seed=seed + 1))
+
+
+def plant(a, *, residual: float = 1e-4, seed: int = 0, basis=None):
+    """(b, x*) for a full-rank tall A: b = A x* + r, r orthogonal to range(A) (projected out twice with
+    ``basis``, an orthonormal basis of range(A), else with a thin QR of A), ||r|| = ``residual`` * ||x*||."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(a.shape[1])
+    g = rng.standard_normal(a.shape[0])
+    if basis is None:
+        basis = np.linalg.qr(a.toarray() if sp.issparse(a) else a)[0]
+    for _ in range(2):
         g -= basis @ (basis.T @ g)
-        g -= basis @ (basis.T @ g)
-    else:                                            # large sparse: project with a direct solve
-        g -= a @ sl.lstsq(a.toarray(), g)[0]
-    r = g * (residual * np.linalg.norm(x) / np.linalg.norm(g))
-    return a, a @ x + r, x
+    r = g * (residual * np.linalg.norm(x) / np.linalg.norm(g)) if residual > 0 else 0 * g
+    return a @ x + r, x
 
 
 def backward_error(a, b, x, norm_a: float | None = None, chunk: int = 65536) -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from workloads import FrameworkError
 
-from . import cli_targets
+from . import cli_randnla, cli_targets
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -467,7 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
                                  ("build", cmd_build, "build a self-checking bare-metal RISC-V ELF"),
                                  ("run", cmd_run, "generate, run and verify on a simulator")):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("target", choices=["gemmini", *(cli_targets.TARGETS if name in ("emit", "run") else ())])
+        p.add_argument("target", choices=["gemmini", *(cli_targets.TARGETS if name in ("emit", "run") else ()),
+                                           *(cli_randnla.DRIVERS if name == "run" else ())])
         p.add_argument("workload")
         p.add_argument("--mapping", help="mapping YAML (default: schedule with --scheduler)")
         _add_sched_opts(p)
@@ -492,7 +493,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["run"] and argv[1:2] and argv[1] in cli_randnla.DRIVERS:   # no WORKLOAD: own parser
+        args = argparse.Namespace(func=lambda _: cli_randnla.main(argv[1:]))
+    else:
+        args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except RunFailed as exc:
