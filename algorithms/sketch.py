@@ -428,3 +428,35 @@ def matmul(a, b, *, kernels: str = "cosa", threads: int | None = None, pad: bool
     if not cplx:
         return p[:m, :n]
     return (p[:m, :n] - p[m:2 * m, n:2 * n]) + 1j * (p[:m, n:2 * n] + p[m:2 * m, :n])
+
+
+# --- distributed sketching ---------------------------------------------------------------------
+
+def row_block(m: int, parts: int, rank: int) -> tuple[int, int]:
+    """Rows [r0, r1) of rank ``rank`` when m rows are cut into ``parts`` near-equal blocks."""
+    base, extra = divmod(m, parts)
+    r0 = rank * base + min(rank, extra)
+    return r0, r0 + base + (rank < extra)
+
+
+def gaussian_rows(seed: int, r0: int, r1: int, n: int) -> np.ndarray:
+    """Rows r0..r1-1 of an m x n N(0, 1) test matrix (row-major stream, tag 200), generated on their own."""
+    return gaussian_numbers(seed, 200, r0 * n, (r1 - r0) * n).reshape(r1 - r0, n)
+
+
+def distributed_sketch(ranks, *, kind: str, d: int, m: int, n: int, seed: int = 0, data_seed: int = 1,
+                       k: int = 8) -> dict:
+    """``S @ A`` for a row-partitioned A on MPI ranks (``targets.mpi.Ranks``): each rank generates its rows
+    of A and its own column block of S (no communication), multiplies them with the CPU kernels, and one
+    binomial ``reduce`` of d x n words (phase ``sketch_reduce``) sums the blocks at rank 0.  Returns this
+    rank's rows, traffic and, on rank 0, the sketch (a nested list)."""
+    r0, r1 = row_block(m, ranks.size, ranks.rank)
+    op = make(kind, d, m, seed=seed, k=min(k, d))
+    a = gaussian_rows(data_seed, r0, r1, n)
+    with ranks.phase("local_sketch"):
+        blk = op.block(0, d, r0, r1)
+        local = spmm(blk, a, threads=1) if sp.issparse(blk) else gemm(blk, a, threads=1)
+    with ranks.phase("sketch_reduce"):
+        total = ranks.reduce(np.ascontiguousarray(local), root=0)
+    return {"rows": [r0, r1], "traffic": {p: t.to_dict() for p, t in ranks.traffic().items()},
+            "sketch": None if total is None else total.tolist()}
