@@ -188,10 +188,14 @@ def _words(functs, args: dict, config, source) -> tuple:
 
 
 def _collect(names, values, kwargs, source) -> dict:
+    if len(values) > len(names):
+        raise IsaError(f"{len(values)} positional arguments, at most {len(names)}", source=source, field="arguments")
     args = dict(zip(names, values))
     for key, value in kwargs.items():
         if key not in names:
             raise IsaError(f"unknown argument {key!r}", source=source, field=key)
+        if key in args:
+            raise IsaError("given both by position and by name", source=source, field=key)
         args[key] = value
     return args
 

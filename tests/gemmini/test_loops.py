@@ -126,6 +126,14 @@ def test_loop_ws_field_overflow_is_refused(kwargs, field):
     assert err.value.field == field
 
 
+def test_loop_ws_argument_mistakes_are_refused():
+    with pytest.raises(IsaError, match="positional"):
+        L.loop_ws(*range(1, 25))
+    with pytest.raises(IsaError) as err:
+        L.loop_ws(1, 1, 1, I=2)
+    assert err.value.field == "I"
+
+
 @pytest.mark.parametrize("field, value", [("stride", 256), ("plpad", 256), ("kernel_dilation", 1024),
                                           ("pupad", 2048), ("activation", 4), ("orows", 1 << 16)])
 def test_loop_conv_field_overflow_is_refused(field, value):
