@@ -151,9 +151,15 @@ def cmd_run(args) -> int:
 
 def cmd_calibrate(args) -> int:
     from costmodel import arch_to_dict, dump_arch
-    from targets.cpu.calibrate import calibrate
 
-    arch = calibrate(quick=args.quick)
+    if args.kind == "cluster":  # alpha, beta (ping-pong) and gamma (local SpMM) of MPI ranks
+        from targets.mpi.calibrate import calibrate as calibrate_cluster
+
+        arch = calibrate_cluster(ranks=args.ranks, quick=args.quick)
+    else:
+        from targets.cpu.calibrate import calibrate
+
+        arch = calibrate(quick=args.quick)
     text = dump_arch(arch, args.output) if args.output else dump_arch(arch)
     if args.output:
         print(f"wrote {args.output}: {arch.params}", file=sys.stderr)
@@ -167,9 +173,10 @@ def cmd_calibrate(args) -> int:
 
 
 def add_arch_commands(asub) -> None:
-    """``cosa arch calibrate cpu [-o cpu.yaml]``."""
+    """``cosa arch calibrate cpu [-o cpu.yaml]``, ``cosa arch calibrate cluster --ranks 4``."""
     q = asub.add_parser("calibrate", help="measure this machine and write its arch YAML")
-    q.add_argument("kind", choices=["cpu"])
+    q.add_argument("kind", choices=["cpu", "cluster"])
+    q.add_argument("--ranks", type=int, default=4, help="cluster: MPI ranks of the ping-pong job")
     q.add_argument("-o", "--output", help="write the YAML here (default: print it)")
     q.add_argument("--quick", action="store_true", help="shorter probes")
     q.add_argument("--json", action="store_true")
