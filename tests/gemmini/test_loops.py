@@ -497,3 +497,46 @@ def test_two_loops_in_flight_under_backpressure_stay_bit_exact(case):
         machine._step_issued(item, mem)
     got = mem[bufs["C"]:bufs["C"] + expected.size].view(np.int8).reshape(expected.shape)
     np.testing.assert_array_equal(got, expected)
+
+
+def test_c_program_with_loop_ws_runs_on_the_rtl():
+    """A C program over gemmini_cosa.h issues gemmini_cosa_loop_ws with host pointers; its commands go into
+    the RTL (through gemmini_loop_ws.sv) and its own check of C passes."""
+    from gemmini.config import SMALL_CONFIG as SMALL
+    from gemmini.sim import rtl
+
+    M, N, K, dim = 10, 7, 9, SMALL.dim
+    rng = np.random.default_rng(4)
+    A = rng.integers(-20, 20, (M, K), dtype=np.int8)
+    B = rng.integers(-20, 20, (K, N), dtype=np.int8)
+    D = rng.integers(-300, 300, (M, N), dtype=np.int32)
+    expected = matmul_ref(A, B, D, scale=SCALE)
+    arr = lambda x: "{" + ", ".join(str(int(v)) for v in x.ravel()) + "}"  # noqa: E731
+    blocks = [-(-x // dim) for x in (M, N, K)]
+    pads = [b * dim - x for b, x in zip(blocks, (M, N, K))]
+    source = f"""#include <stdint.h>
+#include <stdio.h>
+#include "gemmini_cosa.h"
+static int8_t A[{A.size}] = {arr(A)};
+static int8_t B[{B.size + K * dim}] = {arr(B)};  /* room for ldB's whole last block */
+static int32_t D[{D.size}] = {arr(D)};
+static const int8_t expected[{expected.size}] = {arr(expected)};
+static int8_t C[{expected.size}];
+int main(void) {{
+  gemmini_cosa_config_ex(GEMMINI_COSA_WS, 0, 0, 0, 1u, 1.0f, 1u, 0u);
+  gemmini_cosa_config_st({N}u, 0, {float(np.float32(SCALE)).hex()}f);
+  gemmini_cosa_config_ld({K}u, 1.0f, 0, 0, {dim}u);
+  gemmini_cosa_config_ld({N}u, 1.0f, 0, 1, {dim}u);
+  gemmini_cosa_config_ld({N * 4}u, 1.0f, 0, 2, {dim}u);
+  gemmini_cosa_loop_ws({blocks[0]}u, {blocks[1]}u, {blocks[2]}u, {pads[0]}u, {pads[1]}u, {pads[2]}u,
+                       GEMMINI_COSA_PTR(A), GEMMINI_COSA_PTR(B), GEMMINI_COSA_PTR(D), GEMMINI_COSA_PTR(C),
+                       {K}u, {N}u, {N}u, {N}u, 0u, 0u, 0u, 0u, 1u, 0u, 0u, 0u, 0u);
+  gemmini_cosa_fence();
+  int bad = 0;
+  for (int n = 0; n < {expected.size}; n++) bad += C[n] != expected[n];
+  printf("%s %d\\n", bad ? "FAIL" : "PASS", bad);
+  return bad != 0;
+}}
+"""
+    report = rtl.run_c(source, SMALL)
+    assert report.exit_code == 0 and "PASS 0" in report.stdout, report.stdout
