@@ -156,7 +156,14 @@ def run_sparse(workload, mapping, arch, *, threads=None, repeat: int = 3, seed: 
     dims = workload.dims
     s_t = workload.tensor(form.sparse)
     s_rows, s_cols = (dims[e.dims[0]] for e in s_t.indices)
-    s = random_csr(s_rows, s_cols, s_t.density, dtypes[form.sparse], seed)
+    if workload.op.get("pattern"):  # a real pattern (workloads.sparse): its matrix, in the tensor's type
+        from workloads.sparse import sparse_matrix
+
+        s = sparse_matrix(workload).astype(NUMPY_DTYPES[dtypes[form.sparse]])
+        s.indices, s.indptr = s.indices.astype(np.int32), s.indptr.astype(np.int32)
+        s.sort_indices()
+    else:
+        s = random_csr(s_rows, s_cols, s_t.density, dtypes[form.sparse], seed)
     rng = np.random.default_rng(seed + 1)
 
     def dense(name):

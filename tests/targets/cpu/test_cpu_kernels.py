@@ -195,3 +195,14 @@ def test_compiler_failure_and_missing_compiler(tmp_path, monkeypatch):
     finally:
         monkeypatch.delenv("COSA_CC")
         build.isa.cache_clear()
+
+
+def test_sparse_nests_with_a_real_pattern_run_that_pattern():
+    from workloads.sparse import sddmm, spmm
+
+    for w in (spmm("sp", m=64, n=48, r=16, nnz_per_row=5), sddmm("sd", m=64, n=48, r=16, nnz=300, generator="rmat")):
+        m = random_mapping(w, ARCH, random.Random(0))
+        r = run(w, m, ARCH, threads=2, repeat=1)
+        assert r.verified and r.reference == "scipy"
+        nnz = w.op["pattern"].get("nnz") or 64 * 5
+        assert r.gflops * r.seconds * 1e9 == pytest.approx(2 * nnz * 16)
