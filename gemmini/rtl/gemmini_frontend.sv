@@ -195,7 +195,7 @@ module gemmini_frontend
           end
         end
         2'(CONFIG_LD): begin
-          if (cmd_rs1[4:3] > 2'd2) begin
+          if (cmd_rs1[4:3] > 2'd2 || cmd_rs1[15:8] > 8'd1) begin  // pixel repeats are not implemented
             d_err = 1'b1; d_code = ERR_UNSUPPORTED_CONFIG;
           end else begin
             d_alloc = 1'b1; d_kind = K_LD;

@@ -465,6 +465,10 @@ def test_rtl_runs_loop_streams_bit_exact():
     with pytest.raises(SimulationError, match="pooling") as err:
         rtl.run_trace(pooled, mem.copy(), SMALL)
     assert pooled[err.value.index].funct == L.LOOP_CONV_WS
+    repeats = [isa.Command(isa.CONFIG, isa.config_ld(4, config=SMALL).rs1 | (3 << 8), 4), isa.fence()]
+    with pytest.raises(SimulationError) as err:  # config_ld pixel repeats: refused, not ignored
+        rtl.run_trace(repeats, np.zeros(64, dtype=np.uint8), SMALL)
+    assert err.value.index == 0
     bad, mem, *_ = matmul_case(8, 8, 8, (1, 1, 1), False, cfg=SMALL)  # A and B do not fit half the scratchpad
     bounds = next(i for i, c in enumerate(bad) if c.funct == L.LOOP_WS_CONFIG_BOUNDS)
     bad[bounds] = L.loop_ws(I=1, J=1, K=200, config=SMALL)[0]
