@@ -84,7 +84,8 @@ def configure(args, problem, machine) -> tuple[str, int, str, object]:
     from targets.mpi.model import check
     from targets.mpi.problem import sparse
 
-    if args.algorithm != "auto" and args.c is not None and args.elide is not None:
+    given = args.algorithm != "auto" and args.c is not None and args.elide is not None
+    if given and machine.memory_words is None:
         return args.algorithm, args.c, args.elide, None
     s = sparse(problem)
     restrict = {"algorithms": None if args.algorithm == "auto" else [args.algorithm],
@@ -104,6 +105,8 @@ def configure(args, problem, machine) -> tuple[str, int, str, object]:
             raise
         field, _, reason = why.partition(": ")
         raise MpiError(reason, field=field) from None
+    if given:  # checked against the memory per rank, not chosen
+        return args.algorithm, args.c, args.elide, None
     return ch.best.algorithm, ch.best.c, ch.best.elide, ch
 
 

@@ -88,7 +88,7 @@ def choose(kernel: str, m: int, n: int, r: int, nnz: int, p: int, machine: model
         what = "no algorithm can use these ranks and sizes" if not cands else \
             f"no configuration fits the memory per rank ({(machine or model.Machine()).memory_words:g} words; " \
             f"the smallest needs {min(cd.memory_words for cd in cands):g})"
-        raise MpiError(what, field="--ranks" if not cands else "memory")
+        raise MpiError(what, field="--ranks" if not cands else "--c" if restrict.get("cs") else "memory")
     best = min(ok, key=lambda cd: (cd.seconds, cd.words, cd.algorithm, cd.c, cd.elide))
     bound = sparse_parallel_bound(kernel, m, n, r, nnz, p).memory_independent_words
     return Choice(best, cands, bound)

@@ -59,3 +59,19 @@ def test_inside_an_existing_mpiexec():
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)        # rank 0 alone prints
     assert d["verified"] and d["ranks"] == 2 and d["words_per_rank"] == d["model_words"]
+
+
+def test_a_c_that_does_not_fit_the_memory_per_rank(tmp_path, capsys):
+    from dataclasses import replace
+
+    from costmodel import dump_arch, preset
+
+    arch = preset("cluster")
+    path = tmp_path / "small.yaml"
+    path.write_text(dump_arch(replace(arch, params={**arch.params, "memory_per_rank_bytes": 2_000_000,
+                                                     "alpha_s": 1e-6, "beta_s_per_word": 1e-9})))
+    args = ["run", "mpi", "fusedmm", "--m", "4096", "--n", "4096", "--r", "32", "--nnz-per-row", "8", "--ranks", "4",
+            "--arch", str(path)]
+    assert main(args + ["--algorithm", "15d-dense", "--c", "4", "--elide", "fusion"]) == 2
+    err = capsys.readouterr().err
+    assert "field '--c': no configuration fits the memory per rank (250000 words" in err
