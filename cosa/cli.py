@@ -496,6 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["run"] and argv[1:2] and argv[1] in cli_randnla.DRIVERS:   # no WORKLOAD: own parser
         args = argparse.Namespace(func=lambda _: cli_randnla.main(argv[1:]))
+    elif argv[:1] == ["run"] and argv[1:2] and cli_targets.standalone(argv[1]):  # no WORKLOAD either
+        args = argparse.Namespace(func=lambda _: cli_targets.TARGETS[argv[1]].command(argv[2:]))
     else:
         args = build_parser().parse_args(argv)
     try:

@@ -18,13 +18,16 @@ class Target:
     """``emit(workload, mapping, arch, args) -> source text``; ``run(workload, mapping, arch, args) ->
     dict`` with the keys verified, max_abs_err, reference, seconds, gflops, threads, mapping;
     ``default_arch``: the arch when ``--arch`` is not given; ``schedule_arch(workload, arch)``: the arch
-    the scheduler sees (the target's constraints added; None = ``arch``)."""
+    the scheduler sees (the target's constraints added; None = ``arch``); ``command``: a target that
+    takes no WORKLOAD, ``command(argv after the target's name) -> exit code`` (``cosa run NAME ...`` goes
+    straight to it)."""
 
     emit: Callable
     run: Callable
     default_arch: str
     suffix: str = ".c"
     schedule_arch: Callable | None = None
+    command: Callable | None = None
 
 
 def _cpu_emit(workload, mapping, arch, args) -> str:
@@ -68,9 +71,31 @@ def _mpi_emit(workload, mapping, arch, args) -> str:
                       "spmm|sddmm|fusedmm --m M --n N --r R --density D --ranks P", field="target")
 
 
+def _casgd_target() -> Target:
+    """``cosa run casgd``: SGD / CA-SGD for logistic regression on MPI ranks (``cosa.cli_casgd``)."""
+
+    def command(argv):
+        from .cli_casgd import main
+
+        return main(argv)
+
+    def nothing(*_):
+        from workloads import FrameworkError
+
+        raise FrameworkError("casgd has no source to emit: cosa run casgd --data F.svm ...", field="target")
+
+    return Target(nothing, nothing, "cluster", command=command)
+
+
 TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu", schedule_arch=_cpu_schedule_arch), "cuda": _gpu_target("cuda"),
                               "opencl": _gpu_target("opencl"),
-                              "mpi": Target(_mpi_emit, None, "cluster")}  # run: cosa.cli_mpi (a kernel, not a mapping)
+                              "mpi": Target(_mpi_emit, None, "cluster"),  # run: cosa.cli_mpi (a kernel, not a mapping)
+                              "casgd": _casgd_target()}  # run: cosa.cli_casgd (its own options, no WORKLOAD)
+
+
+def standalone(name: str) -> bool:
+    """True for a target that takes no WORKLOAD (its ``command`` parses the rest of the line)."""
+    return name in TARGETS and TARGETS[name].command is not None
 
 
 def add_options(parser, command: str) -> None:
