@@ -83,3 +83,15 @@ def test_bad_configurations_are_one_line(alg, c, elide, r, match):
     with pytest.raises(MpiError, match=match) as e:
         run(prob, 4, alg, c, elide)
     assert e.value.exit_code == 2
+
+
+def test_eight_ranks_cover_2_5d_with_both_s_and_c_above_one():
+    """p = 8, c = 2: a 2 x 2 x 2 grid (Cannon steps and fiber collectives together)."""
+    configs = []
+    for build in (spmm, sddmm, fusedmm):
+        prob = Problem.from_nest(build(m=32, n=48, r=8, nnz=150, generator="rmat", seed=4))
+        for alg in ("25d-dense", "25d-sparse"):
+            configs += [(prob, alg, 2, e) for e in (["none", "reuse"] if build is fusedmm else ["none"])]
+    configs.append((prob, "15d-dense", 8, "fusion"))
+    for (prob, alg, c, e), d in zip(configs, run_batch(configs, ranks=8, timeout_s=180)):
+        assert d["verified"] and d["counts_match"], (prob.kernel, alg, c, e)
