@@ -98,6 +98,12 @@ def _layers(network: str, quick: bool, only: set[str] | None):
             if (not only or w.name in only) and (not quick or w.name in QUICK_LAYERS[network])]
 
 
+def _progress(row: dict, done: int, total: int) -> None:
+    """One line on stderr per finished program (not part of the recorded table)."""
+    print(f"[{done}/{total}] {row['layer']} {row['column']}: "
+          f"{row.get('error') or fmt(row.get('cycles'), ',.0f') + ' cycles'}", file=sys.stderr, flush=True)
+
+
 def _ok(r: dict) -> str:
     return "ERR" if "error" in r else ("yes" if r.get("verified") else "NO")
 
@@ -115,9 +121,11 @@ def run_network(network: str, args, console: Console) -> dict:
             for fut in concurrent.futures.as_completed(futures):
                 job = futures[fut]
                 rows[(job[1], job[2])] = fut.result()
+                _progress(rows[(job[1], job[2])], len(rows), len(jobs))
     else:
         for job in jobs:
             rows[(job[1], job[2])] = run_layer(*job)
+            _progress(rows[(job[1], job[2])], len(rows), len(jobs))
     title = f"{NETWORKS.get(network, network)} on Gemmini (DIM 16, WS): timing-model cycles"
     table = Table(title=title)
     for col in ("layer", "x", "cosa", "util", "vendor", "util", "vendor/cosa", "approx", "approx/vendor",
