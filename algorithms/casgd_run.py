@@ -254,8 +254,9 @@ def run(cfg: Config, machine: dict | None = None, reference: bool = False) -> di
     return run_many([cfg], machine, reference)[0]
 
 
-def run_many(cfgs: list, machine: dict | None = None, reference: bool = False) -> list:
-    """``run`` for several configs on the same data and rank count, in one launch of the ranks."""
+def run_many(cfgs: list, machine: dict | None = None, reference: bool = False, keep_x: bool = False) -> list:
+    """``run`` for several configs on the same data and rank count, in one launch of the ranks
+    (``keep_x``: each result's ``x`` too, the final iterate as a list)."""
     from targets.mpi import launch
 
     if not cfgs or any(c.ranks != cfgs[0].ranks or c.data != cfgs[0].data or c.synthetic != cfgs[0].synthetic
@@ -272,12 +273,16 @@ def run_many(cfgs: list, machine: dict | None = None, reference: bool = False) -
                  timeout_s=max(c.timeout_s for c in cfgs))
     wall = time.perf_counter() - t0
     ref = sklearn_reference(data, cfgs[0].seed) if reference else None
-    return [summarise(cfg, data, sorted((r[i] for r in res), key=lambda r: r["rank"]), machine, ref, wall)
-            for i, cfg in enumerate(cfgs)]
+    out = [summarise(cfg, data, sorted((r[i] for r in res), key=lambda r: r["rank"]), machine, ref, wall)
+           for i, cfg in enumerate(cfgs)]
+    if not keep_x:
+        for d in out:
+            d.pop("x")
+    return out
 
 
 def summarise(cfg: Config, data: ca.Dataset, res: list, machine: dict | None, ref: dict | None,
-              wall: float) -> dict:
+              wall: float, candidates=S_CANDIDATES) -> dict:
     """One config's result from every rank's return value (rank order)."""
     machine = dict(machine or CLUSTER_LIKE)
     m, n = data.shape
@@ -308,7 +313,8 @@ def summarise(cfg: Config, data: ca.Dataset, res: list, machine: dict | None, re
         "seconds_by_method": {k: max(r["seconds"][k] for r in res) for k in xs},
         "wall_seconds": wall,
         "latency_s": cfg.latency_s,
-        **{k: v for k, v in best_s(cfg.iters, cfg.b, cfg.ranks, n, data.density, machine).items()
+        "x": x.tolist(),
+        **{k: v for k, v in best_s(cfg.iters, cfg.b, cfg.ranks, n, data.density, machine, candidates).items()
            if k in ("best_s", "crossover_s")},
     }
     if ref is not None:
