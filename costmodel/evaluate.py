@@ -58,7 +58,12 @@ times the level's word size, except: where the inner holder sets
 (an int32 accumulator spilling to DRAM moves 32-bit words, the final int8
 results move 8-bit ones); where it sets ``init_fill_bits``, the parent also
 sends one initial value of that size per final word (a bias).  These bytes
-count in the parent's transfer cycles, energy and ``dram_bytes``.
+count in the parent's transfer cycles, energy and ``dram_bytes``.  A sparse
+tensor (``Tensor.density`` < 1) moves its nonzeros only: its bytes are its
+words times the word size times its density (the expected nonzeros of a tile
+under uniform sparsity; values only, index metadata not counted), while its
+accesses in words, its footprints (capacity) and the MACs stay those of the
+dense box, as an array that does not skip zeros computes them.
 
 Latency: compute_cycles = temporal iterations / macs_per_cycle of a unit
 (MACs over the MAC units actually used), where a level's ``compute_quantum``
@@ -354,8 +359,9 @@ def evaluate(workload, arch, mapping) -> Cost:
     transfer, overlapped, energy = {}, {}, {}
     level_bytes = {}
     for i, lv in enumerate(arch.levels):
-        read_bytes = sum(a.reads * lv.bytes_per_word(tensors[n]) for n, a in accesses[i].items()) + extra_read[i]
-        write_bytes = sum(a.writes * lv.bytes_per_word(tensors[n]) for n, a in accesses[i].items()) + extra_write[i]
+        moved = lambda n: lv.bytes_per_word(tensors[n]) * tensors[n].density  # nonzeros of a sparse tensor
+        read_bytes = sum(a.reads * moved(n) for n, a in accesses[i].items()) + extra_read[i]
+        write_bytes = sum(a.writes * moved(n) for n, a in accesses[i].items()) + extra_write[i]
         level_bytes[i] = read_bytes + write_bytes
         per_instance = arch.instances(i)
         cycles = 0.0
