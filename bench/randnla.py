@@ -1,0 +1,198 @@
+"""RandNLA drivers (``algorithms``) against LAPACK-based solvers, measured side by side in one run.
+
+* Least squares on planted tall problems (x* exact, residual orthogonal to range(A), ||A||_2 = 1):
+  sketch-and-precondition (SJLT and SRFT sketches, d = 4n, LSQR with one refinement restart) against
+  ``scipy.linalg.lstsq`` and ``numpy.linalg.lstsq`` (both LAPACK gelsd): seconds, error against x*,
+  normwise backward error ||A^T r|| / (||A|| ||r||) (residual in extended precision); dense and 1% sparse
+  A (the sparse one densified for LAPACK), condition numbers 1e2, 1e6, 1e10.
+* Randomized SVD (rank k, q = 2, 10 oversampling) of an n x n matrix with singular values 0.9^i
+  (floor 1e-6) against ``scipy.linalg.svd`` (full) and ``scipy.sparse.linalg.svds`` (k triplets):
+  seconds and spectral error over the optimal sigma_{k+1}.
+* The pencil eigensolver: backward errors ||A - S D T^-1||, ||B - S T^-1|| (relative) over the requested
+  eps, against n and eps, eigenvalues against ``scipy.linalg.eig`` over the first-order prediction,
+  splits, QZ fallbacks, seconds beside scipy.linalg.eig's.
+
+Threads: every solver runs with the machine's cores (BLAS and our kernels alike); the pencil solver's
+small QRs run on one thread (``algorithms.pencil.diagonalize``'s default).  Sizes: ``--quick`` 2^14 x
+2^7 least squares, 1024 rsvd, pencils n <= 128; default 2^16 x 2^8, 2048, n <= 256; ``--full`` adds
+2^18 x 2^9, 4096 and n = 512 (the sizes of the RandNLA issue; minutes on two cores).
+
+    python3 bench/randnla.py --quick
+    python3 bench/randnla.py --results bench/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from algorithms import pencil as P  # noqa: E402
+from algorithms import randnla as R  # noqa: E402
+
+
+def _timed(fn, repeat: int = 1):
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return out, statistics.median(times)
+
+
+def lstsq_rows(shapes, conds, densities, repeat):
+    import scipy.linalg as sl
+    import scipy.sparse as sp
+
+    rows = []
+    for m, n in shapes:
+        for density in densities:
+            for cond in conds:
+                a, b, xs = R.synthetic_lstsq(m, n, cond, residual=1e-4, seed=1, density=density)
+                dense = a.toarray() if sp.issparse(a) else a
+                norm_a = 1.0 if density is None else None
+                err = lambda x: float(np.linalg.norm(x - xs) / np.linalg.norm(xs))
+                x_sc, t_sc = _timed(lambda: sl.lstsq(dense, b)[0], repeat)
+                x_np, t_np = _timed(lambda: np.linalg.lstsq(dense, b, rcond=None)[0], repeat)
+                be_sc = R.backward_error(a, b, x_sc, norm_a)
+                for sketch in ("sjlt", "srft"):
+                    R.sketch_and_precondition(a, b, sketch=sketch, seed=0)        # warm the kernels
+                    out, t = _timed(lambda: R.sketch_and_precondition(a, b, sketch=sketch, seed=0), repeat)
+                    rows.append({"m": m, "n": n, "A": "dense" if density is None else f"{density:.0%} sparse",
+                                 "cond": cond, "sketch": sketch, "iterations": out.iterations,
+                                 "seconds": t, "sketch_seconds": out.sketch_seconds, "scipy_s": t_sc, "numpy_s": t_np,
+                                 "speedup_vs_scipy": t_sc / t, "speedup_vs_numpy": t_np / t,
+                                 "err": err(out.x), "scipy_err": err(x_sc), "numpy_err": err(x_np),
+                                 "err_over_scipy": err(out.x) / max(err(x_sc), 1e-300),
+                                 "backward_error": R.backward_error(a, b, out.x, norm_a), "scipy_backward_error": be_sc})
+    return rows
+
+
+def rsvd_rows(sizes, rank, power):
+    import scipy.linalg as sl
+    from scipy.sparse.linalg import svds
+
+    from cosa.cli_randnla import spectral_norm_of_difference
+
+    rows = []
+    for n in sizes:
+        a, sigma = R.decaying_matrix(n, decay=0.9, seed=1)
+        R.rsvd(a, rank, power=power, seed=0)                                   # warm the kernels
+        (u, s, vt), t = _timed(lambda: R.rsvd(a, rank, power=power, seed=0))
+        err = spectral_norm_of_difference(a, u, s, vt)
+        (u2, s2, vt2), t_svds = _timed(lambda: svds(a, k=rank, random_state=0))
+        err_svds = spectral_norm_of_difference(a, u2, s2, vt2)
+        _, t_svd = _timed(lambda: sl.svd(a))
+        rows.append({"n": n, "rank": rank, "power": power, "seconds": t, "svd_s": t_svd, "svds_s": t_svds,
+                     "speedup_vs_svd": t_svd / t, "speedup_vs_svds": t_svds / t,
+                     "err_over_opt": err / sigma[rank], "svds_err_over_opt": err_svds / sigma[rank]})
+    return rows
+
+
+def pencil_rows(cases, kernels, threshold):
+    import scipy.linalg as sl
+
+    rows = []
+    for n, kind, eps in cases:
+        a, b, _ = P.test_pencil(n, kind, seed=1)
+        res = P.diagonalize(a, b, eps=eps, seed=2, kernels=kernels, threshold=threshold)
+        ea, eb = P.backward_errors(a, b, res)
+        _, t_eig = _timed(lambda: sl.eig(a, b))
+        match = P.eig_match(a, b, res.eigenvalues, eps)
+        st = res.stats
+        rows.append({"n": n, "kind": kind, "eps": eps, "errA_over_eps": ea / eps, "errB_over_eps": eb / eps,
+                     "eig_over_prediction": match["max_over_prediction"], "splits": len(st.splits),
+                     "min_balance": min(min(s, 1 - s) for s in st.splits) if st.splits else None,
+                     "qz_fallbacks": st.qz_fallbacks, "lines": st.lines_checked, "irs_steps": st.irs_steps,
+                     "seconds": res.seconds, "scipy_eig_s": t_eig})
+    return rows
+
+
+def _table(console, title, rows, cols):
+    from rich.table import Table
+
+    table = Table(title=title)
+    for c, _ in cols:
+        table.add_column(c, justify="right")
+    for r in rows:
+        table.add_row(*("-" if r[k] is None else fmt(r[k]) for _, (k, fmt) in cols))
+    console.print(table)
+
+
+def main(argv=None) -> int:
+    from rich.console import Console
+
+    from bench.results_section import run_stamp, save_outputs
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
+    size.add_argument("--full", action="store_true", help="also the issue's largest sizes")
+    ap.add_argument("--repeat", type=int, default=1, help="timed runs per solver (median)")
+    ap.add_argument("--pencil-kernels", choices=["cosa", "numpy"], default="cosa")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: lstsq, rsvd, pencil")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--results", default=None, help="record the tables in this results file")
+    args = ap.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
+    if args.quick:
+        shapes, sizes, ns, rank = [(2**14, 2**7)], [1024], [64, 128], 30
+    else:
+        shapes, sizes, ns, rank = [(2**16, 2**8)], [2048], [64, 128, 256], 50
+        if args.full:
+            shapes, sizes, ns = shapes + [(2**18, 2**9)], sizes + [4096], ns + [512]
+    console = Console(width=220, record=True)
+    data = {}
+    g = lambda v: f"{v:.3g}"
+    e = lambda v: f"{v:.1e}"
+    if "lstsq" not in skip:
+        rows = lstsq_rows(shapes[:1], (1e2, 1e6, 1e10), (None, 0.01), args.repeat)
+        if len(shapes) > 1:
+            rows += lstsq_rows(shapes[1:], (1e2, 1e10), (None,), args.repeat)
+        data["lstsq"] = rows
+        _table(console, "Least squares: sketch-and-precondition (d = 4n) vs scipy.linalg.lstsq / numpy.linalg.lstsq "
+               "(gelsd)", rows,
+               [("m", ("m", str)), ("n", ("n", str)), ("A", ("A", str)), ("cond", ("cond", e)), ("sketch", ("sketch", str)),
+                ("iters", ("iterations", str)), ("ours s", ("seconds", g)), ("sketch s", ("sketch_seconds", g)),
+                ("scipy s", ("scipy_s", g)), ("numpy s", ("numpy_s", g)), ("x scipy", ("speedup_vs_scipy", g)),
+                ("x numpy", ("speedup_vs_numpy", g)), ("err", ("err", e)), ("scipy err", ("scipy_err", e)),
+                ("err/scipy", ("err_over_scipy", g)), ("bwd err", ("backward_error", e)),
+                ("scipy bwd", ("scipy_backward_error", e))])
+    if "rsvd" not in skip:
+        rows = rsvd_rows(sizes, rank, 2)
+        data["rsvd"] = rows
+        _table(console, "Randomized SVD (q = 2, oversampling 10) vs scipy.linalg.svd and scipy.sparse.linalg.svds",
+               rows, [("n", ("n", str)), ("rank", ("rank", str)), ("ours s", ("seconds", g)), ("svd s", ("svd_s", g)),
+                      ("svds s", ("svds_s", g)), ("x svd", ("speedup_vs_svd", g)), ("x svds", ("speedup_vs_svds", g)),
+                      ("err/opt", ("err_over_opt", g)), ("svds err/opt", ("svds_err_over_opt", g))])
+    if "pencil" not in skip:
+        cases = [(n, "random", 1e-8) for n in ns]
+        mid = ns[min(1, len(ns) - 1)]
+        cases += [(mid, "random", eps) for eps in (1e-4, 1e-6, 1e-10, 1e-12)]
+        cases += [(mid, "planted", 1e-8), (mid, "ill-conditioned", 1e-6)]
+        rows = pencil_rows(cases, args.pencil_kernels, 16)
+        data["pencil"] = rows
+        _table(console, f"Pencil eigensolver (threshold 16, GEMMs: {args.pencil_kernels}) vs scipy.linalg.eig", rows,
+               [("n", ("n", str)), ("kind", ("kind", str)), ("eps", ("eps", e)), ("errA/eps", ("errA_over_eps", g)),
+                ("errB/eps", ("errB_over_eps", g)), ("eig/pred", ("eig_over_prediction", g)), ("splits", ("splits", str)),
+                ("min bal", ("min_balance", g)), ("QZ fb", ("qz_fallbacks", str)), ("lines", ("lines", str)),
+                ("IRS", ("irs_steps", str)), ("ours s", ("seconds", g)), ("eig s", ("scipy_eig_s", g))])
+    date, machine = run_stamp()
+    command = "python3 bench/randnla.py " + " ".join(a for a in (argv if argv is not None else sys.argv[1:])
+                                                      if not a.startswith("--results") and not a.endswith(".md"))
+    save_outputs(name="randnla", title="RandNLA drivers", command=command, date=date, machine=machine,
+                 console=console, data=data, json_path=args.json, results_path=args.results,
+                 notes="Ours: sketches applied by the scheduled CPU kernels (GEMM / CSR SpMM) or scipy.fft; LSQR "
+                       "and QR from SciPy/LAPACK.  err: ||x - x*|| / ||x*|| against the planted solution; bwd err: "
+                       "||A^T r|| / (||A||_2 ||r||).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
