@@ -160,7 +160,7 @@ def _gat_rank(ranks, n: int, f_in: int, f_out: int, nnz_per_row: int, c: int, se
     ex = np.exp(e)
     super0 = c * i * nb                                      # this fiber's rows: c blocks from super0
     with ranks.phase("application"):
-        fiber = ranks.split(i, j)
+        fiber = ranks.split(i, j, name=f"15d fiber c={c}")
         sums = fiber.allreduce(np.bincount(rows - super0, weights=ex, minlength=c * nb))
     alpha = ex / sums[rows - super0]
     att = sp.csr_matrix((alpha, (rows, cols)), shape=(n, n))

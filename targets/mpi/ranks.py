@@ -148,6 +148,7 @@ class Ranks:
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self.ledger = ledger or Ledger()
+        self._splits: dict = {}
 
     # --- phases and counters ---------------------------------------------------------------------
 
@@ -296,6 +297,15 @@ class Ranks:
     def barrier(self) -> None:
         self.comm.Barrier()
 
-    def split(self, color: int, key: int | None = None) -> "Ranks":
-        """A sub-communicator (``MPI_Comm_split``) counting into the same ledger."""
-        return Ranks(self.comm.Split(color, self.rank if key is None else key), self.ledger)
+    def split(self, color: int, key: int | None = None, name: str | None = None) -> "Ranks":
+        """A sub-communicator (``MPI_Comm_split``, collective, not counted) counting into the same ledger.
+
+        ``name``: the same sub-communicator again on later calls with that name (no new MPI
+        communicator: an algorithm called in a loop does not run out of them).  The name must say
+        everything that decides the partition (``"15d fiber c=2"``): every rank looks it up at once."""
+        if name is not None and name in self._splits:
+            return self._splits[name]
+        sub = Ranks(self.comm.Split(color, self.rank if key is None else key), self.ledger)
+        if name is not None:
+            self._splits[name] = sub
+        return sub

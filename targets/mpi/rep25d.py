@@ -41,9 +41,9 @@ def _grid(ranks, c: int):
     s = grid25d(ranks.size, c)
     ij, k = divmod(ranks.rank, c)
     i, j = divmod(ij, s)
-    fiber = ranks.split(ij, k)
-    row = ranks.split(i * c + k, j)
-    col = ranks.split(j * c + k, i)
+    fiber = ranks.split(ij, k, name=f"25d fiber c={c}")
+    row = ranks.split(i * c + k, j, name=f"25d row c={c}")
+    col = ranks.split(j * c + k, i, name=f"25d column c={c}")
     return s, i, j, k, fiber, row, col
 
 

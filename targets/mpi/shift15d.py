@@ -42,8 +42,8 @@ def grid15d(ranks, c: int):
     """(q, i, j, fiber, ring) of this rank on the (p/c) x c grid."""
     q = ranks.size // c
     i, j = divmod(ranks.rank, c)
-    fiber = ranks.split(i, j)
-    ring = ranks.split(j, i)
+    fiber = ranks.split(i, j, name=f"15d fiber c={c}")
+    ring = ranks.split(j, i, name=f"15d ring c={c}")
     return q, i, j, fiber, ring
 
 

@@ -39,6 +39,7 @@ def patterns(ranks, block: int = 3):
         with ranks.phase("inner"):
             ranks.shift(mine, offset=2)
     sub = ranks.split(me % 2)
+    out["same_split"] = ranks.split(me % 2, name="parity") is ranks.split(me % 2, name="parity")
     with ranks.phase("sub"):
         sub.allgather(mine)
     out["traffic"] = {k: v.to_dict() for k, v in ranks.traffic().items()}

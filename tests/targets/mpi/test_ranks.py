@@ -36,6 +36,7 @@ def test_values_are_right(three):
         assert res["allreduce"] == [6.0] * 7
         assert res["bcast"] == [0.0, 1.0, 2.0, 3.0, 4.0]
     assert three[1]["p2p"] == [0.0, 1.0, 2.0]
+    assert all(res["same_split"] for res in three)  # a named split is made once
     assert three[0]["reduce"] == [3.0] * 4 and three[1]["reduce"] is None
 
 
