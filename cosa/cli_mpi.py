@@ -138,6 +138,13 @@ def cmd_run_mpi(args) -> int:
 
     require_mpi4py()
     _require(args)
+    if under_mpiexec():
+        from mpi4py import MPI
+
+        from targets.mpi import MpiError
+
+        if MPI.COMM_WORLD.Get_size() != args.ranks:
+            raise MpiError(f"is {args.ranks} but mpiexec started {MPI.COMM_WORLD.Get_size()} ranks", field="--ranks")
     problem = _problem(args)
     machine = _machine(args)
     alg, c, elide, choice = configure(args, problem, machine)
