@@ -16,27 +16,50 @@ Like ``cosa/cli.py`` this module may import ``targets``.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 KERNELS = ("spmm", "sddmm", "fusedmm")
 
 
-def add_run_options(p) -> None:
-    """The options of ``cosa run mpi`` on the shared ``cosa run`` parser (the other targets ignore them)."""
-    g = p.add_argument_group("mpi target (cosa run mpi KERNEL)")
-    g.add_argument("--m", type=int, help="mpi: rows of S")
-    g.add_argument("--n", type=int, help="mpi: columns of S")
-    g.add_argument("--r", type=int, help="mpi: columns of the dense operands")
-    g.add_argument("--density", type=float, help="mpi: fraction of nonzeros of S")
-    g.add_argument("--nnz-per-row", type=int, help="mpi: nonzeros in every row of S")
-    g.add_argument("--matrix", help="mpi: S from a Matrix Market file")
-    g.add_argument("--generator", choices=["erdos_renyi", "rmat"], default="erdos_renyi")
-    g.add_argument("--ranks", type=int, help="mpi: MPI ranks")
-    g.add_argument("--algorithm", default="auto",
-                   choices=["auto", "15d-dense", "15d-sparse", "25d-dense", "25d-sparse"])
-    g.add_argument("--c", type=int, default=None, help="mpi: replication factor (default: the model's choice)")
-    g.add_argument("--elide", choices=["none", "reuse", "fusion"], default=None)
-    g.add_argument("--timeout", type=float, default=300.0, help="mpi: seconds before the job is ended")
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="cosa run mpi", description="a distributed sparse kernel on MPI ranks")
+    ap.add_argument("workload", metavar="KERNEL", help="spmm, sddmm or fusedmm")
+    ap.add_argument("--m", type=int, help="rows of S")
+    ap.add_argument("--n", type=int, help="columns of S")
+    ap.add_argument("--r", type=int, help="columns of the dense operands")
+    ap.add_argument("--density", type=float, help="fraction of nonzeros of S")
+    ap.add_argument("--nnz-per-row", type=int, help="nonzeros in every row of S")
+    ap.add_argument("--matrix", help="S from a Matrix Market file")
+    ap.add_argument("--generator", choices=["erdos_renyi", "rmat"], default="erdos_renyi")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ranks", type=int, help="MPI ranks")
+    ap.add_argument("--algorithm", default="auto", choices=["auto", "15d-dense", "15d-sparse", "25d-dense", "25d-sparse"])
+    ap.add_argument("--c", type=int, default=None, help="replication factor (default: the model's choice)")
+    ap.add_argument("--elide", choices=["none", "reuse", "fusion"], default=None)
+    ap.add_argument("--arch", default=None, help="cluster arch YAML (alpha_s, beta_s_per_word, gamma_s_per_flop, "
+                                                 "memory_per_rank_bytes), e.g. from cosa arch calibrate cluster")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds before the job is ended")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs; seconds is the fastest")
+    ap.add_argument("--json", action="store_true")
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    """``cosa run mpi ...`` (``cosa.cli_targets.TARGETS["mpi"].command``): the exit code."""
+    from workloads import FrameworkError
+
+    from .cli import EXIT_FAILED, RunFailed
+
+    args = parser().parse_args(argv)
+    try:
+        return cmd_run_mpi(args)
+    except RunFailed as exc:
+        print(f"cosa: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except FrameworkError as exc:
+        print(f"cosa: {exc}", file=sys.stderr)
+        return exc.exit_code
 
 
 def _require(args) -> None:
@@ -130,7 +153,7 @@ def _inside_mpiexec(problem, args, alg, c, elide, machine) -> dict | None:
 
 
 def cmd_run_mpi(args) -> int:
-    """``cosa run mpi KERNEL ...`` (parsed by the shared ``cosa run`` parser)."""
+    """``cosa run mpi KERNEL ...`` on parsed arguments (``parser``)."""
     from targets.mpi import under_mpiexec
     from targets.mpi.launch import require_mpi4py
 

@@ -87,9 +87,16 @@ def _casgd_target() -> Target:
     return Target(nothing, nothing, "cluster", command=command)
 
 
+def _mpi_command(argv) -> int:
+    """``cosa run mpi spmm|sddmm|fusedmm ...``: a distributed sparse kernel (``cosa.cli_mpi``)."""
+    from .cli_mpi import main
+
+    return main(argv)
+
+
 TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu", schedule_arch=_cpu_schedule_arch), "cuda": _gpu_target("cuda"),
                               "opencl": _gpu_target("opencl"),
-                              "mpi": Target(_mpi_emit, None, "cluster"),  # run: cosa.cli_mpi (a kernel, not a mapping)
+                              "mpi": Target(_mpi_emit, None, "cluster", command=_mpi_command),  # cosa.cli_mpi
                               "casgd": _casgd_target()}  # run: cosa.cli_casgd (its own options, no WORKLOAD)
 
 
@@ -107,9 +114,6 @@ def add_options(parser, command: str) -> None:
     if command == "run":
         parser.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
         parser.add_argument("--repeat", type=int, default=5, help="timed runs; seconds is their median")
-        from .cli_mpi import add_run_options
-
-        add_run_options(parser)
 
 
 def _mapping(args, workload, arch, target):
@@ -151,10 +155,6 @@ def cmd_run(args) -> int:
 
     from .cli import RunFailed, _print_json
 
-    if args.target == "mpi":  # a kernel and sizes, not a workload and a mapping
-        from .cli_mpi import cmd_run_mpi
-
-        return cmd_run_mpi(args)
     if args.threads is not None and args.threads < 1:
         raise FrameworkError(f"must be >= 1, got {args.threads}", field="--threads")
     if args.repeat < 1:
