@@ -14,23 +14,24 @@ KEYS = ("loss", "accuracy", "iterate_diff_vs_sgd", "words_per_rank", "messages_p
 def test_json_keys_and_values(capsys):
     pytest.importorskip("mpi4py")
     rc = main(["run", "casgd", "--synthetic", "200,12,0.5", "--ranks", "2", "--b", "4", "--s", "4", "--eta", "0.5",
-               "--iters", "16", "--kernels", "numpy", "--json", "--alpha", "5e-5"])
+               "--iters", "16", "--kernels", "numpy", "--json", "--arch", "cluster", "--alpha", "5e-5"])
     assert rc == 0
     d = json.loads(capsys.readouterr().out)
     for k in KEYS:
         assert k in d
     assert d["iterate_diff_vs_sgd"] < 1e-12 and d["counts_match"]
     assert d["messages_per_rank"] == [2 * 4, 2 * 4]  # 16 / 4 allreduces of 2 (p - 1) messages
-    assert d["machine"]["alpha"] == 5e-5 and d["best_s"] >= 4
+    assert d["machine"]["alpha"] == 5e-5 and d["machine"]["beta"] == 1e-9 and d["best_s"] >= 4
 
 
 def test_explain_and_text_output(capsys):
     pytest.importorskip("mpi4py")
-    rc = main(["run", "casgd", "--data", str(SHIPPED), "--ranks", "1", "--b", "4", "--s", "2", "--iters", "4",
-               "--explain"])
+    rc = main(["run", "casgd", "--data", str(SHIPPED), "--ranks", "2", "--b", "4", "--s", "2", "--iters", "4",
+               "--explain"])  # the ranks run the scheduled kernels (the default)
     out = capsys.readouterr().out
     assert rc == 0
-    assert "# casgd_gram_8x30" in out and "# casgd_matvec_4x30" in out and "accuracy" in out
+    assert "# casgd_gram_8x15" in out and "# casgd_matvec_4x15" in out and "accuracy" in out
+    assert "iterates vs SGD" in out and "equal" in out
 
 
 @pytest.mark.parametrize("argv,words", [
