@@ -114,7 +114,7 @@ def read_tns(path, shape=None) -> SparseTensor:
 def write_tns(t: SparseTensor, path) -> None:
     with open(path, "w") as f:
         for ids, v in zip(t.indices + 1, t.values):
-            f.write(" ".join(str(int(i)) for i in ids) + f" {v!r}\n")
+            f.write(" ".join(str(int(i)) for i in ids) + f" {float(v)!r}\n")
 
 
 def planted_factors(shape, rank: int, density: float, seed: int) -> list[np.ndarray]:
