@@ -87,6 +87,23 @@ def _casgd_target() -> Target:
     return Target(nothing, nothing, "cluster", command=command)
 
 
+def _cp_target() -> Target:
+    """``cosa run cp``: CP-ALS / CP-ARLS-LEV / STS-CP of a tensor (``algorithms.cp.cli``)."""
+
+    def command(argv):
+        from algorithms.cp.cli import main
+
+        return main(argv)
+
+    def nothing(*_):
+        from workloads import FrameworkError
+
+        raise FrameworkError("cp has no source to emit: cosa run cp --synthetic I,J,K:nnz:rank --rank R ...",
+                             field="target")
+
+    return Target(nothing, nothing, "cpu", command=command)
+
+
 def _mpi_command(argv) -> int:
     """``cosa run mpi spmm|sddmm|fusedmm ...``: a distributed sparse kernel (``cosa.cli_mpi``)."""
     from .cli_mpi import main
@@ -97,7 +114,8 @@ def _mpi_command(argv) -> int:
 TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu", schedule_arch=_cpu_schedule_arch), "cuda": _gpu_target("cuda"),
                               "opencl": _gpu_target("opencl"),
                               "mpi": Target(_mpi_emit, None, "cluster", command=_mpi_command),  # cosa.cli_mpi
-                              "casgd": _casgd_target()}  # run: cosa.cli_casgd (its own options, no WORKLOAD)
+                              "casgd": _casgd_target(),  # run: cosa.cli_casgd (its own options, no WORKLOAD)
+                              "cp": _cp_target()}  # run: algorithms.cp.cli
 
 
 def standalone(name: str) -> bool:

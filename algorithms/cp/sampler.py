@@ -57,13 +57,13 @@ class SegmentTree:
         """One row per row of ``w`` (J x R), row i with probability (w_j^T u_i)^2 / (w_j^T U^T U w_j)."""
         j = w.shape[0]
         node = np.zeros(j, dtype=np.int64)
+        mass = np.einsum("jr,rs,js->j", w, self.grams[0][0], w)
         for g in self.grams[1:]:
             left = 2 * node
-            ml = np.maximum(np.einsum("jr,jrs,js->j", w, g[left], w), 0.0)
-            mr = np.maximum(np.einsum("jr,jrs,js->j", w, g[left + 1], w), 0.0)
-            tot = ml + mr
-            go_right = rng.random(j) * tot >= ml
+            ml = np.minimum(np.maximum(np.einsum("jr,jrs,js->j", w, g[left], w), 0.0), mass)
+            go_right = rng.random(j) * mass >= ml
             node = left + go_right
+            mass = np.where(go_right, mass - ml, ml)
         f = self.leaf_rows
         rows = node[:, None] * f + np.arange(f)[None, :]
         q = np.einsum("jfr,jr->jf", self.u[rows], w) ** 2
@@ -91,10 +91,14 @@ class KrpSampler:
         self.gpinv = np.linalg.pinv(g, hermitian=True)
         self.total = float(np.sum(self.gpinv * g))  # trace(G^+ G) = rank(G): the leverages' sum
         self.eigs = []
+        r = self.r
         for k in range(len(self.factors)):
-            phi = self.gpinv * hadamard(self.grams[k + 1:], self.r)
+            phi = self.gpinv * hadamard(self.grams[k + 1:], r)
             lam, v = np.linalg.eigh(phi)
-            self.eigs.append((np.maximum(lam, 0.0), v))
+            # mass of component c for a prefix h: lam_c h^T (G_k * v_c v_c^T) h; m[a, c*R + b] holds
+            # (G_k * v_c v_c^T)[a, b] so that one GEMM h @ m serves every draw
+            m = (self.grams[k][None, :, :] * (v.T[:, :, None] * v.T[:, None, :])).transpose(1, 0, 2)
+            self.eigs.append((np.maximum(lam, 0.0), v, np.ascontiguousarray(m.reshape(r, r * r))))
 
     def draw(self, j: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(idx, prob, rows)``: J index tuples (J x N), their probabilities l(i) / rank(G), and the
@@ -103,13 +107,12 @@ class KrpSampler:
         h = np.ones((j, r))
         idx = np.empty((j, len(self.factors)), dtype=np.int64)
         for k, (u, tree) in enumerate(zip(self.factors, self.trees)):
-            lam, v = self.eigs[k]
-            wv = h[:, :, None] * v[None, :, :]  # (J, R, R): columns w_r = h * v_r
-            mass = lam[None, :] * np.einsum("jar,ab,jbr->jr", wv, self.grams[k], wv)
-            mass = np.maximum(mass, 0.0)
+            lam, v, m = self.eigs[k]
+            hm = (h @ m).reshape(j, r, r)
+            mass = np.maximum(lam[None, :] * np.einsum("jcb,jb->jc", hm, h), 0.0)
             c = np.cumsum(mass, axis=1)
             comp = np.minimum((c < (rng.random(j) * c[:, -1])[:, None]).sum(axis=1), r - 1)
-            w = wv[np.arange(j), :, comp]
+            w = h * v.T[comp]  # w = h * v_comp
             i = tree.draw(w, rng)
             idx[:, k] = i
             h = h * u[i]

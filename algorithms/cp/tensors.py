@@ -117,14 +117,15 @@ def write_tns(t: SparseTensor, path) -> None:
             f.write(" ".join(str(int(i)) for i in ids) + f" {float(v)!r}\n")
 
 
-def planted_factors(shape, rank: int, density: float, seed: int) -> list[np.ndarray]:
+def planted_factors(shape, rank: int, density, seed: int) -> list[np.ndarray]:
     """Factor matrices whose columns each have ``max(1, round(density * I))`` nonzero rows (values in
-    [0.5, 1.5), random signs)."""
+    [0.5, 1.5), random signs); ``density``: one number or one per mode."""
     rng = np.random.default_rng(seed)
+    dens = np.broadcast_to(np.asarray(density, dtype=float), (len(shape),))
     out = []
-    for n in shape:
+    for n, d in zip(shape, dens):
         u = np.zeros((n, rank))
-        k = max(1, int(round(density * n)))
+        k = min(n, max(1, int(round(d * n))))
         for r in range(rank):
             rows = rng.choice(n, size=k, replace=False)
             u[rows, r] = rng.uniform(0.5, 1.5, k) * rng.choice([-1.0, 1.0], k)
@@ -139,7 +140,7 @@ def planted_sparse(shape, rank: int, *, density: float = 0.1, noise: float = 0.0
     shape = check_shape(shape)
     if rank < 1:
         raise CpError(f"rank must be >= 1, got {rank}", field="rank")
-    if not 0 < density <= 1:
+    if not np.all((np.asarray(density) > 0) & (np.asarray(density) <= 1)):
         raise CpError(f"density must be in (0, 1], got {density}", field="density")
     if not 0 <= noise < 1:
         raise CpError(f"noise must be in [0, 1), got {noise}", field="noise")
@@ -161,6 +162,16 @@ def planted_sparse(shape, rank: int, *, density: float = 0.1, noise: float = 0.0
         e *= noise * t.norm() / np.sqrt(1 - noise ** 2) / np.linalg.norm(e)
         t = SparseTensor(t.shape, t.indices, t.values + e)
     return t, factors
+
+
+def density_for_nnz(shape, nnz: int, rank: int) -> list[float]:
+    """Per-mode column densities that make ``planted_sparse`` have about ``nnz`` nonzeros: each rank-one
+    term a block of (nnz / rank)^(1/N) rows per mode (fewer where a mode is smaller)."""
+    shape = check_shape(shape)
+    if nnz < 1 or rank < 1:
+        raise CpError(f"nnz and rank must be >= 1, got {nnz}, {rank}", field="synthetic")
+    side = (nnz / rank) ** (1.0 / len(shape))
+    return [min(1.0, max(1.0, side) / n) for n in shape]
 
 
 def powerlaw_sparse(shape, nnz: int, *, alpha: float = 1.5, seed: int = 0) -> SparseTensor:
