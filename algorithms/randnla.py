@@ -60,9 +60,14 @@ def _check_problem(a, b, sketch: str, d: int | None):
 
 def _sketch_ab(a, b, sketch, d, seed, k):
     op = make(sketch, d, a.shape[0], seed=seed, k=min(k, d))
-    ab = sp.hstack([a, sp.csr_matrix(b[:, None])], format="csr") if sp.issparse(a) else np.column_stack([a, b])
+    n = a.shape[1]
+    if sp.issparse(a):
+        ab = sp.hstack([a, sp.csr_matrix(b[:, None])], format="csr")
+    else:                                            # one copy, its columns padded to whole vectors
+        ab = np.zeros((a.shape[0], -(-(n + 1) // 8) * 8))
+        ab[:, :n], ab[:, n] = a, b
     sab = op.apply(ab)
-    return sab[:, :-1], sab[:, -1]
+    return sab[:, :n], sab[:, n]
 
 
 def _triangular(sa):

@@ -212,8 +212,11 @@ class Sketch:
             x = np.zeros((self.padded_m, a.shape[1]))
             x[:self.m] = self._signs_d[:, None] * a
             return fwht(x)[self.rows] * math.sqrt(self.padded_m / self.d)
+        n = a.shape[1]
+        if n % 8:                    # kernels run best on whole vectors: pad the columns to a multiple of 8
+            a = np.pad(a, ((0, 0), (0, 8 - n % 8)))
         if self.sparse:
-            return spmm(self.block(0, self.d, 0, self.m), a, threads=threads)
+            return spmm(self.block(0, self.d, 0, self.m), a, threads=threads)[:, :n]
         out = np.zeros((self.d, a.shape[1]))
         step = min(chunk, self.m)
         for c0 in range(0, self.m, step):
@@ -223,7 +226,7 @@ class Sketch:
                 sb = np.pad(sb, ((0, 0), (0, step - (c1 - c0))))
                 ab = np.pad(ab, ((0, step - (c1 - c0)), (0, 0)))
             out += gemm(sb, ab, threads=threads)
-        return out
+        return out[:, :n]
 
 
 def apply_dense_to_sparse_t(op: Sketch, at, chunk: int, threads) -> np.ndarray:
