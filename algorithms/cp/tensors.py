@@ -119,7 +119,9 @@ def write_tns(t: SparseTensor, path) -> None:
 
 def planted_factors(shape, rank: int, density, seed: int) -> list[np.ndarray]:
     """Factor matrices whose columns each have ``max(1, round(density * I))`` nonzero rows (values in
-    [0.5, 1.5), random signs); ``density``: one number or one per mode."""
+    [0.5, 1.5), random signs); ``density``: one number or one per mode.  Term r is scaled by
+    1 / (1 + 3 r / R) (in the first factor) so the terms differ in size, as in data: equal-sized terms
+    make the unfoldings' singular vectors arbitrary mixtures and ALS swamps at rank 16 and beyond."""
     rng = np.random.default_rng(seed)
     dens = np.broadcast_to(np.asarray(density, dtype=float), (len(shape),))
     out = []
@@ -130,6 +132,7 @@ def planted_factors(shape, rank: int, density, seed: int) -> list[np.ndarray]:
             rows = rng.choice(n, size=k, replace=False)
             u[rows, r] = rng.uniform(0.5, 1.5, k) * rng.choice([-1.0, 1.0], k)
         out.append(u)
+    out[0] = out[0] / (1.0 + 3.0 * np.arange(rank) / rank)
     return out
 
 

@@ -4,7 +4,7 @@ sampler checked as a sampler, CP-ALS against TensorLy, randomized ALS reaching t
 import numpy as np
 import pytest
 
-from algorithms.cp.als import cp, fit_of, init_factors
+from algorithms.cp.als import cp, fit_of, init_factors, svd_init
 from algorithms.cp.mttkrp import krp, mttkrp_bound, mttkrp_dense, mttkrp_sparse
 from algorithms.cp.sampler import KrpSampler, leverage_scores, product_leverage_draw
 from algorithms.cp.tensors import (CpError, dense_from_factors, make_sparse, planted_sparse, powerlaw_sparse,
@@ -132,7 +132,7 @@ def test_cp_als_matches_tensorly_parafac():
 
     t, _ = planted_sparse((12, 10, 8), 4, density=0.6, noise=0.05, seed=4)
     x = t.to_dense()
-    init = init_factors(x.shape, 4, seed=0)
+    init = svd_init(x, 4)  # TensorLy's default init, given to both
     ours = cp(x, 4, iters=25, init=[u.copy() for u in init], backend="cpu")
     _, errs = parafac(tl.tensor(x), 4, n_iter_max=25, init=CPTensor((np.ones(4), [u.copy() for u in init])),
                       tol=0, return_errors=True)
@@ -151,6 +151,20 @@ def test_sparse_cp_reaches_the_planted_fit(method, samples):
     assert len(r.fit_per_iter) == 15 and len(r.seconds_per_iter) == 15
     dense = cp(t.to_dense(), 5, method=method, iters=15, samples=samples, seed=0, backend="numpy")
     assert dense.fit > 0.99 * als.fit
+
+
+def test_random_init_matches_tensorly_too():
+    tl = pytest.importorskip("tensorly")
+    from tensorly.cp_tensor import CPTensor
+    from tensorly.decomposition import parafac
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((7, 6, 5))
+    init = init_factors(x.shape, 3, seed=1)
+    ours = cp(x, 3, iters=10, init=[u.copy() for u in init], backend="numpy")
+    _, errs = parafac(tl.tensor(x), 3, n_iter_max=10, init=CPTensor((np.ones(3), [u.copy() for u in init])),
+                      tol=0, return_errors=True)
+    assert np.allclose(ours.fit_per_iter, 1 - np.array(errs), atol=1e-8)
 
 
 def test_cp_refuses_bad_parameters():
