@@ -60,13 +60,13 @@ class SegmentTree:
         mass = np.einsum("jr,rs,js->j", w, self.grams[0][0], w)
         for g in self.grams[1:]:
             left = 2 * node
-            ml = np.minimum(np.maximum(np.einsum("jr,jrs,js->j", w, g[left], w), 0.0), mass)
+            ml = np.minimum(np.maximum(np.einsum("jr,jrs,js->j", w, g[left], w, optimize=True), 0.0), mass)
             go_right = rng.random(j) * mass >= ml
             node = left + go_right
             mass = np.where(go_right, mass - ml, ml)
         f = self.leaf_rows
         rows = node[:, None] * f + np.arange(f)[None, :]
-        q = np.einsum("jfr,jr->jf", self.u[rows], w) ** 2
+        q = np.matmul(self.u[rows], w[:, :, None])[:, :, 0] ** 2
         c = np.cumsum(q, axis=1)
         pick = (c < (rng.random(j) * c[:, -1])[:, None]).sum(axis=1)
         return node * f + np.minimum(pick, f - 1)
@@ -109,7 +109,7 @@ class KrpSampler:
         for k, (u, tree) in enumerate(zip(self.factors, self.trees)):
             lam, v, m = self.eigs[k]
             hm = (h @ m).reshape(j, r, r)
-            mass = np.maximum(lam[None, :] * np.einsum("jcb,jb->jc", hm, h), 0.0)
+            mass = np.maximum(lam[None, :] * np.matmul(hm, h[:, :, None])[:, :, 0], 0.0)
             c = np.cumsum(mass, axis=1)
             comp = np.minimum((c < (rng.random(j) * c[:, -1])[:, None]).sum(axis=1), r - 1)
             w = h * v.T[comp]  # w = h * v_comp
