@@ -198,7 +198,44 @@ def _library_tiles(tiles: list, fits, limits: list, channel_step: tuple = ()) ->
             raise CodegenError("no tile of the vendor library fits", source="gemmini-h emitter")
         tiles[i] = max(1, (tiles[i] - 1) // step * step) if i in channels else tiles[i] - 1
         shrunk = True
-    return tiles, shrunk
+    return tuple(tiles), shrunk
+
+
+def library_tiles(program: Program, as_matmul: bool = False) -> tuple[tuple, bool]:
+    """(tile arguments, shrunk) for running ``program``'s mapping through Gemmini's library: ``tiled_matmul``'s
+    (tile_I, tile_J, tile_K) in DIM blocks for a matmul (or, ``as_matmul``, a 1x1 convolution run as the
+    [N*H*W, C] x [C, K] matmul the library's ResNet-50 makes of it), else ``tiled_conv``'s (batches, porows,
+    pocols, pochs, krows, kcols, kchs): the mapping's scratchpad tile, shrunk (largest argument first,
+    channels by DIM) until it fits the half of the scratchpad and accumulator the library allows in WS."""
+    cfg, pr = program.config, program.problem
+    e1, dim, b = dict(program.plan.extents[1]), cfg.dim, pr.bounds
+    if pr.transposed:  # the plan walks image columns: name its tile in image terms
+        e1 = {{"oh": "ow", "ow": "oh", "kh": "kw", "kw": "kh"}.get(d, d): v for d, v in e1.items()}
+    halve = 2 if program.dataflow == "ws" else 1
+    sp_rows, acc_rows = cfg.sp_rows // halve, cfg.acc_rows // halve
+    if pr.kind == "matmul" or as_matmul:
+        if pr.kind == "matmul":
+            rows, whole = e1["ow"], b["ow"]
+        else:
+            rows, whole = e1["n"] * e1["oh"] * e1["ow"], b["n"] * b["oh"] * b["ow"]
+
+        def fits(t):
+            ti, tj, tk = t
+            return (ti * tk + tk * tj) * dim <= sp_rows and ti * tj * dim <= acc_rows
+        limits = [-(-v // dim) for v in (whole, b["k"], b["c"])]
+        return _library_tiles([-(-v // dim) for v in (rows, e1["k"], e1["c"])], fits, limits)
+    sh, dh = pr.stride[0], pr.dilation[0]
+
+    def fits(t):  # the library's footprint of a conv tile (no pooling, no downsample path)
+        batches, porows, pocols, pochs, krows, kcols, kchs = t
+        irows = porows * sh + (krows + (dh - 1) * (krows - 1)) - 1
+        icols = pocols * sh + (kcols + (dh - 1) * (kcols - 1)) - 1
+        cin, cout = -(-kchs // dim), -(-pochs // dim)
+        a_rows = cin * batches * irows * icols
+        return (a_rows + cout * kcols * krows * kchs <= sp_rows
+                and cout * batches * porows * pocols <= acc_rows)
+    names = ("n", "oh", "ow", "k", "kh", "kw", "c")
+    return _library_tiles([e1[d] for d in names], fits, [b[d] for d in names], ((3, 6), dim))
 
 
 def emit_gemmini_h(program: Program, *, name: str | None = None, with_main: bool = False, inputs: dict | None = None,
@@ -215,24 +252,14 @@ def emit_gemmini_h(program: Program, *, name: str | None = None, with_main: bool
     entry.  Convolutions need square kernels, equal row/column stride, padding and dilation (the vendor
     API takes one of each) and no groups."""
     fn = c_name(program, name)
-    cfg = program.config
-    pr, e1, dim = program.problem, dict(program.plan.extents[1]), cfg.dim
-    if program.plan.problem.transposed:  # the plan walks image columns: name its tile in image terms
-        e1 = {{"oh": "ow", "ow": "oh", "kh": "kw", "kw": "kh"}.get(d, d): v for d, v in e1.items()}
+    pr, dim = program.problem, program.config.dim
     b = pr.bounds
     act = "RELU" if program.relu else "NO_ACTIVATION"
     bias = "bias" if program.bias else "NULL"
     flow = "WS" if program.dataflow == "ws" else "OS"
-    halve = 2 if flow == "WS" else 1
-    sp_rows, acc_rows = cfg.sp_rows // halve, cfg.acc_rows // halve
     if pr.kind == "matmul":
         m, n, k = b["ow"], b["k"], b["c"]
-
-        def fits(t):
-            ti, tj, tk = t
-            return (ti * tk + tk * tj) * dim <= sp_rows and ti * tj * dim <= acc_rows
-        limits = [-(-v // dim) for v in (m, n, k)]
-        tiles, shrunk = _library_tiles([-(-e1[d] // dim) for d in ("ow", "k", "c")], fits, limits)
+        tiles, shrunk = library_tiles(program)
         call = [f"tiled_matmul({m}, {n}, {k},",
                 "    input, weights, {bias}, output,".format(bias=bias),
                 f"    {k}, {n}, {n}, {n},",
@@ -260,17 +287,7 @@ def emit_gemmini_h(program: Program, *, name: str | None = None, with_main: bool
             raise CodegenError("the vendor's tiled_conv takes a square kernel and one stride, padding and dilation",
                                source=f"program {program.name}", field="op")
         h, w = pr.in_hw
-
-        def fits(t):  # the library's footprint of a conv tile (no pooling, no downsample path)
-            batches, porows, pocols, pochs, krows, kcols, kchs = t
-            irows = porows * sh + (krows + (dh - 1) * (krows - 1)) - 1
-            icols = pocols * sh + (kcols + (dh - 1) * (kcols - 1)) - 1
-            cin, cout = -(-kchs // dim), -(-pochs // dim)
-            a_rows = cin * batches * irows * icols
-            return (a_rows + cout * kcols * krows * kchs <= sp_rows
-                    and cout * batches * porows * pocols <= acc_rows)
-        names = ("n", "oh", "ow", "k", "kh", "kw", "c")
-        tiles, shrunk = _library_tiles([e1[d] for d in names], fits, [b[d] for d in names], ((3, 6), dim))
+        tiles, shrunk = library_tiles(program)
         body = [f"  tiled_conv({b['n']}, {h}, {w}, {b['c']},",
                 f"      {b['k']}, {b['oh']}, {b['ow']},",
                 f"      {sh}, 1, {dh}, {ph}, {b['kh']},",

@@ -41,14 +41,37 @@ def call_stream(program: VendorProgram, call: LibCall, params: LibParams = DEFAU
     return fn(args, params)
 
 
-def stream(program: VendorProgram, params: LibParams = DEFAULT_PARAMS) -> list:
-    """Every call's triples, in order."""
+def stream(program: VendorProgram, params: LibParams = DEFAULT_PARAMS, tiles: tuple | None = None) -> list:
+    """Every call's triples, in order.  ``tiles``: run every call with these tile arguments instead of the
+    library's own choice, as a program calling ``tiled_matmul`` (tile_I, tile_J, tile_K in DIM blocks) or
+    ``tiled_conv`` (batches, porows, pocols, pochs, krows, kcols, kchs) with its own tiles does."""
     out = []
     for call in program.calls:
-        out += call_stream(program, call, params)
+        out += call_stream(program, call, params) if tiles is None else given_tiles_stream(program, call, tiles,
+                                                                                             params)
     return [tuple(int(x) for x in cmd) for cmd in out]
 
 
+def given_tiles_stream(program: VendorProgram, call: LibCall, tiles: tuple, params: LibParams = DEFAULT_PARAMS) -> list:
+    """The triples of ``call`` run with explicit ``tiles`` (see ``stream``); matmul and dense conv calls."""
+    from ..errors import CodegenError
+
+    conv_mod = importlib.import_module(".conv", __name__)
+    matmul_mod = importlib.import_module(".matmul", __name__)
+    kinds = dict(SIGNATURES[call.fn])
+    args = {n: (program.address(v) if kinds[n] == "p" else v) for n, v in call.args}
+    if call.fn == "tiled_matmul_auto":
+        return matmul_mod.tiled_matmul(args, *tiles, params=params)
+    if call.fn == "tiled_matmul_nn_auto":
+        return matmul_mod.tiled_matmul(matmul_mod.nn_args(args), *tiles, params=params)
+    if call.fn == "tiled_conv_auto":
+        return conv_mod.tiled_conv_given(conv_mod.with_strides(args), tiles, params)
+    if call.fn == "tiled_conv_stride_auto":
+        return conv_mod.tiled_conv_given(args, tiles, params)
+    raise CodegenError(f"{call.fn} takes no tile arguments here (matmul and dense conv calls only)",
+                       source=f"program {program.name}", field="tiles")
+
+
 __all__ = ["ARENA_BASE", "BufferSpec", "DEFAULT_PARAMS", "LibCall", "LibParams", "Ptr", "VendorProgram",
-           "call_stream", "conv", "depthwise", "disassemble", "fc", "gemm", "grouped", "make_layout", "matmul_nn",
-           "stream"]
+           "call_stream", "conv", "depthwise", "disassemble", "fc", "gemm", "given_tiles_stream", "grouped",
+           "make_layout", "matmul_nn", "stream"]

@@ -62,8 +62,22 @@ def _check_supported(src: str, a: dict) -> None:
 
 
 def tiled_conv_auto(a: dict, params: LibParams = DEFAULT_PARAMS) -> list:
-    full = dict(a, in_stride=a["in_channels"], weight_stride=a["out_channels"], out_stride=a["out_channels"])
-    return tiled_conv_stride_auto(full, params)
+    return tiled_conv_stride_auto(with_strides(a), params)
+
+
+def with_strides(a: dict) -> dict:
+    """A ``tiled_conv_auto`` call's arguments with the row strides ``tiled_conv`` takes (dense NHWC)."""
+    return dict(a, in_stride=a["in_channels"], weight_stride=a["out_channels"], out_stride=a["out_channels"])
+
+
+def tiled_conv_given(a: dict, tiles, params: LibParams = DEFAULT_PARAMS) -> list:
+    """``tiled_conv`` with explicit tile arguments (batches, porows, pocols, pochs, krows, kcols, kchs), as a
+    program calling it with its own tiles runs (``a``: a ``tiled_conv_stride_auto`` call's arguments)."""
+    _check_supported("tiled_conv", a)
+    no_pool = a["pool_stride"] == 0
+    psize, pstride, ppad = (1, 1, 0) if no_pool else (a["pool_size"], a["pool_stride"], a["pool_padding"])
+    b = dict(a, pool_size=psize, pool_stride=0 if no_pool else pstride, pool_padding=ppad)
+    return tiled_conv(b, *tiles, params=params)
 
 
 def tiled_conv_stride_auto(a: dict, params: LibParams = DEFAULT_PARAMS) -> list:

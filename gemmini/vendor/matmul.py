@@ -50,13 +50,18 @@ def tiled_matmul_auto(a: dict, params: LibParams = DEFAULT_PARAMS) -> list:
 
 def tiled_matmul_nn_auto(a: dict, params: LibParams = DEFAULT_PARAMS) -> list:
     """gemmini_nn.h's wrapper: row strides K, J, J, J, unit scales, no transposes."""
+    return tiled_matmul_auto(nn_args(a), params)
+
+
+def nn_args(a: dict) -> dict:
+    """The full ``tiled_matmul`` arguments of a ``tiled_matmul_nn_auto`` call."""
     J = a["dim_J"]
     full = dict(dim_I=a["dim_I"], dim_J=J, dim_K=a["dim_K"], A=a["A"], B=a["B"], D=a["D"], C=a["C"],
                 stride_A=a["dim_K"], stride_B=J, stride_D=J, stride_C=J, A_scale_factor=1.0, B_scale_factor=1.0,
                 D_scale_factor=1.0, act=a["act"], scale=a["scale"], bert_scale=0.0,
                 repeating_bias=a["repeating_bias"], transpose_A=False, transpose_B=False, full_C=False, low_D=False,
                 weightA=0, tiled_matmul_type=a["tiled_matmul_type"])
-    return tiled_matmul_auto(full, params)
+    return full
 
 
 def tiled_matmul(a: dict, tile_I: int, tile_J: int, tile_K: int, params: LibParams = DEFAULT_PARAMS) -> list:

@@ -108,15 +108,16 @@ def reference(program: VendorProgram, inputs: dict) -> np.ndarray:
 
 
 def run_vendor(program: VendorProgram, inputs: dict | None = None, *, seed: int = 0, with_timing: bool = False,
-               config: GemminiConfig | None = None) -> VendorRun:
-    """Execute ``program``'s stream on the functional model (and timing model) and verify it."""
+               config: GemminiConfig | None = None, tiles: tuple | None = None) -> VendorRun:
+    """Execute ``program``'s stream on the functional model (and timing model) and verify it; ``tiles``: the
+    calls run with these tile arguments instead of the library's own (``gemmini.vendor.stream``)."""
     from .. import isa
     from ..sim.functional import execute
     from . import stream
 
     inputs = example_inputs(program, seed) if inputs is None else inputs
     expected = reference(program, inputs)
-    commands = isa.decode_stream(stream(program))
+    commands = isa.decode_stream(stream(program, tiles=tiles))
     memory = memory_image(program, inputs)
     execute(commands, memory, config)
     out_buf = program.buffer(_output_name(program))
@@ -130,3 +131,21 @@ def run_vendor(program: VendorProgram, inputs: dict | None = None, *, seed: int 
 
         cycles = timing(commands, config).cycles
     return VendorRun(outputs, mismatches == 0, mismatches, len(commands), cycles)
+
+
+def run_through_library(program, *, seed: int = 0, with_timing: bool = True,
+                        config: GemminiConfig | None = None) -> VendorRun:
+    """A generated ``program``'s mapping executed by Gemmini's own library, as its ``gemmini-h`` style runs
+    on Gemmini: the library call Gemmini's networks make for the layer (``calls.from_workload``) with the
+    mapping's scratchpad tile as its tile arguments (``codegen_c.library_tiles``; a 1x1 stride-1
+    convolution, which the library runs as a matmul, gets matmul tiles) instead of the library's own choice.
+    The loops, loop orders and array blocks are then the library's (its loop instructions); only the tile
+    sizes come from the mapping.  Same inputs (``seed``) and checks as ``run_vendor``."""
+    from ..codegen_c import library_tiles
+    from .calls import from_workload
+
+    vendor = from_workload(program.workload, dataflow=program.dataflow, bias=program.bias, relu=program.relu,
+                           scale=program.scale)
+    as_matmul = program.kind != "matmul" and vendor.calls[0].fn in ("tiled_matmul_auto", "tiled_matmul_nn_auto")
+    tiles, _ = library_tiles(program, as_matmul=as_matmul)
+    return run_vendor(vendor, seed=seed, with_timing=with_timing, config=config, tiles=tiles)

@@ -9,6 +9,7 @@ for further shapes and compared too.
 """
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -282,3 +283,28 @@ def test_live_library_and_generator_refuse_the_same_call():
         record(program, CHECKOUT)
     with pytest.raises(CodegenError, match="kernel_dim must be larger than padding"):
         V.stream(program)
+
+
+def test_a_generated_programs_tiles_run_through_the_library_bit_exact():
+    # the gemmini-h style on our models: the library's call for the layer with the mapping's tiles
+    from cosa.scheduler import schedule
+    from gemmini import GemminiConfig, codegen
+    from gemmini.codegen_c import library_tiles
+    from gemmini.vendor import stream
+    from gemmini.vendor.calls import from_workload
+    from gemmini.vendor.run import run_through_library
+    import workloads
+
+    arch = GemminiConfig().arch("ws")
+    for wl in (workloads.matmul("mm_lib", M=72, N=40, K=56),
+               workloads.conv2d("c3_lib", C=16, K=32, H=10, W=10, R=3, S=3, padding=1),
+               workloads.conv2d("c1_lib", C=32, K=48, H=6, W=6, R=1, S=1)):
+        program = codegen.generate(wl, schedule(wl, arch, time_limit_s=10, bound=False).mapping, arch, scale="auto")
+        result = run_through_library(program)
+        assert result.verified and result.cycles > 0
+        if wl.name == "mm_lib":  # one LOOP_WS per tile of the mapping's tile sizes
+            tiles, _ = library_tiles(program)
+            blocks = [-(-v // 16) for v in (72, 40, 56)]
+            expected = math.prod(-(-n // t) for n, t in zip(blocks, tiles))
+            loops = [c for c in stream(from_workload(wl, scale=program.scale), tiles=tiles) if c[0] == 8]
+            assert len(loops) == expected
