@@ -5,8 +5,8 @@
                 [--backend cpu|numpy] [--compare tensorly] [--ranks 1] [--json]
 
 JSON keys: fit, fit_per_iter, seconds, seconds_per_iter (the sweeps; the initialisation and the fit
-evaluations are not counted), words_per_rank and model_words (null on one rank: the distributed
-schedules are not implemented yet), the tensor's shape and nnz, and with ``--compare tensorly``
+evaluations are not counted), words_per_rank and model_words (words received per rank over the sweeps,
+measured by the rank wrapper and from the collectives' closed forms; null on one rank), the tensor's shape and nnz, and with ``--compare tensorly``
 TensorLy's parafac fit and seconds from the same starting factors on the dense tensor.  Bad input (a
 malformed .tns, rank < 1, samples < rank, an order-1 tensor) is one line, exit 2.
 """
@@ -44,9 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=["cpu", "numpy"], default="cpu",
                    help="dense exact ALS: the MTTKRP loop nest scheduled on the cpu arch and compiled, or NumPy")
     p.add_argument("--compare", choices=["tensorly"], default=None, help="run TensorLy's parafac beside (dense)")
-    p.add_argument("--ranks", type=int, default=1, help="MPI ranks (only 1 for now)")
+    p.add_argument("--ranks", type=int, default=1, help="MPI ranks (mpiexec started here with a time-out)")
     p.add_argument("--schedule", choices=["tensor", "accumulator"], default="accumulator",
-                   help="distributed schedule (with --ranks > 1; not implemented yet)")
+                   help="with --ranks > 1 and sts-cp: accumulator- or tensor-stationary MTTKRP (als: tensor)")
     p.add_argument("--json", action="store_true")
     return p
 
@@ -79,14 +79,16 @@ def load(args):
 def run(args) -> dict:
     from .als import cp, init_factors, svd_init
 
-    if args.ranks != 1:
-        raise CpError("distributed CP (--ranks > 1) is not implemented yet; use --ranks 1", field="--ranks")
     if args.rank < 1:
         raise CpError(f"must be >= 1, got {args.rank}", field="--rank")
+    if args.ranks < 1:
+        raise CpError(f"must be >= 1, got {args.ranks}", field="--ranks")
     samples = args.samples
     if args.method != "als" and samples is None:
         samples = int(np.ceil(4 * args.rank * max(1.0, np.log(args.rank))))
     t, name = load(args)
+    if args.ranks > 1:
+        return run_distributed(args, t, name, samples)
     x = t.to_dense() if (args.dense or args.compare) else t
     init = svd_init(x, args.rank, args.seed) if args.init == "svd" else init_factors(x.shape, args.rank, args.seed)
     r = cp(x, args.rank, method=args.method, iters=args.iters, samples=samples, seed=args.seed,
@@ -107,19 +109,53 @@ def run(args) -> dict:
     return d
 
 
+def run_distributed(args, t, name: str, samples) -> dict:
+    """``--ranks P``: ``algorithms.cp.dist`` on P mpiexec ranks (sparse only; SVD start, STS-CP or ALS)."""
+    from .dist import run as dist_run
+
+    if args.method == "arls-lev" or args.dense or args.compare:
+        raise CpError("on ranks: --method als or sts-cp on the sparse tensor (no --dense, --compare)", field="--ranks")
+    if args.method != "als" and samples < args.rank:
+        raise CpError(f"samples must be >= rank ({args.rank}), got {samples}", field="--samples")
+    cfg = {"ranks": args.ranks, "rank": args.rank, "samples": samples, "iters": args.iters, "seed": args.seed,
+           "method": args.method, "schedule": args.schedule, "noise": args.noise}
+    if args.tensor:
+        cfg["tensor"] = str(args.tensor)
+    else:
+        shape, nnz, prank = parse_synthetic(args.synthetic)
+        cfg.update(shape=list(shape), nnz=nnz, planted_rank=prank)
+    d = dist_run(cfg)
+    return {"tensor": name, "shape": list(t.shape), "nnz": t.nnz, "dense": False, "method": args.method,
+            "rank": args.rank, "samples": samples if args.method != "als" else None, "ranks": args.ranks,
+            "schedule": "tensor" if args.method == "als" else args.schedule, **d}
+
+
 def main(argv: list[str]) -> int:
     """``argv`` after ``run cp``; errors are the caller's (``cosa.cli.main`` prints FrameworkError)."""
     args = build_parser().parse_args(argv)
     d = run(args)
     if args.json:
         print(json.dumps(d, indent=2))
-        return 0
+    else:
+        _print(d)
+    if d.get("counts_match") is False:  # a failed run: exit 1
+        import sys
+
+        print(f"cosa: cp on {d['ranks']} ranks: words per rank {d['words_per_rank']} differ from the model "
+              f"{d['model_words']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print(d: dict) -> None:
     print(f"{d['method']} rank {d['rank']} on {d['tensor']} ({'x'.join(map(str, d['shape']))}, {d['nnz']} nonzeros"
           f"{', dense' if d['dense'] else ''}){'' if d['samples'] is None else ', J=' + str(d['samples'])}")
     print(f"  fit {d['fit']:.6f} after {len(d['fit_per_iter'])} sweeps, {d['seconds']:.3f} s "
           f"({np.mean(d['seconds_per_iter']) * 1e3:.2f} ms per sweep)")
+    if d.get("words_per_rank"):
+        print(f"  {d['ranks']} ranks, {d['schedule']}-stationary: words received per rank {d['words_per_rank']}, "
+              f"model {d['model_words']} ({'equal' if d['counts_match'] else 'DIFFERENT'})")
     if "tensorly" in d:
         tl = d["tensorly"]
         print(f"  tensorly {tl['version']} parafac: fit {tl['fit']:.6f}, {tl['seconds']:.3f} s "
               f"({tl['seconds_per_iter'] * 1e3:.2f} ms per sweep)")
-    return 0

@@ -33,7 +33,8 @@ def test_compare_tensorly(capsys):
     (["--synthetic", "10,10,10:100:2", "--rank", "0"], "--rank"),
     (["--synthetic", "10,10,10:100:2", "--rank", "4", "--method", "sts-cp", "--samples", "2"], "samples must be"),
     (["--synthetic", "10,10:x:2", "--rank", "2"], "I1,I2"),
-    (["--synthetic", "10,10,10:100:2", "--rank", "2", "--ranks", "4"], "not implemented"),
+    (["--synthetic", "10,10,10:100:2", "--rank", "2", "--ranks", "2", "--method", "arls-lev"], "on ranks"),
+    (["--synthetic", "10,10,10:100:2", "--rank", "2", "--ranks", "0"], "--ranks"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, words):
     assert main(["run", "cp", *argv]) == 2
@@ -46,3 +47,12 @@ def test_malformed_tns(tmp_path, capsys):
     p.write_text("1 2 3 1.0\n1 2 3\n")
     assert main(["run", "cp", "--tensor", str(p), "--rank", "2"]) == 2
     assert "line 2" in capsys.readouterr().err
+
+
+def test_distributed_json(capsys):
+    pytest.importorskip("mpi4py")
+    rc = main(["run", "cp", "--synthetic", "40,40,40:3000:3", "--rank", "3", "--method", "sts-cp", "--samples", "150",
+               "--iters", "3", "--ranks", "2", "--json"])
+    assert rc == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["counts_match"] and d["words_per_rank"] == d["model_words"] and d["fit"] > 0.95
