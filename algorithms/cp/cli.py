@@ -2,12 +2,13 @@
 
     cosa run cp (--tensor F.tns | --synthetic I1,I2,...:nnz:rank) --rank R [--method als|arls-lev|sts-cp]
                 [--samples J] [--iters K] [--noise E] [--seed S] [--init svd|random] [--dense]
-                [--backend cpu|numpy] [--compare tensorly] [--ranks 1] [--json]
+                [--backend cpu|numpy] [--compare tensorly] [--ranks P] [--schedule accumulator|tensor] [--json]
 
 JSON keys: fit, fit_per_iter, seconds, seconds_per_iter (the sweeps; the initialisation and the fit
 evaluations are not counted), words_per_rank and model_words (words received per rank over the sweeps,
-measured by the rank wrapper and from the collectives' closed forms; null on one rank), the tensor's shape and nnz, and with ``--compare tensorly``
-TensorLy's parafac fit and seconds from the same starting factors on the dense tensor.  Bad input (a
+measured by the rank wrapper and from the collectives' closed forms; null on one rank), the tensor's
+shape and nnz, and with ``--compare tensorly`` TensorLy's parafac fit and seconds from the same starting
+factors on the dense tensor.  ``--ranks P`` runs ``algorithms.cp.dist`` (als or sts-cp) on P ranks.  Bad input (a
 malformed .tns, rank < 1, samples < rank, an order-1 tensor) is one line, exit 2.
 """
 
