@@ -186,8 +186,10 @@ def main(argv=None) -> int:
                 ("min bal", ("min_balance", g)), ("QZ fb", ("qz_fallbacks", str)), ("lines", ("lines", str)),
                 ("IRS", ("irs_steps", str)), ("ours s", ("seconds", g)), ("eig s", ("scipy_eig_s", g))])
     date, machine = run_stamp()
-    command = "python3 bench/randnla.py " + " ".join(a for a in (argv if argv is not None else sys.argv[1:])
-                                                      if not a.startswith("--results") and not a.endswith(".md"))
+    given = list(argv if argv is not None else sys.argv[1:])
+    kept = [a for i, a in enumerate(given) if a not in ("--json", "--results")
+            and (i == 0 or given[i - 1] not in ("--json", "--results")) and not a.startswith(("--json=", "--results="))]
+    command = " ".join(["python3 bench/randnla.py", *kept, "--results bench/RESULTS.md"])
     save_outputs(name="randnla", title="RandNLA drivers", command=command, date=date, machine=machine,
                  console=console, data=data, json_path=args.json, results_path=args.results,
                  notes="Ours: sketches applied by the scheduled CPU kernels (GEMM / CSR SpMM) or scipy.fft; LSQR "
