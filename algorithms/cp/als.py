@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .mttkrp import SparseMttkrp, mttkrp_dense
+from .mttkrp import SparseMttkrp, mttkrp_dense, unfold3
 from .sampler import KrpSampler, SegmentTree, hadamard, product_leverage_draw
 from .tensors import CpError, SparseTensor
 
@@ -175,9 +175,11 @@ def cp(x, rank: int, *, method: str = "als", iters: int = 20, samples: int | Non
         fibers = [_FiberIndex(x, n) for n in range(nmodes)] if method != "als" else None
     else:
         xd = np.ascontiguousarray(x, dtype=np.float64)
-        if method == "als" and backend == "cpu":
-            for n in range(nmodes):  # schedule and build each mode's kernel once (cached per shape)
-                mttkrp_dense(xd, factors, n, backend)
+        if method == "als":  # the nest's A per mode, kept; schedule and build each mode's kernel once
+            unfolded = [unfold3(xd, n) for n in range(nmodes)]
+            if backend == "cpu":
+                for n in range(nmodes):
+                    mttkrp_dense(xd, factors, n, backend, unfolded[n])
         unfold = [np.moveaxis(xd, n, 0).reshape(shape[n], -1) for n in range(nmodes)] if method != "als" else None
     grams = [u.T @ u for u in factors]
     trees = [SegmentTree.build(u) for u in factors] if method == "sts-cp" else None
@@ -188,7 +190,7 @@ def cp(x, rank: int, *, method: str = "als", iters: int = 20, samples: int | Non
         for n in range(nmodes):
             others = [m for m in range(nmodes) if m != n]
             if method == "als":
-                m = mtt(factors, n) if sparse else mttkrp_dense(xd, factors, n, backend)
+                m = mtt(factors, n) if sparse else mttkrp_dense(xd, factors, n, backend, unfolded[n])
                 g = hadamard([grams[k] for k in others], rank)
             else:
                 if method == "sts-cp":

@@ -60,21 +60,28 @@ def mttkrp_bound(i: int, k: int, l: int, r: int, memory="256KiB") -> dict:  # no
     return lowerbounds.bound(mttkrp_nest(i, k, l, r), memory).to_dict()
 
 
-def _split(x: np.ndarray, factors, n: int):
+def _split(x: np.ndarray, factors, n: int, unfolded=None):
     """(A, B, C) of the nest for mode n: A = X with mode n first (I_n, I_k, rest), B = U_k, C = KRP of the
     rest (rows in the order of A's last axis)."""
     others = [m for m in range(x.ndim) if m != n]
-    a = np.moveaxis(x, n, 0)
     k = others[0]
     rest = others[1:]
-    a = np.ascontiguousarray(a.reshape(x.shape[n], x.shape[k], -1))
+    a = unfold3(x, n) if unfolded is None else unfolded
     c = krp([factors[m] for m in rest])
     return a, np.ascontiguousarray(factors[k]), np.ascontiguousarray(c)
 
 
-def mttkrp_dense(x: np.ndarray, factors, n: int, backend: str = "cpu") -> np.ndarray:
-    """Mode-n MTTKRP of a dense tensor; ``backend``: ``cpu`` (the scheduled C kernel) or ``numpy``."""
-    a, b, c = _split(x, factors, n)
+def unfold3(x: np.ndarray, n: int) -> np.ndarray:
+    """X with mode n first and the other modes as (first other, rest): the nest's ``A`` (a C-contiguous copy)."""
+    others = [m for m in range(x.ndim) if m != n]
+    return np.ascontiguousarray(np.moveaxis(x, n, 0).reshape(x.shape[n], x.shape[others[0]], -1))
+
+
+def mttkrp_dense(x: np.ndarray, factors, n: int, backend: str = "cpu",
+                 unfolded: np.ndarray | None = None) -> np.ndarray:
+    """Mode-n MTTKRP of a dense tensor; ``backend``: ``cpu`` (the scheduled C kernel) or ``numpy``;
+    ``unfolded``: ``unfold3(x, n)`` when the caller keeps it (ALS does, one copy per mode)."""
+    a, b, c = _split(x, factors, n, unfolded)
     if backend == "numpy":
         return a.reshape(a.shape[0], -1) @ krp([b, c])
     kernel, _ = scheduled_kernel(a.shape[0], a.shape[1], a.shape[2], b.shape[1])
