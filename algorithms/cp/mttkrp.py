@@ -5,8 +5,8 @@ l = the remaining other modes, j = R; for order 3 exactly the MTTKRP, for higher
 Khatri-Rao product of the remaining factors), a ``workloads.einsum`` LoopNest scheduled by
 ``cosa.schedule`` on the ``cpu`` arch and compiled by ``targets.cpu`` (one kernel per shape, cached in
 the process; the MIP and the build are paid once).  ``backend="numpy"`` is the unfolding @ KRP
-reference.  ``mttkrp_bound`` reports the nest's communication lower bound (HBL exponent 3/2 for the
-3-mode nest's ... see ``lowerbounds.bound``).
+reference.  ``mttkrp_bound`` reports the nest's communication lower bound (``lowerbounds.bound``: the
+HBL exponent s_HBL = 5/3 of the four-index nest, the tile LP, compulsory traffic, which binds).
 
 Sparse: over the nonzeros, M[i_n] += v * prod_{k != n} U_k[i_k] (a SciPy CSR product of the
 nonzero-to-row map and the per-nonzero Hadamard rows).
