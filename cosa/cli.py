@@ -500,8 +500,14 @@ def main(argv: list[str] | None = None) -> int:
         args = argparse.Namespace(func=lambda _: cli_targets.TARGETS[argv[1]].command(argv[2:]))
     else:
         args = build_parser().parse_args(argv)
+    return guarded(args.func, args)
+
+
+def guarded(func, args) -> int:
+    """Run one command: a user error prints one line and exits 2, a failed run one line and exits 1
+    (no tracebacks); every subcommand module ends in here."""
     try:
-        return args.func(args)
+        return func(args)
     except RunFailed as exc:
         print(f"cosa: {exc}", file=sys.stderr)
         return EXIT_FAILED

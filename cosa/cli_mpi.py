@@ -47,19 +47,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """``cosa run mpi ...`` (``cosa.cli_targets.TARGETS["mpi"].command``): the exit code."""
-    from workloads import FrameworkError
+    from .cli import guarded
 
-    from .cli import EXIT_FAILED, RunFailed
-
-    args = parser().parse_args(argv)
-    try:
-        return cmd_run_mpi(args)
-    except RunFailed as exc:
-        print(f"cosa: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except FrameworkError as exc:
-        print(f"cosa: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return guarded(cmd_run_mpi, parser().parse_args(argv))
 
 
 def _require(args) -> None:
