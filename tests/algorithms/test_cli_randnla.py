@@ -1,7 +1,6 @@
 """cosa run lstsq|rsvd|pencil: JSON keys, values checked, bad input in one line with exit 2."""
 
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -10,7 +9,6 @@ import scipy.sparse as sp
 
 from cosa.cli import main
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
 
 def _json(capsys, argv):

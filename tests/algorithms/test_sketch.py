@@ -1,6 +1,5 @@
 """algorithms.sketch: seekable operators (blocks bit for bit), kernels against NumPy, embedding quality."""
 
-import shutil
 
 import numpy as np
 import pytest
@@ -8,7 +7,6 @@ import scipy.sparse as sp
 
 from algorithms import sketch as S
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
 M, D, N = 300, 40, 7
 A = np.random.default_rng(0).standard_normal((M, N))

@@ -2,7 +2,6 @@
 
 import json
 import random
-import shutil
 import subprocess
 
 import pytest
@@ -13,7 +12,6 @@ from cosa.baselines.mapspace import random_mapping
 from cosa.cli import main
 from mappings import dump_mapping
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
 GEMM = "kind: matmul\nname: g\nM: 24\nN: 32\nK: 16\ndtype: float32\n"
 

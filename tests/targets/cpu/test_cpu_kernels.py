@@ -1,7 +1,6 @@
 """targets.cpu: every emitted kernel is built, executed and compared with NumPy (or SciPy)."""
 
 import random
-import shutil
 from dataclasses import replace
 
 import numpy as np
@@ -18,7 +17,6 @@ from targets import TargetError
 from targets.cpu import compile_kernel, emit, make_plan, run
 from targets.cpu.reference import random_inputs, reference
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
 ARCH = costmodel.preset("cpu")
 I8 = {"input": 8, "weight": 8, "output": 32}
