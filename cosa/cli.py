@@ -165,6 +165,7 @@ def _schedule_one(workload, arch, args):
 
 def schedule_to_dict(sched) -> dict:
     """JSON form of a Schedule, as printed by ``cosa schedule --json``."""
+    from lowerbounds import roofline
     from mappings import mapping_to_dict
 
     out = {
@@ -177,6 +178,9 @@ def schedule_to_dict(sched) -> dict:
     }
     if sched.extra:
         out.update(sched.extra)
+    roof = roofline(sched.workload, sched.arch)
+    out.update(roof.to_dict())
+    out["cycles_over_roofline"] = roof.over(sched.cost.cycles)
     if sched.bound is not None:
         b = sched.bound.to_dict()
         b["traffic_bytes"] = sched.cost.dram_bytes
@@ -207,6 +211,10 @@ def cmd_schedule(args) -> int:
         b = sched.bound.to_dict()
         ratio = sched.cost.dram_bytes / b["bound_bytes"] if b.get("bound_bytes") else float("nan")
         console.print(f"lower bound {b['bound_bytes']:,.0f} B ({b['binding']}), traffic/bound {ratio:.3f}")
+    from lowerbounds import roofline
+    roof = roofline(workload, arch)
+    console.print(f"roofline {roof.cycles:,.0f} cycles ({roof.bound_by}: compute {roof.compute_cycles:,.0f}, "
+                  f"compulsory DRAM {roof.memory_cycles:,.0f}); cycles / roofline {roof.over(sched.cost.cycles):.3f}")
     if sched.extra.get("tile_args"):
         console.print(f"vendor tile arguments: {sched.extra['tile_args']}")
     warm = sched.extra.get("warm_start")

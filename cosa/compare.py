@@ -30,6 +30,7 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from lowerbounds import roofline
 from workloads import FrameworkError, LoopNest
 
 from .schedule import SchedulingError
@@ -57,6 +58,8 @@ class CompareRow:
     ratio: float = math.nan
     bound_bytes: float | None = None
     bound_ratio: float | None = None
+    roofline_cycles: float | None = None
+    cycles_over_roofline: float | None = None
     status: str = "ok"
     error: str | None = None
     extra: dict = field(default_factory=dict, compare=False)
@@ -71,6 +74,7 @@ class CompareRow:
             "cycles": self.cycles, "energy_pj": self.energy_pj, "utilization": self.utilization,
             "dram_bytes": self.dram_bytes, "seconds": self.seconds, "objective_value": self.objective_value,
             "ratio": self.ratio, "bound_bytes": self.bound_bytes, "bound_ratio": self.bound_ratio,
+            "roofline_cycles": self.roofline_cycles, "cycles_over_roofline": self.cycles_over_roofline,
             "status": self.status, "error": self.error, "extra": self.extra,
         }
 
@@ -178,6 +182,7 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
             results[name] = (None, time.perf_counter() - start, str(err))
     done = [s for s, _, _ in results.values() if s is not None]
     bound = _bound_bytes(workload, arch, done) if done else None
+    roof = roofline(workload, arch).cycles
     rows = []
     for name in schedulers:
         sched, seconds, error = results[name]
@@ -192,7 +197,8 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
             layer, name, workload.repeat, workload.macs, cycles=float(cost.cycles), energy_pj=float(cost.energy_pj),
             utilization=float(cost.utilization), dram_bytes=float(cost.dram_bytes), seconds=seconds,
             objective_value=_objective_value(cost, objective), bound_bytes=bound,
-            bound_ratio=float(cost.dram_bytes) / bound if bound else None, status=sched.stats.status,
+            bound_ratio=float(cost.dram_bytes) / bound if bound else None, roofline_cycles=roof,
+            cycles_over_roofline=float(cost.cycles) / roof if roof else None, status=sched.stats.status,
             extra=extra))
     best = min((r.objective_value for r in rows if r.ok), default=None)
     return [replace(r, ratio=r.objective_value / best) if r.ok and best else r for r in rows]

@@ -12,7 +12,9 @@ layers):
 * ``total_cycles``, ``total_energy_pj``, ``total_dram_bytes``: sums of
   repeat * value (whole-network totals);
 * ``total_seconds``: sum of the seconds to solution, each distinct layer
-  scheduled once (not weighted).
+  scheduled once (not weighted);
+* ``total_roofline_cycles``, ``cycles_over_roofline_total``: the network's
+  roofline (``lowerbounds.roofline``, repeat-weighted sum) and total cycles over it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pathlib import Path
 from .compare import CompareResult, CompareRow
 
 CSV_FIELDS = ("layer", "scheduler", "repeat", "macs", "cycles", "energy_pj", "utilization", "dram_bytes",
-              "seconds", "objective_value", "ratio", "bound_bytes", "bound_ratio", "status", "error", "tile_args")
+              "seconds", "objective_value", "ratio", "bound_bytes", "bound_ratio", "roofline_cycles", "cycles_over_roofline",
+              "status", "error", "tile_args")
 
 
 def _finite(x) -> bool:
@@ -64,6 +67,10 @@ def geomeans(result: CompareResult) -> dict[str, dict]:
             "utilization_geomean": weighted_geomean([r.utilization for r in rows], reps),
             "bound_ratio_geomean": weighted_geomean([r.bound_ratio for r in rows]),
             "total_cycles": sum(r.repeat * r.cycles for r in rows),
+            "total_roofline_cycles": sum(r.repeat * (r.roofline_cycles or math.nan) for r in rows),
+            "cycles_over_roofline_total": (sum(r.repeat * r.cycles for r in rows)
+                                           / sum(r.repeat * (r.roofline_cycles or math.nan) for r in rows)
+                                           if rows else math.nan),
             "total_energy_pj": sum(r.repeat * r.energy_pj for r in rows),
             "total_dram_bytes": sum(r.repeat * r.dram_bytes for r in rows),
             "total_seconds": sum(r.seconds for r in rows),
@@ -92,7 +99,7 @@ def table(result: CompareResult, title: str | None = None):
     t = Table(title=title or f"{result.arch}: objective {result.objective}", show_lines=False)
     for col, justify in (("layer", "left"), ("scheduler", "left"), ("cycles", "right"), ("energy uJ", "right"),
                          ("util", "right"), ("DRAM bytes", "right"), ("seconds", "right"), ("ratio", "right"),
-                         ("traffic/bound", "right")):
+                         ("traffic/bound", "right"), ("cycles/roofline", "right")):
         t.add_column(col, justify=justify)
     groups = result.by_layer()
     for k, name in enumerate(result.layers):
@@ -106,7 +113,7 @@ def table(result: CompareResult, title: str | None = None):
                 ratio = f"[bold green]{ratio}[/]"
             t.add_row(name, r.scheduler, _fmt(r.cycles, ",.0f"), _fmt_energy_uj(r.energy_pj),
                       _fmt(100 * r.utilization, ".1f") + "%", _fmt(r.dram_bytes, ",.0f"), _fmt(r.seconds, ".2f"),
-                      ratio, _fmt(r.bound_ratio, ".2f"))
+                      ratio, _fmt(r.bound_ratio, ".2f"), _fmt(r.cycles_over_roofline, ".2f"))
         if k != len(result.layers) - 1:
             t.add_section()
     summary = geomeans(result)
@@ -116,10 +123,10 @@ def table(result: CompareResult, title: str | None = None):
                   _fmt(g["total_cycles"], ",.0f"), _fmt_energy_uj(g["total_energy_pj"]),
                   _fmt(100 * g["utilization_geomean"], ".1f") + "%", _fmt(g["total_dram_bytes"], ",.0f"),
                   _fmt(g["total_seconds"], ".2f"), _fmt(g["ratio_geomean_weighted"], ".3f"),
-                  _fmt(g["bound_ratio_geomean"], ".2f"))
+                  _fmt(g["bound_ratio_geomean"], ".2f"), _fmt(g["cycles_over_roofline_total"], ".2f"))
     t.caption = ("geomean rows: totals = sum of repeat x value; util and ratio = geomeans weighted by layer "
                  f"repeats; seconds and traffic/bound unweighted; over {len(common_layers(result))} layers "
-                 "where every scheduler succeeded")
+                 "where every scheduler succeeded; cycles/roofline: total cycles over total roofline cycles")
     return t
 
 

@@ -163,6 +163,19 @@ class Level:
         beats = math.ceil(row_bytes / bandwidth - 1e-9) if bandwidth else 0
         return max(beats + extra, least)
 
+    def transfer_cycles(self, read_bytes: float, write_bytes: float) -> float:
+        """Cycles one instance takes to read ``read_bytes`` from and write ``write_bytes`` to this level.
+
+        The one place for the port rule: a port serves reads and writes in turn (read bytes /
+        read_bandwidth + write bytes / write_bandwidth); an unlimited bandwidth costs 0.
+        """
+        cycles = 0.0
+        if self.read_bandwidth:
+            cycles += read_bytes / self.read_bandwidth
+        if self.write_bandwidth:
+            cycles += write_bytes / self.write_bandwidth
+        return cycles
+
     def row_axis(self, role: str) -> str | None:
         """The spatial axis whose block one row of a tensor of ``role`` holds (None: packed densely)."""
         return dict(self.row_axes).get(role)

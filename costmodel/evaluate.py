@@ -364,11 +364,7 @@ def evaluate(workload, arch, mapping) -> Cost:
         write_bytes = sum(a.writes * moved(n) for n, a in accesses[i].items()) + extra_write[i]
         level_bytes[i] = read_bytes + write_bytes
         per_instance = arch.instances(i)
-        cycles = 0.0
-        if lv.read_bandwidth:
-            cycles += read_bytes / per_instance / lv.read_bandwidth
-        if lv.write_bandwidth:
-            cycles += write_bytes / per_instance / lv.write_bandwidth
+        cycles = lv.transfer_cycles(read_bytes / per_instance, write_bytes / per_instance)
         cycles += row_extra[i] / per_instance
         transfer[lv.name] = cycles
         overlapped[lv.name] = bool(lv.double_buffered)
