@@ -20,6 +20,9 @@ from pathlib import Path
 from .. import TargetError
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11")
+"""No -ffast-math / -ffinite-math-only: the kernels keep IEEE NaN/Inf semantics (``targets.exceptions``);
+gcc's default -ffp-contract=fast for GNU C fuses multiply-adds, which propagate NaN/Inf like the pair."""
+UNSAFE_FLAGS = ("-ffast-math", "-ffinite-math-only", "-Ofast", "-fno-honor-nans", "-fno-honor-infinities")
 _PACKAGE = "gcc (Debian package 'gcc'; OpenMP comes with it as libgomp)"
 
 
@@ -81,6 +84,9 @@ def build(source: str, extra_flags: tuple[str, ...] = ()) -> Path:
     """
     cc = compiler()
     flags = FLAGS + tuple(extra_flags)
+    bad = [f for f in flags if f in UNSAFE_FLAGS]
+    if bad:
+        raise TargetError(f"{bad} would let gcc assume no NaN/Inf (see targets.exceptions)", field="flags")
     key = hashlib.sha256("\0".join((source, _compiler_id(cc), *flags)).encode()).hexdigest()[:24]
     root = cache_dir()
     lib = root / f"k{key}.so"
@@ -100,13 +106,14 @@ def build(source: str, extra_flags: tuple[str, ...] = ()) -> Path:
 
 
 @functools.lru_cache(maxsize=256)
-def load(path: Path, symbol: str = "cosa_kernel", nargs: int = 3):
-    """The kernel function ``symbol`` of the shared object at ``path``: ``nargs`` pointers and an int."""
+def load(path: Path, symbol: str = "cosa_kernel", nargs: int = 3, scalars: int = 0):
+    """The kernel function ``symbol`` of the shared object at ``path``: ``nargs`` pointers, ``scalars``
+    doubles (``cosa_kernel_ab``'s alpha and beta) and an int."""
     # threads that wait at a barrier sleep instead of spinning unless the user chose otherwise: on a
     # machine shared with other jobs spinning threads steal the cores the others need (libgomp reads
     # this when it is first loaded)
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     fn = getattr(ctypes.CDLL(str(path)), symbol)
-    fn.argtypes = [ctypes.c_void_p] * nargs + [ctypes.c_int]
+    fn.argtypes = [ctypes.c_void_p] * nargs + [ctypes.c_double] * scalars + [ctypes.c_int]
     fn.restype = None
     return fn

@@ -1,8 +1,10 @@
 """Print a ``Plan`` (``targets.cpu.plan``) as C + OpenMP with a vectorised micro-kernel.
 
 The kernel is ``void cosa_kernel(<one pointer per tensor, in workload order>, int nthreads)``; arrays
-are C-contiguous in their stored shapes (``Plan.shapes``); the output is zeroed by the kernel and then
-accumulated.  Vectors are GCC vector extensions of the machine's register width (``build.isa``);
+are C-contiguous in their stored shapes (``Plan.shapes``); the output is zeroed by the kernel (never
+read: beta = 0) and then accumulated.  ``cosa_kernel_ab(<the same pointers>, double alpha, double beta,
+int nthreads)`` computes ``out := alpha * nest + beta * out`` under ``targets.exceptions``' rules
+(``ab_entry``).  Vectors are GCC vector extensions of the machine's register width (``build.isa``);
 gcc -O3 -march=native turns them into AVX/AVX-512/NEON loads, broadcasts and fused multiply-adds.
 """
 
@@ -364,7 +366,40 @@ class _Emitter:
         for name in plan.packs:
             p(f"free(pk{self.tid[name]});")
         p.close(2)
-        return "\n".join(p.lines) + "\n"
+        names = [f"t{self.tid[t.name]}" for t in w.tensors]
+        params = [a.replace("restrict ", "") for a in args]
+        out_words = str(math.prod(plan.shapes[out.name]))
+        return "\n".join(p.lines) + "\n" + ab_entry(self.ctype, params, names, names[self.tid[out.name]], out_words)
+
+
+def ab_entry(ctype: str, params: list[str], names: list[str], out: str, words: str) -> str:
+    """C text of ``cosa_kernel_ab(params..., double alpha, double beta, int nthreads)``: ``out := alpha *
+    cosa_kernel(...) + beta * out`` (``words`` elements of type ``ctype``) following ``targets.exceptions``:
+    alpha = 0 calls no kernel (its inputs are not read), beta = 0 does not read ``out``, alpha = beta = 0
+    writes exact zeros, otherwise every product is an IEEE product (no zero is skipped)."""
+    call = f"cosa_kernel({', '.join(names)}, nthreads);"
+    return "\n".join([
+        "/* out := alpha * (the nest) + beta * out; see targets/exceptions.py for the NaN/Inf policy */",
+        f"void cosa_kernel_ab({', '.join(params)}, double alpha, double beta, int nthreads) {{",
+        f"    const long n = {words};",
+        f"    const {ctype} a = ({ctype})alpha, b = ({ctype})beta;",
+        "    if (alpha == 0.0) {  /* the inputs are not read */",
+        f"        if (beta == 0.0) {{ memset({out}, 0, n * sizeof({ctype})); return; }}  /* exact zeros */",
+        f"        for (long i = 0; i < n; i++) {out}[i] = b * {out}[i];",
+        "        return;",
+        "    }",
+        "    if (beta == 0.0) {  /* out is not read */",
+        f"        {call}",
+        f"        if (alpha != 1.0) for (long i = 0; i < n; i++) {out}[i] = a * {out}[i];",
+        "        return;",
+        "    }",
+        f"    {ctype} *c = ({ctype} *)malloc((n > 0 ? n : 1) * sizeof({ctype}));",
+        f"    memcpy(c, {out}, n * sizeof({ctype}));",
+        f"    {call}",
+        f"    for (long i = 0; i < n; i++) {out}[i] = a * {out}[i] + b * c[i];",
+        "    free(c);",
+        "}",
+        ""])
 
 
 def emit_c(plan: Plan, vector_bytes: int = 32) -> str:

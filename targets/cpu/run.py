@@ -14,6 +14,7 @@ from . import build as _build
 from .emit import emit_c
 from .plan import Plan, make_plan
 from .reference import NUMPY_DTYPES, compare, random_inputs, reference
+from ..exceptions import UNCHECKED, check_mode, reads, scan
 
 
 @dataclass
@@ -41,14 +42,43 @@ class CpuKernel:
             ptrs.append(a.ctypes.data)
         return ptrs
 
-    def __call__(self, arrays: dict, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
-        """Run on ``arrays`` (input name -> array); writes and returns ``out`` (allocated when None)."""
+    def __call__(self, arrays: dict, out: np.ndarray | None = None, threads: int | None = None, *,
+                 alpha: float = 1.0, beta: float = 0.0, exceptions: str = "ieee"):
+        """``out := alpha * nest(arrays) + beta * out`` (input name -> array); writes and returns ``out``
+        (allocated, uninitialised, when None; beta != 0 needs it).  NaN/Inf rules: ``targets.exceptions``
+        (beta = 0 does not read ``out``, alpha = 0 reads no input).  ``exceptions="check"``: returns
+        ``(out, ExceptionStatus)`` naming the first argument (kernel order) with an Inf/NaN."""
+        check_mode(exceptions)
         o = self.plan.workload.output
         if out is None:
+            if beta != 0:
+                raise TargetError("beta != 0 reads the output: pass out", field="out")
             out = np.empty(self.plan.shapes[o.name], dtype=NUMPY_DTYPES[self.plan.dtypes[o.name]])
         ptrs = self.check(arrays, out)
-        self.fn(*ptrs, int(threads or os.cpu_count() or 1))
-        return out
+        nthreads = int(threads or os.cpu_count() or 1)
+        read_inputs, read_out = reads(alpha, beta)
+        status_in = self._inputs(arrays, out, read_inputs, read_out) if exceptions == "check" else None
+        if alpha == 1 and beta == 0:
+            self.fn(*ptrs, nthreads)
+        else:
+            self._fn_ab()(*ptrs, float(alpha), float(beta), nthreads)
+        if exceptions == "ieee":
+            return out
+        pos = self._positions()
+        return out, scan(status_in, [(pos[o.name], o.name, out)])
+
+    def _positions(self) -> dict:
+        return {t.name: k + 1 for k, t in enumerate(self.plan.workload.tensors)}
+
+    def _inputs(self, arrays, out, read_inputs: bool, read_out: bool) -> list:
+        pos = self._positions()
+        o = self.plan.workload.output.name
+        args = [(pos[t.name], t.name, arrays[t.name]) for t in self.plan.workload.inputs] if read_inputs else []
+        # the output is read only with beta != 0 (copied before the kernel runs)
+        return sorted(args + ([(pos[o], o, out.copy())] if read_out else []))
+
+    def _fn_ab(self):
+        return _build.load(self.library, "cosa_kernel_ab", len(self.plan.workload.tensors), 2)
 
 
 def emit(workload, mapping, arch, *, scalar: bool = False) -> str:
@@ -82,11 +112,12 @@ class RunResult:
     threads: int
     mapping: dict
     times_s: list
+    exception_status: dict = field(default_factory=lambda: UNCHECKED.to_dict())
 
     def to_dict(self) -> dict:
         return {"verified": self.verified, "max_abs_err": self.max_abs_err, "reference": self.reference,
                 "seconds": self.seconds, "gflops": self.gflops, "threads": self.threads, "mapping": self.mapping,
-                "times_s": self.times_s}
+                "times_s": self.times_s, "exception_status": self.exception_status}
 
 
 def time_call(fn, repeat: int) -> list[float]:
@@ -100,24 +131,30 @@ def time_call(fn, repeat: int) -> list[float]:
 
 
 def run(workload, mapping, arch, *, threads: int | None = None, repeat: int = 3, seed: int = 0,
-        scalar: bool = False) -> RunResult:
-    """Build and run ``mapping``, verify against NumPy (or SciPy for a sparse nest), time ``repeat`` calls."""
+        scalar: bool = False, exceptions: str = "ieee") -> RunResult:
+    """Build and run ``mapping``, verify against NumPy (or SciPy for a sparse nest), time ``repeat`` calls.
+    ``exceptions="check"``: the verified call scans its inputs and output (``exception_status``)."""
     from mappings import mapping_to_dict
 
+    check_mode(exceptions)
     if any(t.density < 1.0 for t in workload.tensors):
         from .sparse import run_sparse
 
-        return run_sparse(workload, mapping, arch, threads=threads, repeat=repeat, seed=seed)
+        return run_sparse(workload, mapping, arch, threads=threads, repeat=repeat, seed=seed, exceptions=exceptions)
     threads = int(threads or os.cpu_count() or 1)
     if threads < 1:
         raise TargetError(f"threads must be >= 1, got {threads}", field="--threads")
     kernel = compile_kernel(workload, mapping, arch, scalar=scalar)
     plan = kernel.plan
     arrays = random_inputs(workload, plan.dtypes, plan.shapes, seed)
-    out = kernel(arrays, threads=threads)
+    status = UNCHECKED
+    if exceptions == "check":
+        out, status = kernel(arrays, threads=threads, exceptions="check")
+    else:
+        out = kernel(arrays, threads=threads)
     ref = reference(workload, arrays, plan.shapes, plan.compute_dtype)
     ok, err = compare(out, ref, plan.compute_dtype)
     times = time_call(lambda: kernel(arrays, out, threads), repeat)
     seconds = statistics.median(times)
     return RunResult(ok, err, "numpy", seconds, 2 * workload.macs / seconds / 1e9, threads,
-                     mapping_to_dict(mapping, arch), times)
+                     mapping_to_dict(mapping, arch), times, status.to_dict())
