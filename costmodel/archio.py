@@ -29,6 +29,7 @@
             - {name: rows, size: 16, roles: [input, weight], window_dims: false, dims: []}
           double_buffered: false     # transfers overlap compute; capacity split in two
           multicast: true            # one read serves all children needing the word
+          separate_channels: false   # reads and writes on their own channels at once (Timeloop); else one port
           partial_sum_bits: null     # bits per word of partial sums spilled to the outer holder
           init_fill_bits: null       # bits per word of an initial value (bias) read per output tile
           compute_quantum: 1         # iterations per residency round up to a multiple of this
@@ -58,6 +59,7 @@ from typing import Any
 import yaml
 
 from workloads import ROLES
+from workloads.yamlio import load_yaml, read_text_file, read_yaml
 
 from .arch import Arch, ArchError, Level, SpatialAxis
 from .cosa_arch import from_cosa_v02
@@ -70,7 +72,7 @@ _AXIS_FIELDS = {"name", "size", "roles", "window_dims", "dims"}
 
 def _parse_value(text: str):
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError:
         return text
 
@@ -95,10 +97,7 @@ def load_arch(path_or_name: str | Path) -> Arch:
     path = Path(text)
     if not path.is_file():
         raise ArchError(f"no such file, and not a preset (known presets: {list_presets()})", source=text)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ArchError(f"malformed YAML: {exc}".replace("\n", " "), source=str(path)) from None
+    doc = read_yaml(read_text_file(path, str(path), ArchError), str(path), ArchError)
     return arch_from_dict(doc, source=str(path), default_name=path.stem)
 
 
@@ -210,7 +209,7 @@ def _level(doc, index: int, source: str) -> Level:
                             field=f"{where}.row_axes")
         _roles(list(axes), source, f"{where}.row_axes")
         kw["row_axes"] = dict(axes)
-    for key in ("double_buffered", "multicast"):
+    for key in ("double_buffered", "multicast", "separate_channels"):
         if key in doc:
             if not isinstance(doc[key], bool):
                 raise ArchError(f"expected true or false, got {doc[key]!r}", source=source, field=f"{where}.{key}")
@@ -262,6 +261,8 @@ def _level_to_dict(lv: Level) -> dict:
                          ("max_transfer_row_bytes", None)):
         if getattr(lv, key) != default:
             out[key] = getattr(lv, key)
+    if lv.separate_channels:
+        out["separate_channels"] = True
     if lv.row_axes:
         out["row_axes"] = dict(lv.row_axes)
     if lv.spatial_axes:

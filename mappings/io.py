@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from workloads.yamlio import read_text_file, read_yaml
+
 from .mapping import LevelMapping, Mapping, MappingError
 
 _LEVEL_KEYS = {"name", "temporal", "spatial", "order", "bypass"}
@@ -124,21 +126,14 @@ def dump_mapping(mapping: Mapping, arch=None) -> str:
 
 
 def read_mapping_yaml(text: str, source: str = "<string>") -> Any:
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise MappingError(f"malformed YAML{where}: {getattr(exc, 'problem', None) or exc}", source=source) from None
+    """Parse mapping YAML; MappingError on malformed input, a repeated key, deep nesting or an alias bomb."""
+    return read_yaml(text, source, MappingError)
 
 
 def load_mapping(path: str | Path, arch, workload=None) -> Mapping:
     """A mapping file in our format, or in Timeloop's (``mapping:`` list; needs ``workload``)."""
     src = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise MappingError(f"cannot read: {exc.strerror or exc}", source=src) from None
+    text = read_text_file(path, src, MappingError)
     doc = read_mapping_yaml(text, src)
     if isinstance(doc, dict) and "mapping" in doc and "levels" not in doc:
         if workload is None:

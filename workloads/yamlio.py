@@ -163,13 +163,13 @@ def read_text_file(path: str | Path, source: str | None = None, error: type[Exce
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise _error(error)("no such file", source=source) from None
+        raise _error(error)("cannot read: no such file", source=source) from None
     except IsADirectoryError:
-        raise _error(error)("is a directory, not a file", source=source) from None
+        raise _error(error)("cannot read: a directory, not a file", source=source) from None
     except OSError as exc:
         raise _error(error)(f"cannot read: {exc.strerror or exc}", source=source) from None
     except UnicodeDecodeError as exc:
-        raise _error(error)(f"not a text file (byte {exc.start} is not UTF-8)", source=source) from None
+        raise _error(error)(f"cannot read: not a text file (byte {exc.start} is not UTF-8)", source=source) from None
 
 
 def _error(error: type[Exception] | None) -> type[Exception]:
