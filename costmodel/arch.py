@@ -107,6 +107,10 @@ class Level:
     ``max_transfer_row_bytes`` of the inner level's words (a whole number of
     blocks), and a block narrower than the axis moves alone.
     max_transfer_row_bytes: set on the inner level; None = no cap.
+
+    separate_channels: reads and writes have their own channels of read_bandwidth and
+    write_bandwidth and overlap (Timeloop's model: its files give this); False (the default):
+    one port serves both in turn (Gemmini's DMA).
     """
 
     name: str
@@ -133,6 +137,7 @@ class Level:
     write_row_extra_cycles: float = 0.0
     write_row_min_cycles: float = 0.0
     max_transfer_row_bytes: int | None = None
+    separate_channels: bool = False
 
     def __post_init__(self):
         # accept {role: axis} and keep a hashable, canonical (role, axis) tuple in ROLES order
@@ -167,14 +172,13 @@ class Level:
         """Cycles one instance takes to read ``read_bytes`` from and write ``write_bytes`` to this level.
 
         The one place for the port rule: a port serves reads and writes in turn (read bytes /
-        read_bandwidth + write bytes / write_bandwidth); an unlimited bandwidth costs 0.
+        read_bandwidth + write bytes / write_bandwidth); with ``separate_channels`` reads and
+        writes flow at once on their own channels (Timeloop's rule: the slower channel's cycles,
+        max(read bytes / read_bandwidth, write bytes / write_bandwidth)).  An unlimited bandwidth costs 0.
         """
-        cycles = 0.0
-        if self.read_bandwidth:
-            cycles += read_bytes / self.read_bandwidth
-        if self.write_bandwidth:
-            cycles += write_bytes / self.write_bandwidth
-        return cycles
+        reads = read_bytes / self.read_bandwidth if self.read_bandwidth else 0.0
+        writes = write_bytes / self.write_bandwidth if self.write_bandwidth else 0.0
+        return max(reads, writes) if self.separate_channels else reads + writes
 
     def row_axis(self, role: str) -> str | None:
         """The spatial axis whose block one row of a tensor of ``role`` holds (None: packed densely)."""

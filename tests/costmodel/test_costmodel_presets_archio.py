@@ -56,7 +56,8 @@ def test_simba_matches_cosa_file_and_has_1024_macs():
                     "AccumulationBuffer": 192, "Registers": 1}
     assert [arch.instances(i) for i in range(6)] == [1, 1, 16, 128, 128, 1024]
     assert arch.level("GlobalBuffer").holds == {"input", "output"}
-    assert arch.level("DRAM").read_bandwidth == 20.0
+    assert arch.level("DRAM").read_bandwidth == arch.level("DRAM").write_bandwidth == 10.0  # Timeloop: bandwidth/2 each way
+    assert arch.level("DRAM").separate_channels
     from_file = load_arch(SHARED / "cosa-simba.yaml")
     assert from_file.levels == arch.levels and from_file.total_macs_per_cycle == 1024
 
