@@ -196,7 +196,11 @@ def cmd_schedule(args) -> int:
     arch = _arch(args.arch, args.dataflow)
     sched = _schedule_one(workload, arch, args)
     if args.output:
-        Path(args.output).write_text(dump_mapping(sched.mapping, arch))
+        if args.format == "timeloop":  # Timeloop's mapping format, for timeloop-model ARCH PROBLEM F.yaml
+            from mappings import dump_timeloop
+            Path(args.output).write_text(dump_timeloop(sched.mapping, workload, arch))
+        else:
+            Path(args.output).write_text(dump_mapping(sched.mapping, arch))
     if args.json:
         _print_json(schedule_to_dict(sched))
         return 0
@@ -442,6 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataflow", choices=["ws", "os"], default=None)
     _add_sched_opts(p)
     p.add_argument("-o", "--output", help="write the mapping YAML here")
+    p.add_argument("--format", choices=["yaml", "timeloop"], default="yaml",
+                   help="-o file format: ours (yaml) or Timeloop's mapping (cosa evaluate reads both)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_schedule)
 
