@@ -12,7 +12,10 @@ for bit against NumPy, bias, ReLU, 1/256 output scale).  Beside the RTL
 cycles: the timing model (same main-memory latency) and the cost model's
 estimate, each with its relative error per layer; utilization (MACs / DIM^2
 over RTL cycles), per-unit busy cycles and the simulation speed (simulated
-cycles per host second).  vendor / cosa per layer and its geomean.
+cycles per host second).  vendor / cosa per layer and its geomean.  The
+roofline (``lowerbounds.roofline``: max(MACs / DIM^2, compulsory DRAM bytes
+through the DMA port)) per layer, each program's cycles over it, and the
+repeat-weighted network sums of cosa, vendor and roofline cycles.
 
     python bench/gemmini_rtl.py [--quick] [--networks resnet50,bert_base_128] [--layers a,b|all]
                                 [--jobs N] [--time-limit 30] [--mem-latency 16] [--mappings DIR]
@@ -48,6 +51,7 @@ from gemmini.config import DEFAULT_CONFIG
 from gemmini.errors import CodegenError, SimulationError
 from gemmini.sim import rtl
 from gemmini.sim.timing import timing
+from lowerbounds import roofline
 from workloads import zoo
 
 NETWORKS = {"resnet50": "ResNet-50", "bert_base_128": "BERT-base GEMMs (seq 128)"}
@@ -70,10 +74,16 @@ def _fmt(x, spec: str) -> str:
     return format(x, spec) if isinstance(x, (int, float)) and x is not None and math.isfinite(x) else "-"
 
 
+def r_util(row: dict, cycles: float) -> float:
+    """Array utilization at ``cycles`` (MACs / DIM^2 / cycles) of the layer of ``row``."""
+    return row["macs"] / (DEFAULT_CONFIG.dim ** 2) / cycles if cycles else math.nan
+
+
 def run_layer(network: str, name: str, column: str, args) -> dict:
     """One program of one layer on the RTL (and the timing model): cosa, vendor or approx."""
     wl = next(w for w in zoo.network(network) if w.name == name)
-    row = {"network": network, "layer": name, "column": column, "repeat": wl.repeat, "macs": wl.macs}
+    row = {"network": network, "layer": name, "column": column, "repeat": wl.repeat, "macs": wl.macs,
+           "roofline_cycles": roofline(wl, DEFAULT_CONFIG.arch("ws")).cycles}
     if column == "vendor":
         row.update(vendor_rtl_row(wl, scale=SCALE, mem_latency=args.mem_latency, seed=args.seed))
         return row
@@ -134,20 +144,27 @@ def run_network(network: str, args, console: Console) -> dict:
         rows = {(n, s): run_layer(network, n, s, args) for n, s in jobs}
     table = Table(title=f"{NETWORKS.get(network, network)} on the Gemmini RTL (DIM 16, WS, memory latency "
                         f"{args.mem_latency} cycles)")
-    for col in ("layer", "program", "RTL cycles", "util", "vendor/x", "ok", "timing model", "err", "cost model",
-                "err", "busy ld/ex/st %", "Mcyc/s"):
+    for col in ("layer", "program", "RTL cycles", "util", "vendor/x", "x/roofline", "ok", "timing model", "err",
+                "cost model", "err", "busy ld/ex/st %", "Mcyc/s"):
         table.add_column(col, justify="left" if col in ("layer", "program") else "right")
+
     t_err = {s: [] for s in COLUMNS}
     c_err, speeds, cyc = [], [], []
     all_verified = True
+    sums = {s: 0.0 for s in COLUMNS + ("roofline",)}
     for n in names:
         v = rows[(n, "vendor")]
+        roof = v["roofline_cycles"]
         cyc.append({"layer": n, "repeat": 1, **{s: rows[(n, s)].get("rtl_cycles") for s in COLUMNS}})
+        rep = v["repeat"]
+        sums["roofline"] += rep * roof
+        for s in COLUMNS:
+            sums[s] += rep * (rows[(n, s)].get("rtl_cycles") or math.nan)
         for s in COLUMNS:
             r = rows[(n, s)]
             all_verified &= bool(r.get("verified"))
             if "error" in r:
-                table.add_row(n if s == "cosa" else "", s, "-", "-", "-", "ERR", "-", "-", "-", "-", "-", "-")
+                table.add_row(n if s == "cosa" else "", s, "-", "-", "-", "-", "ERR", "-", "-", "-", "-", "-", "-")
                 continue
             ratio = v["rtl_cycles"] / r["rtl_cycles"] if v.get("rtl_cycles") and s != "vendor" else None
             t_err[s].append(abs(r["timing_error"]))
@@ -157,10 +174,12 @@ def run_network(network: str, args, console: Console) -> dict:
             busy = "/".join(f"{100 * r['busy'][u] / r['rtl_cycles']:.0f}" for u in ("load", "execute", "store"))
             table.add_row(n if s == "cosa" else "", s, _fmt(r["rtl_cycles"], ",.0f"), _fmt(r["utilization"], ".0%"),
                           _fmt(ratio, ".2f") + (" SLOWER" if s == "cosa" and ratio is not None and ratio < 1 else ""),
-                          "yes" if r["verified"] else "NO",
+                          _fmt(r["rtl_cycles"] / roof, ".2f"), "yes" if r["verified"] else "NO",
                           _fmt(r["timing_cycles"], ",.0f"), _fmt(r["timing_error"], "+.0%"),
                           _fmt(r.get("costmodel_cycles"), ",.0f"), _fmt(r.get("costmodel_error"), "+.0%"), busy,
                           _fmt(r["cycles_per_second"] / 1e6, ".2f"))
+        table.add_row("", "roofline", _fmt(roof, ",.0f"), _fmt(r_util(v, roof), ".0%"), "-", "1.00", "", "", "", "",
+                      "", "", "")
     console.print(table)
     for key, r in rows.items():
         if "error" in r:
@@ -173,12 +192,18 @@ def run_network(network: str, args, console: Console) -> dict:
                   for s in COLUMNS},
                "median_abs_costmodel_error": statistics.median(c_err) if c_err else None,
                "median_cycles_per_second": statistics.median(speeds) if speeds else None,
-               "all_verified": all_verified}
+               "all_verified": all_verified, "sum_cycles": sums,
+               **{f"sum_{s}_over_roofline": sums[s] / sums["roofline"] if sums["roofline"] else None
+                  for s in COLUMNS}}
     name = NETWORKS.get(network, network)
     console.print(f"{name}: RTL cycles, cosa over the vendor's stream: geomean {_fmt(vs_vendor['geomean'], '.3f')}x "
                   f"over {vs_vendor['compared']} layers; layers where cosa is SLOWER than the vendor: "
                   f"{', '.join(vs_vendor['slower']) or 'none'}; cosa over the old approximation: geomean "
                   f"{_fmt(approx['geomean'], '.3f')}x")
+    console.print(f"  sums over these layers (x repeats): roofline {sums['roofline']:,.0f} cycles; cosa "
+                  f"{sums['cosa']:,.0f} ({_fmt(summary['sum_cosa_over_roofline'], '.2f')}x the roofline), vendor "
+                  f"{sums['vendor']:,.0f} ({_fmt(summary['sum_vendor_over_roofline'], '.2f')}x), approx "
+                  f"{sums['approx']:,.0f} ({_fmt(summary['sum_approx_over_roofline'], '.2f')}x)")
     console.print(f"  median |timing model error| against the RTL: cosa "
                   f"{_fmt(summary['median_abs_timing_error_cosa'], '.1%')}, vendor (loop instructions) "
                   f"{_fmt(summary['median_abs_timing_error_vendor'], '.1%')}, approx "

@@ -345,12 +345,23 @@ def fc(name: str, batch: int, in_features: int, out_features: int, *, bias: bool
                      repeating_bias=False)
 
 
+# The zoo's ResNet-50 layers that Gemmini's imagenet/resnet50.c runs through ``tiled_conv_downsample`` (one
+# ``tiled_matmul_auto`` per output row) instead of ``tiled_conv_auto``: conv_15 (res3a_branch1) and conv_28
+# (res4a_branch1) in gemmini-rocc-tests 180c468; its res5a_branch1 (conv_47) goes to ``tiled_conv_auto``.
+RESNET50_C_DOWNSAMPLE = frozenset({"res3a_branch1", "res4a_branch1"})
+
+
 def from_workload(workload, *, dataflow: str = "ws", bias: bool = True, relu: bool = False, scale: float = 1.0,
-                  downsample_call: bool = False) -> VendorProgram:
+                  downsample_call: bool | None = None) -> VendorProgram:
     """The library's calls for a ``workloads`` layer (``workload.op`` from ``workloads.conv2d``/``matmul``).
 
     Convolutions are weight-stationary only (the library exits on OS
-    convolutions), except 1x1 stride-1 layers, which are matmuls."""
+    convolutions), except 1x1 stride-1 layers, which are matmuls.
+    ``downsample_call``: None = as resnet50.c calls the layer of that name
+    (``RESNET50_C_DOWNSAMPLE``), True/False to force or refuse
+    ``tiled_conv_downsample`` for a 1x1 stride-2 layer."""
+    if downsample_call is None:
+        downsample_call = workload.name in RESNET50_C_DOWNSAMPLE
     op = getattr(workload, "op", None) or {}
     src = f"workload {workload.name}"
     d = workload.dims

@@ -242,7 +242,13 @@ def test_zoo_layers_map_to_the_library_calls():
     assert calls["conv1"] == ["tiled_conv_auto"]
     assert calls["res2a_branch2a"] == ["tiled_matmul_nn_auto"]  # 1x1 stride 1
     assert calls["res2a_branch2b"] == ["tiled_conv_auto"]
-    assert calls["res4a_branch1"] == ["tiled_conv_auto"]  # 1x1 stride 2: the hardware downsample path
+    # 1x1 stride 2: resnet50.c calls tiled_conv_downsample (one tiled_matmul_auto per output row) for two
+    # of the three branches and tiled_conv_auto's hardware downsample path for res5a_branch1
+    assert calls["res4a_branch1"] == ["tiled_conv_downsample"]
+    assert calls["res3a_branch1"] == ["tiled_conv_downsample"]
+    assert calls["res5a_branch1"] == ["tiled_conv_auto"]
+    res4 = next(w for w in workloads.load("resnet50") if w.name == "res4a_branch1")
+    assert [c.fn for c in C.from_workload(res4, downsample_call=False).calls] == ["tiled_conv_auto"]
     mobilenet = {w.name: C.from_workload(w) for w in workloads.load("mobilenet_v2")}
     assert [c.fn for c in mobilenet["b1_dw"].calls] == ["tiled_conv_dw_auto"]
     bmm = C.from_workload(workloads.matmul("bmm", M=8, N=16, K=24, batch=3))
