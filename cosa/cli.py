@@ -139,6 +139,11 @@ def cmd_evaluate(args) -> int:
 
     workload = _workload(args.workload)
     arch = _arch(args.arch)
+    if args.energy_table:  # per-access energies (ours or Accelergy's ERT) replace the arch's per-byte ones
+        import dataclasses
+
+        from costmodel.energy import load_energy_table
+        arch = dataclasses.replace(arch, params={**arch.params, "energy_table": load_energy_table(args.energy_table)})
     mapping = load_mapping(args.mapping, arch, workload)
     cost = evaluate(workload, arch, mapping)
     if args.json:
@@ -437,6 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("workload")
     p.add_argument("--arch", required=True)
     p.add_argument("--mapping", required=True)
+    p.add_argument("--energy-table", help="per-access energies: energy_table: {level: {read, write, update}} "
+                   "or Accelergy's ERT")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 

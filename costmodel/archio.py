@@ -63,6 +63,7 @@ from workloads.yamlio import load_yaml, read_text_file, read_yaml
 
 from .arch import Arch, ArchError, Level, SpatialAxis
 from .cosa_arch import from_cosa_v02
+from .energy import parse_energy_table
 from .presets import list_presets, preset
 
 _LEVEL_FIELDS = {f.name for f in dataclasses.fields(Level)}
@@ -106,10 +107,11 @@ def arch_from_dict(doc: Any, source: str = "arch", default_name: str = "arch") -
     if not isinstance(doc, dict):
         raise ArchError("the file must hold a mapping", source=source)
     if "arch" in doc:
-        extra = set(doc) - {"arch"}
+        extra = set(doc) - {"arch", "ERT", "energy_table"}
         if extra:
             raise ArchError(f"unknown top-level keys {sorted(extra)} beside 'arch'", source=source)
-        return from_cosa_v02(doc["arch"], source=source, name=default_name)
+        arch = from_cosa_v02(doc["arch"], source=source, name=default_name)
+        return _with_energy_table(arch, doc, source)
     if "architecture" in doc:
         raise ArchError("Timeloop v0.3/v0.4 'architecture' trees are not supported; use the v0.2 'arch' form "
                         "or ours", source=source, field="architecture")
@@ -131,10 +133,22 @@ def arch_from_dict(doc: Any, source: str = "arch", default_name: str = "arch") -
         if not isinstance(doc["params"], dict):
             raise ArchError("must be a mapping", source=source, field="params")
         kwargs["params"] = dict(doc["params"])
+    if "energy_table" in (kwargs.get("params") or {}):
+        kwargs["params"]["energy_table"] = parse_energy_table(kwargs["params"], source)
     try:
         return Arch(**kwargs)
     except ArchError as exc:
         raise ArchError(exc.reason, source=source, field=exc.field) from None
+
+
+def _with_energy_table(arch: Arch, doc: dict, source: str) -> Arch:
+    """``arch`` with the per-access energies of ``doc``'s ``ERT:`` or ``energy_table:`` (if any) in
+    ``params["energy_table"]``, which ``evaluate`` then prices accesses with."""
+    if "ERT" not in doc and "energy_table" not in doc:
+        return arch
+    key = "ERT" if "ERT" in doc else "energy_table"
+    table = parse_energy_table({key: doc[key]}, source)
+    return dataclasses.replace(arch, params={**arch.params, "energy_table": table})
 
 
 def _num(value, kind, source, field, allow_none=False, minimum=None):

@@ -98,7 +98,9 @@ rows one DIM-column block).  ``Cost.transfer_rows`` counts the rows.  Levels wit
 cycles = max(compute, overlapped transfers) + sum(non-overlapped transfers).
 
 Energy: sum over levels and tensors of (reads * read pJ/B + writes * write pJ/B)
-* bytes per word, plus MACs * energy per MAC.  Utilization = ideal cycles
+* bytes per word, plus MACs * energy per MAC; where ``arch.params["energy_table"]``
+gives per-access energies (an ERT, ``costmodel.energy.table_energy``): reads, fills
+and updates priced per word access, plus MACs * its compute energy.  Utilization = ideal cycles
 (MACs / peak MACs per cycle) / cycles.
 """
 
@@ -111,6 +113,7 @@ from mappings.validate import assign_to_axes, tile_rows
 
 from .compute_runs import compute_runs, compute_work
 from .cost import Access, Cost, PartialSums
+from .energy import table_energy
 from .tiling import NestLoop, nest_loops, tile_counts
 
 
@@ -370,6 +373,9 @@ def evaluate(workload, arch, mapping) -> Cost:
         overlapped[lv.name] = bool(lv.double_buffered)
         energy[lv.name] = read_bytes * lv.read_energy_pj_per_byte + write_bytes * lv.write_energy_pj_per_byte
     energy["MAC"] = workload.macs * arch.mac_energy_pj
+    if arch.params.get("energy_table"):  # per-access energies (an ERT) replace the per-byte ones
+        energy = table_energy(arch.params["energy_table"], {arch.levels[i].name: per for i, per in accesses.items()},
+                              workload.macs, arch.level_names, source=f"arch {arch.name}")
 
     hidden = max([compute_cycles] + [c for n, c in transfer.items() if overlapped[n]])
     cycles = hidden + sum(c for n, c in transfer.items() if not overlapped[n])
