@@ -242,9 +242,15 @@ def cmd_compare(args) -> int:
     nests = _workloads(args.workloads)
     arch = _arch(args.arch, args.dataflow)
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    measure = None
+    if args.measure:
+        if not arch.name.startswith("cpu"):
+            raise FrameworkError(f"--measure runs the schedules with the CPU target; arch {arch.name!r} is not a "
+                                 "CPU arch (--arch cpu or a file from cosa arch calibrate cpu)", field="--measure")
+        measure = measure_cpu
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
-                     progress=sys.stdout.isatty() and not args.json)
+                     progress=sys.stdout.isatty() and not args.json, measure=measure)
     if args.csv:
         report.write_csv(result, args.csv)
     if args.plot:
@@ -254,6 +260,16 @@ def cmd_compare(args) -> int:
     else:
         report.print_table(result)
     return 0
+
+
+def measure_cpu(workload, arch, mapping) -> dict:
+    """``cosa compare --measure``: build the mapping as C + OpenMP, run it on every core, verify against
+    NumPy, median seconds of 3 calls (``targets.cpu.run``)."""
+    from targets.cpu import run
+
+    got = run(workload, mapping, arch, repeat=3).to_dict()
+    return {"seconds": got["seconds"], "verified": got["verified"], "gflops": got.get("gflops"),
+            "threads": got.get("threads")}
 
 
 def cmd_bound(args) -> int:
@@ -469,6 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--random-samples", type=int, default=None,
                    help="budget of the random baseline in samples (default: 10x the MIP's seconds)")
+    p.add_argument("--measure", action="store_true",
+                   help="CPU archs: run every schedule as C + OpenMP (verified) and show its seconds")
     p.add_argument("--csv")
     p.add_argument("--plot")
     p.add_argument("--json", action="store_true")

@@ -17,6 +17,14 @@ Ratios: ``ratio`` is a row's objective value over the best row of its layer
 (1.0 = best; latency: cycles, energy: pJ, edp: cycles*pJ; the MIP's own
 objective "cosa" compares cycles).  ``bound_ratio`` is DRAM traffic over the
 communication lower bound at the level DRAM feeds, when one is available.
+``cycles_over_roofline``: cycles over ``lowerbounds.roofline``.
+
+Measurement (``measure``): a callable ``(workload, arch, mapping) -> dict``
+with ``seconds`` and ``verified`` (the CLI passes ``targets.cpu``'s runner for
+``--arch cpu --measure``; this module does not import targets).  Every
+scheduled mapping is run once scheduling is done, one at a time in this
+process (never side by side with other runs), and its measured seconds sit
+beside the model's cycles (``measured_s``, ``measured_verified``).
 """
 
 from __future__ import annotations
@@ -60,6 +68,8 @@ class CompareRow:
     bound_ratio: float | None = None
     roofline_cycles: float | None = None
     cycles_over_roofline: float | None = None
+    measured_s: float | None = None
+    measured_verified: bool | None = None
     status: str = "ok"
     error: str | None = None
     extra: dict = field(default_factory=dict, compare=False)
@@ -75,6 +85,7 @@ class CompareRow:
             "dram_bytes": self.dram_bytes, "seconds": self.seconds, "objective_value": self.objective_value,
             "ratio": self.ratio, "bound_bytes": self.bound_bytes, "bound_ratio": self.bound_ratio,
             "roofline_cycles": self.roofline_cycles, "cycles_over_roofline": self.cycles_over_roofline,
+            "measured_s": self.measured_s, "measured_verified": self.measured_verified,
             "status": self.status, "error": self.error, "extra": self.extra,
         }
 
@@ -158,7 +169,7 @@ def _repeat_safe_name(workload: LoopNest, seen: dict[str, int]) -> str:
 def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], objective: str = "latency",
                    time_limit_s: float | None = None, seed: int = 0,
                    random_time_factor: float = RANDOM_TIME_FACTOR, layer: str | None = None,
-                   random_samples: int | None = None) -> list[CompareRow]:
+                   random_samples: int | None = None, keep_mapping: bool = False) -> list[CompareRow]:
     """Run every scheduler on one layer; failures become rows with ``error`` set (never raised).
 
     The random baseline's budget: ``random_time_factor`` x the MIP's seconds when "cosa"
@@ -193,6 +204,8 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
         cost = sched.cost
         extra = dict(sched.extra or {})
         extra["solver"] = sched.stats.to_dict()
+        if keep_mapping:  # taken out again by ``compare`` once measured
+            extra["_mapping"] = sched.mapping
         rows.append(CompareRow(
             layer, name, workload.repeat, workload.macs, cycles=float(cost.cycles), energy_pj=float(cost.energy_pj),
             utilization=float(cost.utilization), dram_bytes=float(cost.dram_bytes), seconds=seconds,
@@ -205,6 +218,21 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
 
 
 # --- executors ------------------------------------------------------------------------------------
+
+def _measured(row: CompareRow, workload: LoopNest, arch, measure) -> CompareRow:
+    """``row`` with its mapping run by ``measure`` (seconds and verification; an error is noted, not raised)."""
+    extra = dict(row.extra)
+    mapping = extra.pop("_mapping", None)
+    if not row.ok or mapping is None:
+        return replace(row, extra=extra)
+    try:
+        got = measure(workload, arch, mapping)
+    except FrameworkError as err:
+        extra["measure_error"] = str(err)
+        return replace(row, extra=extra)
+    extra["measured"] = {k: v for k, v in got.items() if k not in ("seconds", "verified")}
+    return replace(row, measured_s=float(got["seconds"]), measured_verified=bool(got["verified"]), extra=extra)
+
 
 def under_mpi() -> bool:
     """True when running under mpiexec with more than one rank and mpi4py importable.
@@ -289,13 +317,14 @@ def _resolve(workloads, arch):
 def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), jobs: int = 1,
             objective: str = "latency", time_limit_s: float | None = None, progress: bool | None = None,
             seed: int = 0, random_time_factor: float = RANDOM_TIME_FACTOR,
-            random_samples: int | None = None) -> CompareResult:
+            random_samples: int | None = None, measure=None) -> CompareResult:
     """Schedule every layer with every scheduler and collect the rows.
 
     ``workloads``: LoopNests, or sources ``workloads.load`` understands (files,
     zoo names, networks, ONNX).  ``arch``: an Arch or a preset name / YAML file.
     ``progress``: a rich progress bar (default: when stdout is a terminal).
     ``random_time_factor``, ``random_samples``: the random baseline's budget (see ``schedule_layer``).
+    ``measure``: run every scheduled mapping and record its seconds (see the module docstring).
     ``jobs``: local processes; ignored under mpiexec with more than one rank, where the layers go
     to the MPI ranks (see the module docstring; under a plain mpiexec launch the worker ranks
     leave through ``SystemExit(0)`` once the layers are done, and only rank 0 returns).
@@ -337,7 +366,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
             bar.start()
             task = bar.add_task("", total=len(nests))
         args = lambda k: (nests[k], arch, schedulers, objective, time_limit_s, seed, random_time_factor, layers[k],
-                          random_samples)
+                          random_samples, measure is not None)
         if mode == "serial":
             for k in range(len(nests)):
                 if bar is not None:
@@ -362,6 +391,8 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
         # a worker rank of a plain mpiexec launch: rank 0 has the rows and reports them
         raise SystemExit(0)
     rows = tuple(r for k in range(len(nests)) for r in per_layer[k])
+    if measure is not None:
+        rows = tuple(_measured(r, nests[layers.index(r.layer)], arch, measure) for r in rows)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",

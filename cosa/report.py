@@ -28,7 +28,7 @@ from .compare import CompareResult, CompareRow
 
 CSV_FIELDS = ("layer", "scheduler", "repeat", "macs", "cycles", "energy_pj", "utilization", "dram_bytes",
               "seconds", "objective_value", "ratio", "bound_bytes", "bound_ratio", "roofline_cycles", "cycles_over_roofline",
-              "status", "error", "tile_args")
+              "measured_s", "measured_verified", "status", "error", "tile_args")
 
 
 def _finite(x) -> bool:
@@ -101,6 +101,9 @@ def table(result: CompareResult, title: str | None = None):
                          ("util", "right"), ("DRAM bytes", "right"), ("seconds", "right"), ("ratio", "right"),
                          ("traffic/bound", "right"), ("cycles/roofline", "right")):
         t.add_column(col, justify=justify)
+    measured = any(r.measured_s is not None for r in result.rows)
+    if measured:
+        t.add_column("measured s", justify="right")
     groups = result.by_layer()
     for k, name in enumerate(result.layers):
         for r in groups[name]:
@@ -113,7 +116,9 @@ def table(result: CompareResult, title: str | None = None):
                 ratio = f"[bold green]{ratio}[/]"
             t.add_row(name, r.scheduler, _fmt(r.cycles, ",.0f"), _fmt_energy_uj(r.energy_pj),
                       _fmt(100 * r.utilization, ".1f") + "%", _fmt(r.dram_bytes, ",.0f"), _fmt(r.seconds, ".2f"),
-                      ratio, _fmt(r.bound_ratio, ".2f"), _fmt(r.cycles_over_roofline, ".2f"))
+                      ratio, _fmt(r.bound_ratio, ".2f"), _fmt(r.cycles_over_roofline, ".2f"),
+                      *([_fmt(r.measured_s, ".4g") + ("" if r.measured_verified in (None, True) else " [red]WRONG[/]")]
+                        if measured else []))
         if k != len(result.layers) - 1:
             t.add_section()
     summary = geomeans(result)
@@ -123,7 +128,8 @@ def table(result: CompareResult, title: str | None = None):
                   _fmt(g["total_cycles"], ",.0f"), _fmt_energy_uj(g["total_energy_pj"]),
                   _fmt(100 * g["utilization_geomean"], ".1f") + "%", _fmt(g["total_dram_bytes"], ",.0f"),
                   _fmt(g["total_seconds"], ".2f"), _fmt(g["ratio_geomean_weighted"], ".3f"),
-                  _fmt(g["bound_ratio_geomean"], ".2f"), _fmt(g["cycles_over_roofline_total"], ".2f"))
+                  _fmt(g["bound_ratio_geomean"], ".2f"), _fmt(g["cycles_over_roofline_total"], ".2f"),
+                  *([""] if measured else []))
     t.caption = ("geomean rows: totals = sum of repeat x value; util and ratio = geomeans weighted by layer "
                  f"repeats; seconds and traffic/bound unweighted; over {len(common_layers(result))} layers "
                  "where every scheduler succeeded; cycles/roofline: total cycles over total roofline cycles")

@@ -144,3 +144,36 @@ def test_progress_bar_and_names_of_repeated_layers():
     r = compare(twice, SMALL, ["gemmini-default"], progress=True)
     assert r.layers == ("a", "a#2") and [row.layer for row in r.rows] == ["a", "a#2"]
     assert r.rows[0].cycles == r.rows[1].cycles
+
+
+def test_measure_runs_every_scheduled_mapping_once():
+    from mappings import validate
+
+    seen = []
+
+    def fake(workload, arch, mapping):
+        validate(mapping, workload, arch)  # the very mapping the scheduler returned
+        seen.append(workload.name)
+        return {"seconds": 0.001 * len(seen), "verified": True, "gflops": 1.0}
+
+    result = compare(LAYERS, SMALL, ["cosa", "gemmini-default"], progress=False, time_limit_s=10, measure=fake)
+    assert sorted(seen) == ["a", "a", "b", "b"]
+    assert all(r.measured_s is not None and r.measured_verified for r in result.rows)
+    assert all("_mapping" not in r.extra and r.extra["measured"] == {"gflops": 1.0} for r in result.rows)
+    assert json.loads(json.dumps(report.to_json(result)))  # nothing unserialisable left behind
+    plain = compare(LAYERS, SMALL, ["gemmini-default"], progress=False)
+    assert all(r.measured_s is None and "_mapping" not in r.extra for r in plain.rows)
+
+
+def test_cli_measure_on_the_cpu_and_refusal_elsewhere(tmp_path, capsys):
+    from cosa.cli import main
+
+    layer = tmp_path / "mm.yaml"
+    layer.write_text("kind: matmul\nname: mm\nM: 16\nN: 24\nK: 8\ndtype: float32\n")
+    assert main(["compare", str(layer), "--arch", "cpu", "--schedulers", "cosa,random",
+                 "--random-samples", "3", "--time-limit", "10", "--measure", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert len(rows) == 2 and all(r["measured_verified"] is True and r["measured_s"] > 0 for r in rows)
+    assert main(["compare", str(layer), "--arch", "gemmini", "--measure"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--measure" in err[0]
