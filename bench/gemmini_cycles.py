@@ -31,6 +31,8 @@ model:
 Speedup = vendor cycles / cosa cycles (> 1: cosa faster); geomeans over
 layers, totals weighted by each layer's repeat count.  ``cm`` is the cost
 model's estimate for cosa's mapping, ``err`` = (cm - model) / model.
+``roofline``: ``lowerbounds.roofline`` (max of MACs / DIM^2 and the compulsory
+DRAM bytes through the DMA port), cosa over it, and the repeat-weighted sums.
 
     python bench/gemmini_cycles.py [--quick] [--networks resnet50,bert_base_128[,mobilenet_v2]] [--layers a,b]
                                    [--time-limit 60] [--jobs N] [--json out.json] [--results bench/RESULTS.md]
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import math
 import statistics
 import sys
 import time
@@ -54,6 +57,7 @@ from gemmini.vendor.run import run_through_library
 from cosa.scheduler import schedule
 from gemmini import DEFAULT_CONFIG, generate, run_program
 from gemmini.errors import CodegenError
+from lowerbounds import roofline
 from workloads import zoo
 
 NETWORKS = {"resnet50": "ResNet-50", "bert_base_128": "BERT-base GEMMs (seq 128)", "mobilenet_v2": "MobileNet-V2"}
@@ -145,11 +149,14 @@ def run_network(network: str, args, console: Console) -> dict:
     title = f"{NETWORKS.get(network, network)} on Gemmini (DIM 16, WS): timing-model cycles"
     table = Table(title=title)
     for col in ("layer", "x", "cosa", "util", "vendor", "util", "vendor/cosa", "cosa lib", "vendor/best", "approx",
-                "approx/vendor", "verified c/v/a/l", "cm cosa", "err", "vendor path"):
+                "approx/vendor", "roofline", "cosa/roof", "verified c/v/a/l", "cm cosa", "err", "vendor path"):
         table.add_column(col, justify="left" if col in ("layer", "vendor path") else "right")
     cyc = []
     errors, busiest, all_verified, refused = [], [], True, 0
+    arch = DEFAULT_CONFIG.arch("ws")
+    sums = {"cosa": 0.0, "vendor": 0.0, "best": 0.0, "roofline": 0.0}
     for w in layers:
+        roof = roofline(w, arch).cycles
         c, v, a = (rows[(w.name, col)] for col in COLUMNS)
         all_verified &= all(r.get("verified") for r in (c, v, a) if "error" not in r)
         refused += sum("error" in r for r in (c, v, a))
@@ -158,6 +165,8 @@ def run_network(network: str, args, console: Console) -> dict:
         all_verified &= c.get("lib_verified", True)
         cyc.append({"layer": w.name, "repeat": w.repeat, "cosa": c.get("cycles"), "vendor": v.get("cycles"),
                     "approx": a.get("cycles"), "lib": lib, "best": best})
+        for key, value in (("cosa", c.get("cycles")), ("vendor", v.get("cycles")), ("best", best), ("roofline", roof)):
+            sums[key] += w.repeat * (value or math.nan)
         speed = v["cycles"] / c["cycles"] if c.get("cycles") and v.get("cycles") else None
         if speed:
             busiest.append(max(v["busy"].values()) / max(c["busy"].values()))
@@ -168,7 +177,8 @@ def run_network(network: str, args, console: Console) -> dict:
                       fmt(v.get("cycles"), ",.0f"), fmt(v.get("utilization"), ".2f"),
                       fmt(speed, ".2f") + (" SLOWER" if speed is not None and speed < 1 else ""),
                       fmt(lib, ",.0f"), fmt(v["cycles"] / best if best and v.get("cycles") else None, ".2f"),
-                      fmt(a.get("cycles"), ",.0f"), fmt(av, ".2f"),
+                      fmt(a.get("cycles"), ",.0f"), fmt(av, ".2f"), fmt(roof, ",.0f"),
+                      fmt(c["cycles"] / roof if c.get("cycles") else None, ".2f"),
                       "/".join(_ok(r) for r in (c, v, a)) + "/" + ("yes" if c.get("lib_verified") else
                                                                   "n/a" if "lib_error" in c else "NO"),
                       fmt(c.get("costmodel_cycles"), ",.0f"), fmt(c.get("costmodel_error"), "+.0%"),
@@ -191,7 +201,8 @@ def run_network(network: str, args, console: Console) -> dict:
                "geomean_busiest_unit_ratio": geomean(busiest), "cosa_returned_warm_start": returned,
                "all_verified": all_verified, "refused": refused,
                "geomean_best_vs_vendor": vs_vendor_best["geomean"], "total_best_vs_vendor": vs_vendor_best["weighted"],
-               "best_slower_than_vendor": vs_vendor_best["slower"]}
+               "best_slower_than_vendor": vs_vendor_best["slower"], "sum_cycles": sums,
+               **{f"sum_{k}_over_roofline": sums[k] / sums["roofline"] for k in ("cosa", "vendor", "best")}}
     name = NETWORKS.get(network, network)
     console.print(f"{name}: cosa over the vendor's stream: geomean {fmt(vs_vendor['geomean'], '.3f')}x over "
                   f"{vs_vendor['compared']} layers, repeat-weighted total {fmt(vs_vendor['weighted'], '.3f')}x; "
@@ -208,6 +219,10 @@ def run_network(network: str, args, console: Console) -> dict:
                   f"every program run verified bit-exact: {'yes' if all_verified else 'NO'}"
                   + (f"; {refused} program(s) not run (see above)" if refused else "")
                   + f"; cosa returned its warm start (the approximation's mapping) on: {', '.join(returned) or 'none'}")
+    console.print(f"  sums (x repeats): roofline {sums['roofline']:,.0f} cycles (max of MACs / DIM^2 and compulsory "
+                  f"DRAM bytes / DMA bandwidth); cosa {fmt(summary['sum_cosa_over_roofline'], '.2f')}x, vendor "
+                  f"{fmt(summary['sum_vendor_over_roofline'], '.2f')}x, best of cosa and cosa lib "
+                  f"{fmt(summary['sum_best_over_roofline'], '.2f')}x the roofline")
     console.print(f"  busiest unit's busy cycles, vendor over cosa (the ratio if every program overlapped its "
                   f"transfers with compute perfectly): geomean {fmt(summary['geomean_busiest_unit_ratio'], '.2f')}x")
     return {"network": network, "rows": [rows[k] for k in sorted(rows)], "summary": summary}
