@@ -15,7 +15,7 @@ from pathlib import Path
 
 from workloads import FrameworkError
 
-from . import cli_randnla, cli_targets
+from . import cli_randnla, cli_serve, cli_targets
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -492,6 +492,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_compare)
 
+    sub.add_parser("serve", help="serving models with model-parallel swapping: simulate | real "
+                   "(cosa serve simulate --help)", add_help=False)
+
     p = sub.add_parser("bound", help="communication lower bound of a workload")
     p.add_argument("workload")
     g = p.add_mutually_exclusive_group()
@@ -533,7 +536,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["run"] and argv[1:2] and argv[1] in cli_randnla.DRIVERS:   # no WORKLOAD: own parser
+    if argv[:1] == ["serve"]:                                                  # own parser
+        args = argparse.Namespace(func=lambda _: cli_serve.main(argv[1:]))
+    elif argv[:1] == ["run"] and argv[1:2] and argv[1] in cli_randnla.DRIVERS:   # no WORKLOAD: own parser
         args = argparse.Namespace(func=lambda _: cli_randnla.main(argv[1:]))
     elif argv[:1] == ["run"] and argv[1:2] and cli_targets.standalone(argv[1]):  # no WORKLOAD either
         args = argparse.Namespace(func=lambda _: cli_targets.TARGETS[argv[1]].command(argv[2:]))
