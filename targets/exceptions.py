@@ -139,6 +139,25 @@ def iterate_status(name: str, array, mode: str = "check") -> ExceptionStatus | N
     return ExceptionStatus(mode if mode in MODES else "ieee", 1, name, "created", hit[0], hit[1])
 
 
+def empty_product(alpha, beta, c, *, exceptions: str = "ieee", position: int = 3):
+    """``C := alpha * (an empty product) + beta * C`` for a nest with a zero bound (the nest builders refuse
+    one, so no kernel exists for it): an empty output is returned as is, an empty reduction (K = 0) gives
+    beta * C, and with beta = 0 exact zeros without reading C; no operand is read.  ``position``: C's
+    argument position for the status (3 in GEMM's A, B, C).  ``check``: returns ``(C, status)``."""
+    check_mode(exceptions)
+    c = np.asarray(c)
+    read_c = reads(alpha, beta)[1]
+    args = [(position, "C", c.copy())] if read_c else []
+    if read_c:
+        with np.errstate(all="ignore"):
+            c[...] = c.dtype.type(beta) * c
+    else:
+        c[...] = 0
+    if exceptions == "ieee":
+        return c
+    return c, scan(args, [(position, "C", c)], exceptions)
+
+
 # --- reductions ------------------------------------------------------------------------------------
 
 def iamax(x) -> int:

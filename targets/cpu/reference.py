@@ -48,8 +48,10 @@ def _view(tensor, array: np.ndarray, dims: dict, wide) -> np.ndarray:
                                            strides=[g * padded.itemsize for g in step], writeable=False), order
 
 
-def reference(workload, arrays: dict, shapes: dict, out_dtype: str) -> np.ndarray:
-    """The output of ``workload`` on ``arrays`` (input name -> array), in float64 (int64 for ints)."""
+def reference(workload, arrays: dict, shapes: dict, out_dtype: str, blas: bool = True) -> np.ndarray:
+    """The output of ``workload`` on ``arrays`` (input name -> array), in float64 (int64 for ints).
+    ``blas=False``: NumPy's own loops (no BLAS call, so every product reaches the sum: the reference of
+    ``targets.exceptions``' NaN/Inf rules)."""
     dims = workload.dims
     letters = {d: (string.ascii_letters[k]) for k, d in enumerate(dims)}
     wide = np.int64 if out_dtype.startswith("int") else np.float64
@@ -61,7 +63,7 @@ def reference(workload, arrays: dict, shapes: dict, out_dtype: str) -> np.ndarra
     out = workload.output
     order = [d for d in dims if d in out.dims]
     result = np.einsum(",".join(specs) + "->" + "".join(letters[d] for d in order), *operands,
-                       optimize=len(operands) > 1)
+                       optimize=blas and len(operands) > 1)
     shape = shapes[out.name]
     strides = [math.prod(shape[a + 1:]) for a in range(len(shape))]
     index = np.zeros([dims[d] for d in order], dtype=np.int64)

@@ -6,8 +6,9 @@
   ``j`` run is vectorised (``#pragma omp simd``).
 * SDDMM ``O[i, j] = S[i, j] * sum_k A[i, k] * B[k, j]`` sampled at the nonzeros of S: the bands over i,
   j and k as mapped; the innermost tile finds a row's nonzeros whose column falls in its j range
-  (binary search on sorted indices) and adds ``S_ij * (partial dot product over its k range)`` into
-  the output's values (CSR with the pattern of S).
+  (binary search on sorted indices) and adds the partial dot product over its k range into the
+  output's values (CSR with the pattern of S); a last pass multiplies each by ``S_ij`` (once, so an
+  Inf in S meets the whole dot product, as in S * (A B), not each partial sum).
 
 Both parallelise the cores' spatial loops over i and j (``plan._band_loops``); k stays sequential, so
 each output is accumulated in k order (tile by tile).  Reference: SciPy.
@@ -122,10 +123,14 @@ def emit_sparse(workload, mapping, arch) -> str:
         p.open(f"for (long lk = 0; lk < {ext[form.k]}; lk++)")
         p(f"acc += ({ct})da[row * {nk} + b_{form.k} + lk] * ({ct})db[(b_{form.k} + lk) * {nj} + col];")
         p.close()
-        p(f"out[q] += ({ct})vals[q] * acc;")
+        p("out[q] += acc;")
         p.close()
     p.close(len(loops) + 1)
-    p.close(2)
+    p.close()
+    if form.kind == "sddmm":  # O = S * (A B): the sampled value scales the whole dot product, once
+        p("#pragma omp parallel for num_threads(nthreads) schedule(static)" if parallel else "")
+        p(f"for (long q = 0; q < (long){size}; q++) out[q] = ({ct})vals[q] * out[q];")
+    p.close()
     names = [a.split()[-1] for a in args]
     params = [a.replace("restrict ", "") for a in args]
     return "\n".join(p.lines) + "\n" + ab_entry(ct, params, names, "out", str(size))
@@ -205,3 +210,35 @@ def run_sparse(workload, mapping, arch, *, threads=None, repeat: int = 3, seed: 
     flops = 2 * s.nnz * (dims[form.j] if form.kind == "spmm" else dims[form.k])
     return RunResult(ok, err, "scipy", seconds, flops / seconds / 1e9, threads, mapping_to_dict(mapping, arch), times,
                      status.to_dict())
+
+
+def compile_sparse(workload, mapping, arch):
+    """The built SpMM / SDDMM kernel of ``mapping`` as ``call(s, dense, out, *, alpha=1, beta=0,
+    exceptions="ieee")``: ``s`` a SciPy CSR matrix (sorted int32 indices, the tensor's type), ``dense`` the
+    dense operands in kernel order, ``out`` the output (SpMM: rows x cols; SDDMM: one value per nonzero of
+    ``s``), written as ``out := alpha * nest + beta * out`` (``targets.exceptions``); returns ``out`` or,
+    with ``exceptions="check"``, ``(out, ExceptionStatus)``."""
+    from ..exceptions import check_mode, reads, scan
+
+    form = sparse_form(workload)
+    lib = build(emit_sparse(workload, mapping, arch))
+    names = ["indptr", "indices", form.sparse, form.a] + ([form.b] if form.b else [])
+
+    def call(s, dense, out, *, alpha=1.0, beta=0.0, exceptions="ieee", threads=None):
+        check_mode(exceptions)
+        arrays = [s.indptr, s.indices, s.data, *dense, out]
+        nthreads = int(threads or os.cpu_count() or 1)
+        read_in, read_out = reads(alpha, beta)
+        args = [(k + 1, n, a) for k, (n, a) in enumerate(zip(names, arrays[:-1]))] if read_in else []
+        if read_out:
+            args.append((len(arrays), workload.output.name, out.copy()))
+        ptrs = [a.ctypes.data for a in arrays]
+        if alpha == 1 and beta == 0:
+            load(lib, "cosa_kernel", len(arrays))(*ptrs, nthreads)
+        else:
+            load(lib, "cosa_kernel_ab", len(arrays), 2)(*ptrs, float(alpha), float(beta), nthreads)
+        if exceptions == "ieee":
+            return out
+        return out, scan(args, [(len(arrays), workload.output.name, out)], exceptions)
+
+    return call

@@ -134,9 +134,11 @@ def device_name() -> str:
 
 
 def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: int = 1,
-        optimize: bool = True) -> tuple[np.ndarray, list[float]]:
+        optimize: bool = True, alpha: float = 1.0, beta: float = 0.0,
+        c: np.ndarray | None = None) -> tuple[np.ndarray, list[float]]:
     """Compile for the device, run ``repeat`` times (output zeroed before each, not timed; an untimed first
-    launch when ``repeat`` > 1); (output, seconds).  ``optimize`` is for the OpenCL runner's signature."""
+    launch when ``repeat`` > 1); (output, seconds).  ``optimize`` is for the OpenCL runner's signature;
+    ``alpha``, ``beta``, ``c``: as ``targets.gpu.opencl.run`` (the ``_ab`` epilogue kernel)."""
     drv = driver()
     image = compile_cuda(source, "cubin", drv.arch).read_bytes()
     module, function = ctypes.c_void_p(), ctypes.c_void_p()
@@ -156,12 +158,35 @@ def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: in
             else:
                 drv.call("cuMemcpyHtoD", ptr, host.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(host.nbytes))
         args = (ctypes.c_void_p * len(pointers))(*[ctypes.cast(ctypes.byref(p), ctypes.c_void_p) for p in pointers])
+        epilogue = None
+        if not (alpha == 1 and beta == 0):
+            from .printers import AB_BLOCK
+
+            acc = NUMPY[desc.acc_dtype]
+            scalar = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int}[desc.acc_dtype]
+            c_ptr = out[0]
+            if beta != 0:
+                host_c = np.ascontiguousarray(c, dtype=acc)
+                c_ptr = ctypes.c_uint64()
+                drv.call("cuMemAlloc", ctypes.byref(c_ptr), ctypes.c_size_t(max(host_c.nbytes, 1)))
+                pointers.append(c_ptr)
+                drv.call("cuMemcpyHtoD", c_ptr, host_c.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(host_c.nbytes))
+            ab = ctypes.c_void_p()
+            drv.call("cuModuleGetFunction", ctypes.byref(ab), module, f"{desc.name}_ab".encode())
+            n = out[1].size
+            vals = [out[0], c_ptr, scalar(alpha), scalar(beta), ctypes.c_int(n)]
+            ab_args = (ctypes.c_void_p * 5)(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in vals])
+            grid = -(-max(n, 1) // AB_BLOCK)
+            epilogue = lambda: drv.call("cuLaunchKernel", ab, grid, 1, 1, AB_BLOCK, 1, 1, 0, None, ab_args, None)
         seconds = []
         for _ in range(repeat + 1 if repeat > 1 else 1):
             drv.call("cuMemsetD8", out[0], ctypes.c_ubyte(0), ctypes.c_size_t(out[1].nbytes))
             drv.call("cuCtxSynchronize")
             start = time.perf_counter()
-            drv.call("cuLaunchKernel", function, desc.blocks, 1, 1, desc.threads, 1, 1, 0, None, args, None)
+            if alpha != 0:
+                drv.call("cuLaunchKernel", function, desc.blocks, 1, 1, desc.threads, 1, 1, 0, None, args, None)
+            if epilogue is not None:
+                epilogue()
             drv.call("cuCtxSynchronize")
             seconds.append(time.perf_counter() - start)
         seconds = seconds[1:] if repeat > 1 else seconds

@@ -77,12 +77,16 @@ def build(source: str, optimize: bool = True) -> None:
 
 
 def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: int = 1,
-        optimize: bool = True) -> tuple[np.ndarray, list[float]]:
+        optimize: bool = True, alpha: float = 1.0, beta: float = 0.0,
+        c: np.ndarray | None = None) -> tuple[np.ndarray, list[float]]:
     """Run the kernel ``repeat`` times on ``inputs`` (tensor name -> array); (output, seconds per run).
 
     Each run zeroes the output first (not timed) and times the kernel from
     launch to completion; with ``repeat`` > 1 an untimed first launch takes
     the device's kernel specialisation (PoCL compiles per launch shape).
+    ``alpha``, ``beta``, ``c``: output := alpha * nest + beta * c under ``targets.exceptions`` (alpha = 0
+    launches no main kernel, so the inputs are not read; beta = 0 uploads and reads no ``c``), the
+    ``_ab`` epilogue timed with the kernel.
     """
     cl = _cl()
     ctx, queue, dev = context()
@@ -93,7 +97,7 @@ def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: in
         raise GpuError(f"{desc.shared_bytes} B of shared memory exceed the device's {dev.local_mem_size}",
                        source=f"opencl device {dev.name.strip()}", field="shared")
     program = _program(source, optimize)
-    kernel = getattr(program, desc.name)
+    kernel = cl.Kernel(program, desc.name)
     mf = cl.mem_flags
     buffers, out_host = [], None
     names = [t.name for t in desc.workload.tensors]
@@ -105,12 +109,28 @@ def run(desc: KernelDesc, source: str, inputs: dict[str, np.ndarray], repeat: in
             host = np.ascontiguousarray(inputs[name], dtype=NUMPY[p.dtype])
             buffers.append(cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host))
     out_buf = buffers[[p.output for p in desc.params].index(True)]
+    epilogue = None
+    if not (alpha == 1 and beta == 0):
+        from .printers import AB_BLOCK
+
+        acc = NUMPY[desc.acc_dtype]
+        c_buf = out_buf
+        if beta != 0:
+            host_c = np.ascontiguousarray(c, dtype=acc).reshape(out_host.shape)
+            c_buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host_c)
+        n = out_host.size
+        ab = cl.Kernel(program, f"{desc.name}_ab")
+        epilogue = lambda: ab(queue, (-(-max(n, 1) // AB_BLOCK) * AB_BLOCK,), (AB_BLOCK,), out_buf, c_buf,
+                              acc(alpha), acc(beta), np.int32(n))
     seconds = []
     for _ in range(repeat + 1 if repeat > 1 else 1):
         cl.enqueue_copy(queue, out_buf, np.zeros_like(out_host))
         queue.finish()
         start = time.perf_counter()
-        kernel(queue, (desc.blocks * desc.threads,), (desc.threads,), *buffers)
+        if alpha != 0:
+            kernel(queue, (desc.blocks * desc.threads,), (desc.threads,), *buffers)
+        if epilogue is not None:
+            epilogue()
         queue.finish()
         seconds.append(time.perf_counter() - start)
     seconds = seconds[1:] if repeat > 1 else seconds

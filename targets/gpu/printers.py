@@ -31,6 +31,11 @@ class Dialect:
     def atomic_add(self, dtype: str, address: str, value: str) -> str:
         raise NotImplementedError
 
+    def ab_signature(self, desc: KernelDesc, ctype: str) -> str:
+        raise NotImplementedError
+
+    gid = ""
+
 
 class Cuda(Dialect):
     name = "cuda"
@@ -47,6 +52,12 @@ class Cuda(Dialect):
 
     def atomic_add(self, dtype: str, address: str, value: str) -> str:
         return f"atomicAdd({address}, {value});"
+
+    gid = "(int)(blockIdx.x * blockDim.x + threadIdx.x)"
+
+    def ab_signature(self, desc: KernelDesc, ctype: str) -> str:
+        return (f'extern "C" __global__ void {desc.name}_ab({ctype}* out, const {ctype}* c, {ctype} alpha, '
+                f'{ctype} beta, int n)')
 
 
 class OpenCL(Dialect):
@@ -88,6 +99,12 @@ class OpenCL(Dialect):
         if dtype == "int32":
             return f"atomic_add({address}, {value});"
         return f"atomic_add_{'f32' if dtype == 'float32' else 'f64'}({address}, {value});"
+
+    gid = "(int)get_global_id(0)"
+
+    def ab_signature(self, desc: KernelDesc, ctype: str) -> str:
+        return (f"__kernel void {desc.name}_ab(__global {ctype}* out, __global const {ctype}* c, const {ctype} alpha, "
+                f"const {ctype} beta, const int n)")
 
 
 DIALECTS = {"cuda": Cuda(), "opencl": OpenCL()}
@@ -143,4 +160,23 @@ def print_kernel(desc: KernelDesc, language: str) -> str:
     out.append("  (void)tid; (void)bid;")
     _statements(desc.body, dialect, desc, 1, out)
     out.append("}")
+    out += ab_kernel(desc, dialect)
     return "\n".join(out) + "\n"
+
+
+AB_BLOCK = 64
+"""Threads per block (work-group) of the ``_ab`` epilogue kernel."""
+
+
+def ab_kernel(desc: KernelDesc, dialect: Dialect) -> list[str]:
+    """``<name>_ab(out, c, alpha, beta, n)``: out := alpha * out + beta * c on the ``n`` output words, after the
+    main kernel wrote ``out`` (``targets.exceptions``: alpha = 0 ignores ``out`` (the host then runs no main
+    kernel, so A and B are not read), beta = 0 does not read ``c``, both zero give exact zeros)."""
+    ct = dialect.types[desc.acc_dtype]
+    return [f"// {desc.name}_ab: out := alpha * out + beta * c (NaN/Inf rules: targets/exceptions.py)",
+            dialect.ab_signature(desc, ct) + " {",
+            f"  const int i = {dialect.gid};",
+            "  if (i >= n) return;",
+            f"  if (alpha == ({ct})0) out[i] = (beta == ({ct})0) ? ({ct})0 : beta * c[i];",
+            "  else out[i] = (beta == (" + ct + ")0) ? alpha * out[i] : alpha * out[i] + beta * c[i];",
+            "}"]
