@@ -17,6 +17,7 @@ extensions from, as a Chipyard installation arranges.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -84,10 +85,43 @@ def rocc_tests_dir(path: str | os.PathLike | None = None) -> Path:
     return root
 
 
+#: The layer's call in a self-checking main(): ``  fn(fn_test_input, ...);`` (its first argument is an embedded array).
+_MAIN_CALL = re.compile(r"^  (\w+)\(\1_test_\w+(, \w+)*\);$", re.M)
+#: What a timed program prints after its accelerator work; ``parse_cycles`` reads it back.
+CYCLES_LINE = re.compile(r"^gemmini cycles: (\d+) \(core cycle (\d+) at the end\)", re.M)
+
+
+def timed_source(source: str) -> str:
+    """``source`` with its main's layer call timed as gemmini-rocc-tests time theirs: ``rdcycle`` before the
+    call and after a ``fence`` (on Rocket the fence waits until the accelerator is idle), printed through
+    HTIF as ``gemmini cycles: N (core cycle T at the end)``; T (cycles since reset) gives a simulator's speed."""
+    match = _MAIN_CALL.search(source)
+    if not match:
+        raise BuildError("no layer call in main() to time", source=SOURCE, field="main")
+    rdcycle = "static inline unsigned long gemmini_rdcycle(void) {\n" \
+              "  unsigned long c;\n  __asm__ volatile(\"rdcycle %0\" : \"=r\"(c));\n  return c;\n}\n"
+    timed = ("  unsigned long gemmini_t0 = gemmini_rdcycle();\n" + match.group(0) + "\n"
+             "  __asm__ volatile(\"fence\" ::: \"memory\");\n"
+             "  unsigned long gemmini_t1 = gemmini_rdcycle();\n"
+             "  printf(\"gemmini cycles: %lu (core cycle %lu at the end)\\n\", gemmini_t1 - gemmini_t0, gemmini_t1);")
+    head, tail = source[:match.start()], source[match.end():]
+    main_at = head.rfind("int main(void)")
+    if main_at < 0:
+        raise BuildError("no main() to time", source=SOURCE, field="main")
+    return head[:main_at] + rdcycle + head[main_at:] + timed + tail
+
+
+def parse_cycles(output: str) -> tuple[int | None, int | None]:
+    """(accelerator cycles, core cycle at the end) from a timed program's output; (None, None) without them."""
+    match = CYCLES_LINE.search(output)
+    return (int(match.group(1)), int(match.group(2))) if match else (None, None)
+
+
 def build_elf(program, output, *, style: str = "isa", seed: int = 0, rocc_tests=None, keep_c: bool = True) -> Path:
     """Write ``program`` as self-checking C (``style`` "isa": our header's RoCC instructions; "gemmini-h":
     one call of Gemmini's library, compiled against the user's gemmini-rocc-tests checkout) and build it
-    into the bare-metal ELF ``output``.  The C file is kept beside the ELF (``.c``) when ``keep_c``."""
+    into the bare-metal ELF ``output``.  The C file is kept beside the ELF (``.c``) when ``keep_c``.  The program
+    times its layer with ``rdcycle`` and prints the cycles (``timed_source``)."""
     from .codegen_c import emit_c, emit_gemmini_h
 
     output = Path(output)
@@ -102,6 +136,12 @@ def build_elf(program, output, *, style: str = "isa", seed: int = 0, rocc_tests=
             include_dirs.append(RUNTIME_DIR / "rocc")
     else:
         raise BuildError(f"unknown style {style!r} (isa or gemmini-h)", source=SOURCE, field="style")
+    return build_source(timed_source(source), output, include_dirs=include_dirs, keep_c=keep_c)
+
+
+def build_source(source: str, output, *, include_dirs=(), keep_c: bool = True) -> Path:
+    """Compile the C ``source`` with our runtime into the ELF ``output`` (the C kept beside it when ``keep_c``)."""
+    output = Path(output)
     if keep_c:
         c_file = output.with_suffix(".c")
         c_file.write_text(source)

@@ -11,6 +11,7 @@ main-memory latency of our RTL harness (16 cycles).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 
 from .errors import SimulationError
@@ -204,3 +205,89 @@ DEFAULT_CONFIG = GemminiConfig()
 
 #: A small configuration for tests: DIM 4, 4 KiB scratchpad (1024 rows of 4 B), 2 KiB accumulator (128 rows of 16 B).
 SMALL_CONFIG = GemminiConfig(dim=4, sp_kib=4, acc_kib=2)
+
+
+# --- a gemmini_params.h beside the user's simulator -------------------------------------------------------
+class ParamsError(SimulationError):
+    """A gemmini_params.h that cannot be read (bad input: exit 2)."""
+
+    exit_code = 2
+
+
+#: C types of gemmini_params.h's elem_t / acc_t and their widths (bits).
+_C_INT_BITS = {"int8_t": 8, "uint8_t": 8, "int16_t": 16, "int32_t": 32, "int64_t": 64, "float": 32, "double": 64}
+
+
+@dataclass(frozen=True)
+class GemminiParams:
+    """What a ``gemmini_params.h`` (the header Gemmini generates beside a build) says.
+
+    config: the ``GemminiConfig`` (DIM, scratchpad banks x rows, accumulator rows, MAX_BYTES, data types;
+    accumulator banks, queues and DMA keep their defaults: the header does not give them).  elem_t /
+    acc_t: the C types.  defines: every ``#define NAME VALUE`` as text.  loop_ws / loop_conv: the loop
+    unrollers; the header has no switch for them (Gemmini's default configuration has both), so they are
+    True unless ``GEMMINI_NO_LOOP_WS`` / ``GEMMINI_NO_LOOP_CONV`` is defined there.
+    """
+
+    config: GemminiConfig
+    elem_t: str
+    acc_t: str
+    defines: dict
+    loop_ws: bool = True
+    loop_conv: bool = True
+
+
+_DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)(?:\s+(.*?))?\s*(?://.*)?$")
+_TYPEDEF = re.compile(r"^\s*typedef\s+([\w\s]+?)\s+(\w+)\s*;")
+
+
+def read_params(path, **overrides) -> GemminiParams:
+    """Read a ``gemmini_params.h``-style file: DIM, BANK_NUM, BANK_ROWS, ACC_ROWS, MAX_BYTES (optional) and
+    the elem_t / acc_t typedefs.  ``overrides``: GemminiConfig fields the header does not give (acc_banks,
+    queues, DMA).  A missing or malformed field raises ``ParamsError`` naming the file and the field."""
+    from pathlib import Path
+
+    path = Path(path)
+    src = str(path)
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise ParamsError(f"cannot read: {exc.strerror}", source=src, field="file") from None
+    defines, types = {}, {}
+    for line in text.splitlines():
+        if m := _DEFINE.match(line):  # function-like macros do not match
+            defines[m.group(1)] = (m.group(2) or "").strip()
+        elif m := _TYPEDEF.match(line):
+            types[m.group(2)] = " ".join(m.group(1).split())
+
+    def integer(name: str, default: int | None = None) -> int:
+        if name not in defines:
+            if default is not None:
+                return default
+            raise ParamsError("missing #define", source=src, field=name)
+        try:
+            return int(defines[name].strip("()"), 0)
+        except ValueError:
+            raise ParamsError(f"not an integer: {defines[name]!r}", source=src, field=name) from None
+
+    dim, banks, bank_rows, acc_rows = (integer(n) for n in ("DIM", "BANK_NUM", "BANK_ROWS", "ACC_ROWS"))
+    for name in ("elem_t", "acc_t"):
+        if name not in types:
+            raise ParamsError("missing typedef", source=src, field=name)
+        if types[name] not in _C_INT_BITS:
+            raise ParamsError(f"unsupported type {types[name]!r}", source=src, field=name)
+    in_bits, acc_bits = _C_INT_BITS[types["elem_t"]], _C_INT_BITS[types["acc_t"]]
+    sp_bytes, acc_bytes = banks * bank_rows * dim * in_bits // 8, acc_rows * dim * acc_bits // 8
+    for name, nbytes in (("BANK_ROWS", sp_bytes), ("ACC_ROWS", acc_bytes)):
+        if nbytes % 1024:
+            raise ParamsError(f"{nbytes} bytes is not a whole number of KiB", source=src, field=name)
+    fields = dict(dim=dim, sp_banks=banks, sp_kib=sp_bytes // 1024, acc_kib=acc_bytes // 1024,
+                  max_mvin_bytes=integer("MAX_BYTES", GemminiConfig.max_mvin_bytes), input_bits=in_bits,
+                  acc_bits=acc_bits)
+    fields.update(overrides)
+    try:
+        config = GemminiConfig(**fields)
+    except SimulationError as exc:
+        raise ParamsError(exc.reason, source=src, field=exc.field) from None
+    return GemminiParams(config, types["elem_t"], types["acc_t"], defines,
+                         "GEMMINI_NO_LOOP_WS" not in defines, "GEMMINI_NO_LOOP_CONV" not in defines)
