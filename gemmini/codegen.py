@@ -83,7 +83,11 @@ class Program:
 
     @property
     def macs(self) -> int:
-        return self.plan.problem.macs
+        """MACs of the layer (of the original layer for a lowered workload, ``gemmini.lowering``)."""
+        from .lowering import lowering_of
+
+        low = lowering_of(self.workload)
+        return low.macs if low is not None else self.plan.problem.macs
 
     @property
     def problem(self) -> Problem:
@@ -290,6 +294,9 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
 
         scale = self_check_scale(problem)
     statements = tuple(build_program(plan, bias=bias, scale=scale, relu=relu))
+    from .lowering import prologue  # a lowered workload's layout transform on the device, if any
+
+    statements = tuple(prologue(workload, config)) + statements
     buffers, memory_bytes = _layout(problem, plan)
     commands = expand(statements, buffers, config)
     return Program(workload.name, commands, buffers, memory_bytes, config, flow, workload, mapping, plan,

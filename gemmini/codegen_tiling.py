@@ -185,6 +185,10 @@ def problem_of(workload) -> Problem:
         return Problem("matmul", workload.name, bounds, names, in_hw=(1, m), shapes=shapes, row_elems=n,
                        g_strides=(m * k, k * n, m * n, n) if batched else (0, 0, 0, 0),
                        **_strided("matmul", bounds, (1, m)))
+    if kind == "conv2d" and (op.get("lowering") or {}).get("kind") == "fold":  # im2col view (gemmini.lowering)
+        from .lowering import fold_problem
+
+        return fold_problem(workload)
     if kind == "conv2d":
         groups = int(op.get("groups", 1) or 1)
         names = {"N": "n", "K": "k", "C": "c", "Q": "oh", "P": "ow", "S": "kh", "R": "kw"}

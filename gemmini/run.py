@@ -56,12 +56,24 @@ EXAMPLE_BIAS = 1 << 12
 def example_inputs(program: Program, seed: int = 0) -> dict:
     """Random int8 inputs/weights and int32 bias (in [-2^12, 2^12)) for ``program``, from ``seed``."""
     rng = np.random.default_rng(seed)
+    shapes = _user_shapes(program)
     out = {}
     for name in ("input", "weights"):
-        out[name] = rng.integers(-128, 128, size=program.buffers[name].shape).astype(np.int8)
+        out[name] = rng.integers(-128, 128, size=shapes[name][0]).astype(np.int8)
     if program.bias:
-        out["bias"] = rng.integers(-EXAMPLE_BIAS, EXAMPLE_BIAS, size=program.buffers["bias"].shape).astype(np.int32)
+        out["bias"] = rng.integers(-EXAMPLE_BIAS, EXAMPLE_BIAS, size=shapes["bias"][0]).astype(np.int32)
     return out
+
+
+def _user_shapes(program: Program) -> dict:
+    """name -> (shape, dtype) of the arrays a caller gives: the buffers', or for a lowered workload
+    (``gemmini.lowering``) the original layer's, which ``memory_image`` transforms into the buffers."""
+    from .lowering import lowering_of
+
+    low = lowering_of(program.workload)
+    if low is not None:
+        return low.user_shapes()
+    return {name: (buf.shape, buf.dtype) for name, buf in program.buffers.items()}
 
 
 def self_check_scale(problem, spread: float = 2.5) -> float:
@@ -82,18 +94,19 @@ def self_check_scale(problem, spread: float = 2.5) -> float:
 def _check_inputs(program: Program, inputs: dict) -> dict:
     src = f"inputs of program {program.name}"
     needed = ("input", "weights") + (("bias",) if program.bias else ())
+    shapes = _user_shapes(program)
     arrays = {}
     for name in needed:
         if name not in inputs:
             raise SimulationError(f"missing array '{name}' (need {list(needed)})", source=src, field=name)
-        buf = program.buffers[name]
+        shape, dtype = shapes[name]
         arr = np.asarray(inputs[name])
-        if tuple(arr.shape) != tuple(buf.shape):
-            raise SimulationError(f"shape {arr.shape} differs from the program's {buf.shape}", source=src, field=name)
-        info = np.iinfo(buf.dtype)
+        if tuple(arr.shape) != tuple(shape):
+            raise SimulationError(f"shape {arr.shape} differs from the program's {shape}", source=src, field=name)
+        info = np.iinfo(dtype)
         if not np.issubdtype(arr.dtype, np.integer) or (arr.size and (arr.min() < info.min or arr.max() > info.max)):
-            raise SimulationError(f"values must be {buf.dtype}", source=src, field=name)
-        arrays[name] = arr.astype(buf.dtype)
+            raise SimulationError(f"values must be {dtype}", source=src, field=name)
+        arrays[name] = arr.astype(dtype)
     return arrays
 
 
@@ -103,6 +116,11 @@ def reference_output(program: Program, inputs: dict) -> np.ndarray:
 
     arrays = _check_inputs(program, inputs)
     bias = arrays.get("bias") if program.bias else None
+    from .lowering import lowering_of
+
+    low = lowering_of(program.workload)
+    if low is not None:
+        return low.reference(arrays, bias, program.scale, program.relu)
     pr = program.problem
     if pr.kind == "matmul":
         ref = batched_matmul_ref if pr.grouped else matmul_ref
@@ -114,6 +132,11 @@ def reference_output(program: Program, inputs: dict) -> np.ndarray:
 def memory_image(program: Program, inputs: dict) -> np.ndarray:
     """The main memory (uint8) with the inputs placed in their buffers; everything else zero."""
     arrays = _check_inputs(program, inputs)
+    from .lowering import lowering_of
+
+    low = lowering_of(program.workload)
+    if low is not None:
+        arrays = low.device_arrays(arrays)
     memory = np.zeros(program.memory_bytes, dtype=np.uint8)
     for name, arr in arrays.items():
         buf = program.buffers[name]

@@ -1,0 +1,141 @@
+"""Lowered convolutions (gemmini.lowering): im2col folding of thin-channel layers and group packing,
+executed on the functional model and checked bit for bit against NumPy's convolution of the original layer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosa.scheduler import schedule as run_scheduler
+from gemmini import DEFAULT_CONFIG, generate, isa, lowering, run_program
+from gemmini.config import SMALL_CONFIG
+from gemmini.reference import conv_ref
+from gemmini.run import example_inputs
+from workloads import conv2d, depthwise_conv2d
+
+ARCH = DEFAULT_CONFIG.arch("ws")
+SCALE = 1.0 / 256
+
+
+def _run(wl, arch=ARCH, scheduler="gemmini-default", seed=0):
+    """Schedule, generate, run; also check the output against conv_ref of the original layer here."""
+    sched = run_scheduler(wl, arch, scheduler=scheduler, bound=False, **({"time_limit_s": 5} if scheduler == "cosa"
+                                                                          else {}))
+    program = generate(wl, sched.mapping, arch, bias=True, relu=True, scale=SCALE)
+    inputs = example_inputs(program, seed)
+    result = run_program(program, inputs)
+    low = lowering.lowering_of(wl)
+    o = low.original if low else None
+    if o is not None:
+        expected = conv_ref(inputs["input"], inputs["weights"], inputs["bias"], o["stride"], o["padding"],
+                            o["dilation"], SCALE, True, groups=o["groups"])
+        assert np.array_equal(result.outputs, expected)
+    assert result.verified and result.mismatches == 0
+    return program, result
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(C=3, K=16, H=20, W=20, R=7, S=7, stride=2, padding=3),  # ResNet-50 conv1 in small
+    dict(C=3, K=8, H=12, W=11, R=5, S=5, stride=1, padding=2),
+    dict(C=2, K=4, H=9, W=9, R=3, S=3, stride=1, padding=0),  # no width padding: no copy
+])
+def test_fold_is_bit_exact_and_faster(kwargs):
+    wl = conv2d("thin", **kwargs)
+    folded = lowering.fold(wl)
+    assert folded is not None and folded.dims["R"] == 1
+    low = lowering.lowering_of(folded)
+    assert low.cf >= kwargs["R"] * kwargs["C"] and low.cf <= 16 * -(-kwargs["R"] * kwargs["C"] // 16)
+    program, result = _run(folded)
+    _, plain = _run(wl)
+    assert result.cycles < plain.cycles
+    assert program.macs == wl.macs  # utilization counts the original layer's MACs
+    fences = program.counts().get("fence", 0)
+    assert fences == (2 if kwargs["padding"] else 1)  # the image copy ends with its own fence
+    if kwargs["padding"]:
+        assert "image" in program.buffers
+        assert program.buffers["input"].shape[2] >= kwargs["W"] + 2 * kwargs["padding"]
+
+
+def test_fold_on_a_small_array_takes_several_blocks():
+    arch = SMALL_CONFIG.arch("ws")  # DIM 4: 21 reduction elements per kernel row in 6 blocks of 4
+    wl = conv2d("thin4", C=3, K=4, H=9, W=9, R=7, S=7, stride=2, padding=3)
+    folded = lowering.fold(wl, dim=4)
+    assert lowering.lowering_of(folded).cf == 24
+    _run(folded, arch)
+
+
+def test_fold_weights_layout():
+    wl = conv2d("thin", C=3, K=2, H=8, W=8, R=7, S=7, stride=2, padding=3)
+    low = lowering.lowering_of(lowering.fold(wl))
+    w = np.arange(7 * 7 * 3 * 2).reshape(7, 7, 3, 2).astype(np.int8)
+    dev = low.device_weights(w)
+    assert dev.shape == (7, 1, low.cf, 2)
+    assert np.array_equal(dev[4, 0, 5 * 3 + 1, 1], w[4, 5, 1, 1])
+    assert not dev[:, :, 21:, :].any()
+
+
+@pytest.mark.parametrize("wl,m,scheduler", [
+    (depthwise_conv2d("dw", C=32, H=10, W=10, R=3, S=3, padding=1), 16, "gemmini-default"),
+    (depthwise_conv2d("dw2", C=16, H=9, W=9, R=3, S=3, stride=2, padding=1), 16, "gemmini-default"),
+    (conv2d("grouped", C=32, K=64, H=8, W=8, R=3, S=3, padding=1, groups=4), 2, "gemmini-default"),
+    # the vendor heuristic has no mapping for a grouped 1x1 layer (its warm start is skipped)
+    (conv2d("wide_groups", C=64, K=32, H=6, W=6, groups=2), 1, "cosa"),
+])
+def test_pack_is_bit_exact(wl, m, scheduler):
+    packed = lowering.pack(wl)
+    assert lowering.lowering_of(packed).m == m
+    _run(packed, scheduler=scheduler)
+
+
+def test_pack_beats_the_plain_grouped_schedule():
+    wl = depthwise_conv2d("dw", C=32, H=10, W=10, R=3, S=3, padding=1)
+    _, packed = _run(lowering.pack(wl), scheduler="cosa")
+    _, plain = _run(wl, scheduler="cosa")
+    assert packed.cycles * 4 < plain.cycles
+
+
+def test_pack_weights_are_block_diagonal():
+    wl = conv2d("grouped", C=8, K=8, H=4, W=4, R=1, S=1, groups=4)
+    low = lowering.lowering_of(lowering.pack(wl))
+    assert low.m == 4
+    w = np.ones((1, 1, 2, 8), dtype=np.int8)
+    dev = low.device_weights(w)[0, 0]
+    assert dev.shape == (8, 8)
+    assert np.array_equal(dev, np.kron(np.eye(4, dtype=np.int8), np.ones((2, 2), dtype=np.int8)))
+
+
+def test_schedule_keeps_the_cheaper_form():
+    thin = conv2d("thin", C=3, K=16, H=20, W=20, R=7, S=7, stride=2, padding=3)
+    sched = lowering.schedule(thin, ARCH, scheduler="gemmini-default", bound=False)
+    assert sched.extra["lowering"] == "fold"
+    assert set(sched.extra["alternatives"]) == {"thin", "thin~fold"}
+    wide = conv2d("wide", C=32, K=16, H=6, W=6, R=3, S=3, padding=1)
+    assert lowering.lowerings(wide) == []
+    assert lowering.schedule(wide, ARCH, scheduler="gemmini-default", bound=False).extra["lowering"] is None
+
+
+def test_schedule_never_returns_a_lowering_that_does_not_fit(monkeypatch):
+    thin = conv2d("thin", C=3, K=16, H=20, W=20, R=7, S=7, stride=2, padding=3)
+    monkeypatch.setattr(lowering, "fits", lambda *a: False)
+    sched = lowering.schedule(thin, ARCH, scheduler="gemmini-default", bound=False)
+    assert sched.extra["lowering"] is None and sched.workload is thin
+    assert "do not fit" in sched.extra["alternatives"]["thin~fold"]
+
+
+def test_fits_refuses_tiles_over_the_scratchpad():
+    folded = lowering.fold(conv2d("thin", C=3, K=16, H=20, W=20, R=7, S=7, stride=2, padding=3))
+    mapping = run_scheduler(folded, ARCH, scheduler="gemmini-default", bound=False).mapping
+    assert lowering.fits(folded, mapping, ARCH)
+    small = SMALL_CONFIG.arch("ws")
+    assert not lowering.fits(folded, mapping, small)
+
+
+def test_the_image_copy_is_gemmini_commands():
+    folded = lowering.fold(conv2d("thin", C=3, K=16, H=20, W=20, R=7, S=7, stride=2, padding=3))
+    prologue = lowering.prologue(folded, DEFAULT_CONFIG)
+    ops = [s.op for s in prologue if hasattr(s, "op")]
+    assert ops[:2] == ["config_ld", "config_st"] and ops[-1] == "fence"
+    program, _ = _run(folded)
+    first_fence = next(i for i, c in enumerate(program.commands) if c.funct == isa.FENCE)
+    moves = [c for c in program.commands[:first_fence] if c.funct == isa.MVOUT]
+    assert len(moves) == -(-20 // 16) * -(-20 * 3 // 64)

@@ -1,0 +1,169 @@
+"""The reference libraries on the NaN/Inf cases of ``test_exceptions_matrix.py``, recorded beside ours.
+
+OpenBLAS (SciPy's ``scipy.linalg.blas``) and NumPy run the same rules; where they deviate from the
+policy (``targets.exceptions``) the deviation is recorded here as observed with OpenBLAS 0.3.30
+(Haswell kernels, SciPy's wheel) and NumPy 2.x, and the test checks the record is still true there.
+Observed (not hidden):
+
+* xGEMM and xGEMV follow every product rule on every case (beta = 0 does not read C, alpha = 0 does not
+  read A and B, zeros are not skipped): no deviation.
+* IxAMAX ignores NaNs unless one is first: ``[1, NaN, Inf, NaN]`` gives 0 (the policy: 1, the first
+  NaN), ``[Inf, 2, NaN]`` gives 0 (the policy: 2, NaN beats Inf); on 1001 entries with an Inf at 500 and a
+  NaN at 700 idamax gives 0 and isamax 500 (the policy: 700).
+* NumPy's ``np.linalg.norm`` squares without scaling: ``[1e200, 1e200]`` gives Inf and ``[1e-200,
+  1e-200]`` gives 0 (spurious overflow and underflow; the policy and OpenBLAS's xNRM2: 1.414e200,
+  1.414e-200).  NumPy's ``argmax(abs(x))`` follows the IxAMAX rules (first NaN wins).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.linalg.blas as blas
+
+from targets.exceptions import iamax, nrm2
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_exceptions_matrix import NP, RULES, assert_policy_equal, policy_reference  # noqa: E402
+
+RECORDED_OPENBLAS = "0.3.30"
+
+
+def _openblas_version() -> str | None:
+    """Version of the OpenBLAS that ``scipy.linalg.blas`` calls (SciPy's own build)."""
+    import scipy
+
+    cfg = scipy.show_config(mode="dicts") or {}
+    text = str(cfg.get("Build Dependencies", {}).get("blas", {}))
+    if "openblas" not in text.lower():
+        return None
+    version = cfg["Build Dependencies"]["blas"].get("version")
+    return str(version) if version else None
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    version = _openblas_version()
+    if version != RECORDED_OPENBLAS:
+        pytest.skip(f"records are for OpenBLAS {RECORDED_OPENBLAS}; SciPy here uses {version}")
+
+
+SIZES = {"1": (1, 1, 1), "odd": (7, 9, 5), "large": (48, 64, 40)}
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_openblas_gemm_gemv_follow_product_rules(recorded, dtype, size, rule):
+    """OpenBLAS xGEMM / xGEMV on every product rule: recorded as following the policy (no deviation)."""
+    m, n, k = SIZES[size]
+    rng = np.random.default_rng(0)
+    dt = NP[dtype]
+    a, b, c = ((rng.random(s) * 2 - 1).astype(dt) for s in ((m, k), (k, n), (m, n)))
+    alpha, beta, _ = RULES[rule](a, b, c, dtype)
+    gemm = blas.sgemm if dtype == "float32" else blas.dgemm
+    gemv = blas.sgemv if dtype == "float32" else blas.dgemv
+    with np.errstate(all="ignore"):
+        want = policy_reference(np.einsum("ik,kj->ij", a.astype(np.float64), b.astype(np.float64), optimize=False),
+                                alpha, beta, c, dtype)
+        got = gemm(alpha, a, b, beta=beta, c=np.asfortranarray(c))
+        x, y = b[:, 0].copy(), c[:, 0].copy()
+        want_v = policy_reference(np.einsum("ik,k->i", a.astype(np.float64), x.astype(np.float64), optimize=False),
+                                  alpha, beta, y, dtype)
+        got_v = gemv(alpha, a, x, beta=beta, y=y.copy())
+    assert_policy_equal(np.asarray(got), want, dtype, rule)
+    assert_policy_equal(np.asarray(got_v), want_v, dtype, rule)
+    if alpha == 1 and beta == 0:      # NumPy's matmul (OpenBLAS underneath) on the same case
+        with np.errstate(all="ignore"):
+            assert_policy_equal(a @ b, want, dtype, rule)
+
+
+INF, NAN = math.inf, math.nan
+
+
+def _long(background: float) -> np.ndarray:
+    x = np.full(1001, background)
+    x[500], x[700] = INF, NAN
+    return x
+
+
+# name: (x, the policy's IxAMAX, OpenBLAS idamax, isamax as observed, NumPy argmax(abs))
+IAMAX = {
+    "empty": ([], -1, None, None, None),
+    "one": ([-3.0], 0, 0, 0, 0),
+    "odd_plain": ([0.5, -2, 1, 2, -0.25, 1.5, 0], 1, 1, 1, 1),
+    "tie_first": ([1, -3, 3], 1, 1, 1, 1),
+    "inf_max": ([1, -INF, 3], 1, 1, 1, 1),
+    "first_nan": ([1, NAN, INF, NAN], 1, 0, 0, 1),
+    "nan_beats_inf": ([INF, 2, NAN], 2, 0, 0, 2),
+    "nan_first": ([NAN, 5, INF], 0, 0, 0, 0),
+    "large_inf_nan": (_long(1.0), 700, 0, 500, 700),
+}
+
+
+@pytest.mark.parametrize("name", IAMAX)
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_iamax(name, dtype):
+    x, want, _, _, _ = IAMAX[name]
+    assert iamax(np.asarray(x, dtype=NP[dtype])) == want
+    assert iamax(np.asarray(x, dtype=NP[dtype]) + 0j) == want     # complex: |Re| + |Im|
+
+
+@pytest.mark.parametrize("name", [n for n in IAMAX if n != "empty"])
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_iamax_references_as_recorded(recorded, name, dtype):
+    x, _, openblas_d, openblas_s, numpy_argmax = IAMAX[name]
+    a = np.asarray(x, dtype=NP[dtype])
+    fn = blas.isamax if dtype == "float32" else blas.idamax
+    assert int(fn(a)) == (openblas_s if dtype == "float32" else openblas_d)
+    assert int(np.argmax(np.abs(a))) == numpy_argmax
+
+
+HUGE = {"float32": 1e30, "float64": 1e200}
+TINY = {"float32": 1e-30, "float64": 1e-200}
+
+
+def _nrm2_cases(dtype):
+    h, t = HUGE[dtype], TINY[dtype]
+    odd = np.array([3.0, -4.0, 12.0, 0.0, 0.0, 0.0, 84.0])                   # norm 85
+    return {  # name: (x, the policy's NRM2, NumPy's np.linalg.norm as observed)
+        "empty": ([], 0.0, 0.0),
+        "one": ([-3.0], 3.0, 3.0),
+        "odd": (odd, 85.0, 85.0),
+        "large": (np.full(1001, 2.0), 2 * math.sqrt(1001), 2 * math.sqrt(1001)),
+        "huge_no_overflow": ([h, h], math.sqrt(2) * h, INF),
+        "tiny_no_underflow": ([t, t], math.sqrt(2) * t, 0.0),
+        "inf": ([1, -INF], INF, INF),
+        "nan_beats_inf": ([INF, NAN, 1], NAN, NAN),
+        "nan_huge_large": (np.where(np.arange(1001) == 500, NAN, h), NAN, NAN),
+    }
+
+
+def _same(a, b, rel):
+    if math.isnan(b) or math.isinf(b):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    return abs(a - b) <= rel * abs(b)
+
+
+@pytest.mark.parametrize("name", list(_nrm2_cases("float64")))
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_nrm2(name, dtype):
+    x, want, _ = _nrm2_cases(dtype)[name]
+    assert _same(nrm2(np.asarray(x, dtype=NP[dtype])), want, 1e-6 if dtype == "float32" else 1e-14)
+
+
+@pytest.mark.parametrize("name", [n for n in _nrm2_cases("float64") if n != "empty"])
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_nrm2_references_as_recorded(recorded, name, dtype):
+    """OpenBLAS xNRM2 follows the policy on every case; NumPy's norm as recorded (spurious over/underflow)."""
+    x, want, numpy_norm = _nrm2_cases(dtype)[name]
+    a = np.asarray(x, dtype=NP[dtype])
+    fn = blas.snrm2 if dtype == "float32" else blas.dnrm2
+    rel = 1e-6 if dtype == "float32" else 1e-14
+    assert _same(float(fn(a)), want, rel)
+    with np.errstate(all="ignore"):
+        assert _same(float(np.linalg.norm(a)), numpy_norm, rel)
