@@ -34,7 +34,7 @@ model's estimate for cosa's mapping, ``err`` = (cm - model) / model.
 ``roofline``: ``lowerbounds.roofline`` (max of MACs / DIM^2 and the compulsory
 DRAM bytes through the DMA port), cosa over it, and the repeat-weighted sums.
 
-    python bench/gemmini_cycles.py [--quick] [--networks resnet50,bert_base_128[,mobilenet_v2]] [--layers a,b]
+    python bench/gemmini_cycles.py [--quick] [--networks resnet50,bert_base_128[,mobilenet_v2,shufflenet_v1]] [--layers a,b]
                                    [--time-limit 60] [--jobs N] [--json out.json] [--results bench/RESULTS.md]
 """
 
@@ -60,11 +60,13 @@ from gemmini.errors import CodegenError
 from lowerbounds import roofline
 from workloads import zoo
 
-NETWORKS = {"resnet50": "ResNet-50", "bert_base_128": "BERT-base GEMMs (seq 128)", "mobilenet_v2": "MobileNet-V2"}
+NETWORKS = {"resnet50": "ResNet-50", "bert_base_128": "BERT-base GEMMs (seq 128)", "mobilenet_v2": "MobileNet-V2",
+            "shufflenet_v1": "ShuffleNet v1 (g 3, from its ONNX graph)"}
 QUICK_LAYERS = {"resnet50": ["res2a_branch2b", "res3a_branch2a", "res3a_branch2c", "res4b_branch2a",
                              "res5a_branch2b", "fc1000"],
                 "bert_base_128": ["output_projection", "attention_scores"],
-                "mobilenet_v2": ["b14_dw", "b14_project", "b15_expand"]}
+                "mobilenet_v2": ["b14_dw", "b14_project", "b15_expand"],
+                "shufflenet_v1": ["stage3.unit2.gconv1", "stage3.unit2.dwconv", "stage3.unit2.gconv2"]}
 COLUMNS = ("cosa", "vendor", "approx")
 SCALE = 1.0 / 256  # output requantization scale used for every layer
 

@@ -41,6 +41,21 @@ def _copy(nest: LoopNest) -> LoopNest:
     return LoopNest(nest.name, dict(nest.dims), nest.tensors, nest.repeat, dict(nest.op))
 
 
+def distinct(nests) -> list[LoopNest]:
+    """The distinct layers of ``nests`` in first-seen order, each with ``repeat`` = how many share its loop
+    bounds, operator (stride, padding, groups, input size) and word sizes; the first one's name is kept."""
+    seen: dict = {}
+    for n in nests:
+        key = (tuple(n.dims.items()), repr(sorted((k, v) for k, v in n.op.items() if k != "note")),
+               tuple((t.name, t.bits) for t in n.tensors))
+        if key in seen:
+            first = seen[key]
+            seen[key] = LoopNest(first.name, dict(first.dims), first.tensors, first.repeat + n.repeat, dict(first.op))
+        else:
+            seen[key] = _copy(n)
+    return list(seen.values())
+
+
 def network(name: str) -> list[LoopNest]:
     """The distinct layers of network ``name`` with their repeat counts."""
     return [_copy(n) for n in _network(name)]
