@@ -39,7 +39,8 @@ def _cpu_emit(workload, mapping, arch, args) -> str:
 def _cpu_run(workload, mapping, arch, args) -> dict:
     from targets.cpu import run
 
-    return run(workload, mapping, arch, threads=args.threads, repeat=args.repeat, seed=args.seed).to_dict()
+    return run(workload, mapping, arch, threads=args.threads, repeat=args.repeat, seed=args.seed,
+               exceptions=args.exceptions).to_dict()
 
 
 def _cpu_schedule_arch(workload, arch):
@@ -59,7 +60,8 @@ def _gpu_target(language: str) -> Target:
     def run(workload, mapping, arch, args) -> dict:
         from targets.gpu import run
 
-        return run(workload, arch, mapping, language, repeat=args.repeat, seed=args.seed).to_dict()
+        return run(workload, arch, mapping, language, repeat=args.repeat, seed=args.seed,
+                   exceptions=args.exceptions).to_dict()
 
     return Target(emit, run, "gpu", ".cu" if language == "cuda" else ".cl")
 
@@ -132,6 +134,9 @@ def add_options(parser, command: str) -> None:
     if command == "run":
         parser.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
         parser.add_argument("--repeat", type=int, default=5, help="timed runs; seconds is their median")
+        parser.add_argument("--exceptions", default="ieee",
+                            help="NaN/Inf handling (targets/exceptions.py): ieee (propagate, default) or check "
+                                 "(scan inputs and output; the JSON's exception_status names the argument)")
 
 
 def _mapping(args, workload, arch, target):
@@ -177,6 +182,7 @@ def cmd_run(args) -> int:
         raise FrameworkError(f"must be >= 1, got {args.threads}", field="--threads")
     if args.repeat < 1:
         raise FrameworkError(f"must be >= 1, got {args.repeat}", field="--repeat")
+    check_exceptions(args)
     target, workload, arch, mapping = _setup(args)
     d = target.run(workload, mapping, arch, args)
     if args.json:
@@ -185,11 +191,28 @@ def cmd_run(args) -> int:
         print(f"{workload.name} on {args.target} ({arch.name}): "
               f"{'verified' if d['verified'] else 'MISMATCH'} against {d['reference']} "
               f"(max abs err {d['max_abs_err']:.3g}), {d['seconds'] * 1e3:.3f} ms, {d['gflops']:.2f} GFLOP/s, "
-              f"{d['threads']} thread(s)")
+              f"{d['threads']} thread(s)" + (f"; exceptions: {d['exception_status']['message']}"
+                                              if args.exceptions == "check" else ""))
     if not d["verified"]:
         raise RunFailed(f"{workload.name}: output differs from the {d['reference']} reference "
                         f"(max abs err {d['max_abs_err']:.3g})")
     return 0
+
+
+def check_exceptions(args) -> str:
+    """``--exceptions``: ieee or check, else one line (exit 2) naming the option."""
+    from targets.exceptions import check_mode
+
+    return check_mode(getattr(args, "exceptions", "ieee"), field="--exceptions")
+
+
+def integer_status(args) -> dict:
+    """``exception_status`` of a run on integer types only (Gemmini: int8 into int32): nothing to find."""
+    from targets.exceptions import ExceptionStatus
+
+    mode = check_exceptions(args)
+    return {**ExceptionStatus(mode, 0 if mode == "check" else None).to_dict(),
+            "message": "integer types (int8/int32) have no NaN or Inf"}
 
 
 def cmd_calibrate(args) -> int:
