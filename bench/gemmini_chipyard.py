@@ -1,0 +1,213 @@
+"""Gemmini cycles on the real RTL: small ResNet-50- and BERT-shaped layers on a Chipyard Verilator simulator.
+
+Per layer two programs, each a self-checking bare-metal ELF that times its accelerator work with
+``rdcycle`` (as gemmini-rocc-tests do) and prints the cycles through HTIF: ``cosa`` (the MIP's mapping
+through ``gemmini.codegen``, our header's RoCC instructions) and ``vendor`` (the faithful stream of
+Gemmini's own C library for the layer, ``gemmini.vendor``, loop instructions included, run by the SoC's
+loop unrollers).  Both run on the user's Chipyard simulator of a Rocket + Gemmini SoC (``CHIPYARD_SIM`` or
+``--simulator``; ``gemmini.chipyard``).  Beside the real-RTL cycles: our timing model's (``gemmini.sim.timing``)
+and our RTL's (``gemmini.sim.rtl``, its loop instructions expanded on the host) for the same stream, with
+the relative error per layer, and vendor / cosa on the real RTL.  The layers are scaled down (spatial size,
+sequence length, widths) so that each program stays under about 200k cycles: the simulator runs 1-3 k
+cycles per second.
+
+    CHIPYARD_SIM=/path/to/simulator-chipyard-<config> python bench/gemmini_chipyard.py \\
+        [--layers a,b] [--jobs 2] [--mem-latency 16] [--provenance TEXT] [--json out.json] [--results bench/RESULTS.md]
+
+``--provenance`` records where the simulator came from (Chipyard and Gemmini versions, configuration);
+it is printed with the results, the simulator's path is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from results_section import run_stamp, save_outputs
+from rich.console import Console
+from rich.table import Table
+from vendor_compare import fmt, geomean, vendor_rtl_row
+
+import workloads
+from cosa.scheduler import schedule
+from gemmini import isa
+from gemmini.build import build_elf
+from gemmini.chipyard import find_simulator, run_chipyard, vendor_elf
+from gemmini.codegen import generate
+from gemmini.config import DEFAULT_CONFIG
+from gemmini.errors import SimulationError
+from gemmini.sim import rtl
+from gemmini.sim.timing import timing
+from gemmini.vendor import stream
+from gemmini.vendor.calls import from_workload
+
+#: ResNet-50's and BERT-base's layer shapes, scaled down (kinds, kernels, strides and channel ratios kept).
+LAYERS = {
+    "res2a_branch2a 1x1 64->64 @14": workloads.conv2d("r2a_2a", C=64, K=64, H=14, W=14, R=1, S=1),
+    "res2a_branch2b 3x3 64->64 @8": workloads.conv2d("r2a_2b", C=64, K=64, H=8, W=8, R=3, S=3, padding=1),
+    "res3a_branch1 1x1/2 64->128 @14": workloads.conv2d("r3a_1", C=64, K=128, H=14, W=14, R=1, S=1, stride=2),
+    "res4a_branch2b 3x3/2 64->64 @14": workloads.conv2d("r4a_2b", C=64, K=64, H=14, W=14, R=3, S=3, stride=2,
+                                                         padding=1),
+    "conv1 7x7/2 3->32 @16": workloads.conv2d("conv1", C=3, K=32, H=16, W=16, R=7, S=7, stride=2, padding=3),
+    "bert qkv 64x384x128": workloads.matmul("qkv", M=64, N=384, K=128),
+    "bert ffn1 64x512x128": workloads.matmul("ffn1", M=64, N=512, K=128),
+    "bert ffn2 64x128x512": workloads.matmul("ffn2", M=64, N=128, K=512),
+    "bert attention 64x64x64": workloads.matmul("attn", M=64, N=64, K=64),
+}
+QUICK = ("res2a_branch2b 3x3 64->64 @8", "bert attention 64x64x64")
+PROGRAMS = ("cosa", "vendor")
+
+
+def _err(model, real):
+    return (model - real) / real if model is not None and real else None
+
+
+def prepare(label: str, wl, workdir: Path, args) -> dict:
+    """Schedule and build both programs of a layer; our timing model's and our RTL's cycles for them."""
+    arch = DEFAULT_CONFIG.arch("ws")
+    cfg = dataclasses.replace(DEFAULT_CONFIG, dma_latency_cycles=args.mem_latency)
+    mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, bound=False).mapping
+    program = generate(wl, mapping, arch, dataflow="ws", scale="auto")
+    vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
+    out = {"layer": label, "macs": wl.macs, "ideal": DEFAULT_CONFIG.ideal_cycles(wl.macs), "progs": {}}
+    elfs = {"cosa": build_elf(program, workdir / f"{wl.name}_cosa.elf"),
+            "vendor": vendor_elf(vendor, workdir / f"{wl.name}_vendor.elf")}
+    streams = {"cosa": program.commands, "vendor": isa.decode_stream(stream(vendor))}
+    for name in PROGRAMS:
+        d = {"elf": str(elfs[name]), "model": timing(streams[name], cfg).cycles, "ours": None}
+        if not args.no_rtl:
+            try:
+                if name == "cosa":
+                    d["ours"] = rtl.run_program_rtl(program, mem_latency=args.mem_latency).report.cycles
+                else:
+                    row = vendor_rtl_row(wl, scale=program.scale, mem_latency=args.mem_latency,
+                                         relu=program.relu)
+                    d["ours"] = row.get("rtl_cycles")
+            except SimulationError as exc:
+                d["ours_error"] = str(exc)
+        out["progs"][name] = d
+    return out
+
+
+def run_real(elf: str, args) -> dict:
+    try:
+        r = run_chipyard(elf, simulator=args.simulator, max_cycles=args.max_cycles, timeout_s=args.timeout)
+    except SimulationError as exc:
+        return {"error": str(exc)}
+    return {"verified": r.verified, "cycles": r.cycles, "core_cycles": r.core_cycles, "wall_s": r.wall_s,
+            "cycles_per_s": r.cycles_per_s, "check": r.check}
+
+
+def run(args, console: Console) -> dict:
+    labels = QUICK if args.quick else (args.layers.split(",") if args.layers else list(LAYERS))
+    unknown = [lab for lab in labels if lab not in LAYERS]
+    if unknown:
+        raise SystemExit(f"gemmini_chipyard: unknown layers {unknown} (known: {', '.join(LAYERS)})")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="gemmini-chipyard-") as tmp:
+        for label in labels:
+            t0 = time.perf_counter()
+            rows.append(prepare(label, LAYERS[label], Path(tmp), args))
+            console.print(f"built {label} ({time.perf_counter() - t0:.0f} s)")
+        jobs = [(r, name) for r in rows for name in PROGRAMS]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {pool.submit(run_real, r["progs"][name]["elf"], args): (r, name) for r, name in jobs}
+            for fut in concurrent.futures.as_completed(futures):
+                r, name = futures[fut]
+                r["progs"][name]["real"] = fut.result()
+                real = r["progs"][name]["real"]
+                console.print(f"ran {r['layer']} {name}: {real.get('check') or real.get('error')} "
+                              f"{fmt(real.get('cycles'), ',')} cycles, {fmt(real.get('wall_s'), '.0f')} s")
+    table = Table(title="Real Gemmini RTL (Chipyard Verilator simulator) against our timing model and our RTL")
+    for col in ("layer", "program", "check", "real cycles", "util", "timing model", "err", "our RTL", "err",
+                "sim cyc/s"):
+        table.add_column(col, justify="left" if col in ("layer", "program", "check") else "right")
+    errors = {"model": [], "ours": []}
+    for r in rows:
+        for name in PROGRAMS:
+            d = r["progs"][name]
+            real = d["real"]
+            cyc = real.get("cycles") if real.get("verified") else None
+            d["model_error"], d["ours_error_rel"] = _err(d["model"], cyc), _err(d["ours"], cyc)
+            for key, col in (("model_error", "model"), ("ours_error_rel", "ours")):
+                if d[key] is not None:
+                    errors[col].append(abs(d[key]))
+            check = "PASS" if real.get("verified") else (real.get("error") or real.get("check") or "FAIL")[:40]
+            table.add_row(r["layer"], name, check, fmt(cyc, ","), fmt(r["ideal"] / cyc if cyc else None, ".0%"),
+                          fmt(d["model"], ",.0f"), fmt(d["model_error"], "+.0%"), fmt(d["ours"], ",.0f"),
+                          fmt(d["ours_error_rel"], "+.0%"), fmt(real.get("cycles_per_s"), ",.0f"))
+    console.print(table)
+    speed = Table(title="vendor / cosa on the real RTL (> 1: cosa faster)")
+    for col in ("layer", "cosa cycles", "vendor cycles", "vendor / cosa"):
+        speed.add_column(col, justify="left" if col == "layer" else "right")
+    ratios, slower = [], []
+    for r in rows:
+        c, v = (r["progs"][n]["real"] for n in PROGRAMS)
+        cc = c.get("cycles") if c.get("verified") else None
+        vc = v.get("cycles") if v.get("verified") else None
+        ratio = vc / cc if cc and vc else None
+        r["vendor_over_cosa"] = ratio
+        if ratio:
+            ratios.append(ratio)
+            if ratio < 1:
+                slower.append(r["layer"])
+        speed.add_row(r["layer"], fmt(cc, ","), fmt(vc, ","), fmt(ratio, ".3f"))
+    speed.caption = (f"geomean {fmt(geomean(ratios), '.3f')} over {len(ratios)} layers; cosa slower on "
+                     f"{len(slower)}: {', '.join(slower) or 'none'}")
+    console.print(speed)
+    summary = {k: {"median": statistics.median(v) if v else math.nan, "max": max(v) if v else math.nan,
+                   "n": len(v)} for k, v in errors.items()}
+    passed = sum(bool(r["progs"][n]["real"].get("verified")) for r in rows for n in PROGRAMS)
+    console.print(f"{passed} of {2 * len(rows)} programs pass on the real RTL; |error| against it: timing model "
+                  f"median {fmt(summary['model']['median'], '.1%')}, max {fmt(summary['model']['max'], '.1%')}; "
+                  f"our RTL median {fmt(summary['ours']['median'], '.1%')}, max {fmt(summary['ours']['max'], '.1%')}")
+    return {"rows": rows, "errors": summary, "passed": passed, "total": 2 * len(rows),
+            "geomean_vendor_over_cosa": geomean(ratios), "cosa_slower": slower}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--simulator", help="the Chipyard simulator (default: CHIPYARD_SIM)")
+    ap.add_argument("--layers", help="comma-separated labels (default: all)")
+    ap.add_argument("--quick", action="store_true", help=f"{len(QUICK)} layers only")
+    ap.add_argument("--jobs", type=int, default=1, help="simulators run at once")
+    ap.add_argument("--time-limit", type=float, default=10.0, help="MIP seconds per layer")
+    ap.add_argument("--mem-latency", type=int, default=rtl.DEFAULT_MEM_LATENCY,
+                    help="main-memory latency of our timing model and our RTL (cycles)")
+    ap.add_argument("--max-cycles", type=int, default=1_000_000, help="the simulator's cycle limit per program")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per program")
+    ap.add_argument("--no-rtl", action="store_true", help="skip our RTL")
+    ap.add_argument("--provenance", default="", help="the simulator's origin (Chipyard/Gemmini versions, config)")
+    ap.add_argument("--json")
+    ap.add_argument("--results")
+    args = ap.parse_args(argv)
+    try:
+        find_simulator(args.simulator)
+    except SimulationError as exc:
+        print(f"gemmini_chipyard: {exc}", file=sys.stderr)
+        return 2
+    console = Console(record=True, width=170)
+    date, machine = run_stamp()
+    console.print(f"gemmini on the real RTL, {date}; {machine}; simulator: {args.provenance or 'origin not given'}")
+    data = run(args, console)
+    command = "CHIPYARD_SIM=... python bench/gemmini_chipyard.py" + (" --quick" if args.quick else "") + \
+        (f" --layers '{args.layers}'" if args.layers else "") + f" --jobs {args.jobs} --mem-latency {args.mem_latency}"
+    notes = (f"Simulator: {args.provenance}.  " if args.provenance else "") + (
+        "Cycles: the program's own rdcycle around its accelerator work (core clock), fence included; every "
+        "program checks its output against the embedded NumPy result.  Timing model and our RTL: the same "
+        f"command stream at {args.mem_latency}-cycle main-memory latency; err = (model - real) / real.")
+    save_outputs(name="gemmini_chipyard", title="Gemmini on the real RTL (Chipyard Verilator simulator)",
+                 command=command, date=date, machine=machine, console=console, data=data, json_path=args.json,
+                 results_path=args.results, notes=notes)
+    return 0 if data["passed"] == data["total"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
