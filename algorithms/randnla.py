@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sl
 import scipy.sparse as sp
+
+from targets.exceptions import ExceptionStatus, check_mode, first_nonfinite, iterate_status
 
 from .sketch import SketchError, check_finite_matrix, gemm, make, spmm
 
@@ -30,7 +32,10 @@ from .sketch import SketchError, check_finite_matrix, gemm, make, spmm
 @dataclass
 class LstsqResult:
     """``x``; LSQR ``iterations`` (0 for sketch-and-solve); ``d`` rows of the sketch; ``seconds``
-    (sketch, factor and iterate); ``sketch_seconds``; ``istop`` LSQR's stop reason."""
+    (sketch, factor and iterate); ``sketch_seconds``; ``istop`` LSQR's stop reason (-1: stopped on a
+    non-finite iterate); ``exception_status`` (``targets.exceptions.ExceptionStatus.to_dict``): code 0 all
+    finite, -1 / -2 A / b held Inf/NaN (``exceptions="check"``; x is then NaN), +1 an iterate became
+    non-finite (x is NaN, the iteration stopped there)."""
 
     x: np.ndarray
     iterations: int
@@ -38,6 +43,35 @@ class LstsqResult:
     seconds: float
     sketch_seconds: float
     istop: int = 0
+    exception_status: dict = field(default_factory=lambda: ExceptionStatus().to_dict())
+
+
+class _NonFinite(Exception):
+    """Raised inside an iteration at its first non-finite iterate; ``status`` says which."""
+
+    def __init__(self, status: ExceptionStatus):
+        super().__init__(status.message())
+        self.status = status
+
+
+def _finite(name: str, v, mode: str):
+    """``v`` unchanged, or _NonFinite when it holds an Inf or a NaN (the drivers' stop rule)."""
+    status = iterate_status(name, v, mode)
+    if status is not None:
+        raise _NonFinite(status)
+    return v
+
+
+def _input_status(a, b, exceptions: str) -> ExceptionStatus | None:
+    """``exceptions="check"``: the status of a non-finite A (code -1) or b (-2), else None.  (``ieee``
+    refuses them as bad input, exit 2.)"""
+    if check_mode(exceptions) != "check":
+        return None
+    for pos, name, arr in ((1, "A", a.data if sp.issparse(a) else a), (2, "b", b)):
+        hit = first_nonfinite(np.asarray(arr))
+        if hit is not None:
+            return ExceptionStatus("check", -pos, name, "input", *hit)
+    return None
 
 
 def _check_problem(a, b, sketch: str, d: int | None):
@@ -80,26 +114,40 @@ def _triangular(sa):
 
 
 def sketch_and_solve(a, b, *, sketch: str = "gaussian", d: int | None = None, seed: int = 0,
-                     k: int = 8) -> LstsqResult:
-    """x = argmin ||S(Ax - b)||_2 with a d x m operator S (default d = 4n)."""
+                     k: int = 8, exceptions: str = "ieee") -> LstsqResult:
+    """x = argmin ||S(Ax - b)||_2 with a d x m operator S (default d = 4n).  ``exceptions``: see
+    ``sketch_and_precondition``."""
+    early = _input_status(a, b, exceptions)
+    if early is not None:
+        return LstsqResult(np.full(np.shape(a)[1], np.nan), 0, 0, 0.0, 0.0, -1, early.to_dict())
     a, b, d = _check_problem(a, b, sketch, d)
     t0 = time.perf_counter()
     sa, sb = _sketch_ab(a, b, sketch, d, seed, k)
     t1 = time.perf_counter()
     q, r = _triangular(sa)
     x = sl.solve_triangular(r, q.T @ sb)
-    return LstsqResult(x, 0, d, time.perf_counter() - t0, t1 - t0)
+    status = iterate_status("x", x, exceptions) or ExceptionStatus(exceptions, 0)
+    return LstsqResult(x, 0, d, time.perf_counter() - t0, t1 - t0, 0 if status.ok else -1, status.to_dict())
 
 
 def sketch_and_precondition(a, b, *, sketch: str = "sjlt", d: int | None = None, seed: int = 0, k: int = 8,
-                            tol: float = 1e-14, iter_lim: int | None = None, refine: int = 1) -> LstsqResult:
+                            tol: float = 1e-14, iter_lim: int | None = None, refine: int = 1,
+                            exceptions: str = "ieee") -> LstsqResult:
     """LSQR on A R^-1 (R from the QR of SA), started at the sketch-and-solve solution; stops when
     LSQR's backward-error estimate ||(AR^-1)^T r|| / (||AR^-1|| ||r||) falls below ``tol``.  Then
     ``refine`` restarts: LSQR on the same preconditioned operator for the correction min ||A dx - r||
     with r = b - Ax (preconditioned LSQR alone is not backward stable at large condition numbers,
-    Meier, Nakatsukasa, Townsend and Webb 2024; one restart makes it so in practice, Epperly 2024)."""
+    Meier, Nakatsukasa, Townsend and Webb 2024; one restart makes it so in practice, Epperly 2024).
+
+    NaN/Inf (``targets.exceptions``): every product of the iteration is checked; at the first non-finite
+    one LSQR stops (it would otherwise run to ``iter_lim`` on NaNs) and the result has x = NaN, istop -1
+    and ``exception_status`` code +1.  ``exceptions="check"``: a non-finite A or b gives code -1 / -2
+    instead of the bad-input error."""
     from scipy.sparse.linalg import LinearOperator, lsqr
 
+    early = _input_status(a, b, exceptions)
+    if early is not None:
+        return LstsqResult(np.full(np.shape(a)[1], np.nan), 0, 0, 0.0, 0.0, -1, early.to_dict())
     a, b, d = _check_problem(a, b, sketch, d)
     m, n = a.shape
     t0 = time.perf_counter()
@@ -108,16 +156,27 @@ def sketch_and_precondition(a, b, *, sketch: str = "sjlt", d: int | None = None,
     q, r = _triangular(sa)
     solve = lambda v: sl.solve_triangular(r, v, check_finite=False)
     solve_t = lambda v: sl.solve_triangular(r, v, trans="T", check_finite=False)
-    op = LinearOperator((m, n), matvec=lambda v: a @ solve(np.ravel(v)),
-                        rmatvec=lambda u: solve_t(a.T @ np.ravel(u)), dtype=np.float64)
+    count = [0]
+
+    def rmatvec(u):
+        count[0] += 1
+        return _finite("(A R^-1)^T u", solve_t(a.T @ np.ravel(u)), exceptions)
+
+    op = LinearOperator((m, n), matvec=lambda v: _finite("A R^-1 v", a @ solve(np.ravel(v)), exceptions),
+                        rmatvec=rmatvec, dtype=np.float64)
     limit = iter_lim or 20 * n + 100
-    out = lsqr(op, b, x0=q.T @ sb, atol=tol, btol=tol, conlim=0, iter_lim=limit)   # x0 = R (S&S solution)
-    x, its, stop = solve(out[0]), int(out[2]), int(out[1])
-    for _ in range(int(refine)):
-        res = b - a @ x
-        out = lsqr(op, res, atol=tol, btol=tol, conlim=0, iter_lim=limit)
-        x, its, stop = x + solve(out[0]), its + int(out[2]), int(out[1])
-    return LstsqResult(x, its, d, time.perf_counter() - t0, t1 - t0, stop)
+    try:
+        x0 = _finite("x0", q.T @ sb, exceptions)
+        out = lsqr(op, b, x0=x0, atol=tol, btol=tol, conlim=0, iter_lim=limit)   # x0 = R (S&S solution)
+        x, its, stop = _finite("x", solve(out[0]), exceptions), int(out[2]), int(out[1])
+        for _ in range(int(refine)):
+            res = b - a @ x
+            out = lsqr(op, res, atol=tol, btol=tol, conlim=0, iter_lim=limit)
+            x, its, stop = _finite("x", x + solve(out[0]), exceptions), its + int(out[2]), int(out[1])
+    except _NonFinite as exc:
+        return LstsqResult(np.full(n, np.nan), count[0], d, time.perf_counter() - t0, t1 - t0, -1,
+                           exc.status.to_dict())
+    return LstsqResult(x, its, d, time.perf_counter() - t0, t1 - t0, stop, ExceptionStatus(exceptions, 0).to_dict())
 
 
 def synthetic_lstsq(m: int, n: int, cond: float, *, residual: float = 1e-4, seed: int = 0,
@@ -195,7 +254,8 @@ def _transpose(a):
 
 
 def range_finder(a, rank: int, *, oversample: int = 10, power: int = 2, seed: int = 0) -> np.ndarray:
-    """An m x (rank + oversample) orthonormal Q with range(Q) ~ the dominant range of A."""
+    """An m x (rank + oversample) orthonormal Q with range(Q) ~ the dominant range of A.  A product that
+    overflows to Inf/NaN stops the power iteration: SketchError (exit 1) with the status's message."""
     a = check_finite_matrix(a, "A")
     m, n = a.shape
     ell = int(rank) + int(oversample)
@@ -205,11 +265,14 @@ def range_finder(a, rank: int, *, oversample: int = 10, power: int = 2, seed: in
     if int(power) < 0:
         raise SketchError(f"power iterations must be >= 0, got {power}", field="power")
     omega = np.ascontiguousarray(make("gaussian", ell, n, seed=seed).dense().T)
-    q = np.linalg.qr(_times(a, omega))[0]
-    at = _transpose(a) if power else None
-    for _ in range(int(power)):
-        z = np.linalg.qr(_times(at, q))[0]
-        q = np.linalg.qr(_times(a, z))[0]
+    try:
+        q = np.linalg.qr(_finite("A Omega", _times(a, omega), "ieee"))[0]
+        at = _transpose(a) if power else None
+        for _ in range(int(power)):
+            z = np.linalg.qr(_finite("A^T Q", _times(at, q), "ieee"))[0]
+            q = np.linalg.qr(_finite("A Z", _times(a, z), "ieee"))[0]
+    except _NonFinite as exc:  # a power iteration does not go on with NaNs: a failed run (exit 1)
+        raise SketchError(f"stopped: the iterate {exc.status.message()}", field="power", exit_code=1) from None
     return q
 
 

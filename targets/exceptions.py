@@ -85,7 +85,7 @@ class ExceptionStatus:
         if self.code == 0:
             return "all finite"
         what = "held" if self.where == "input" else "holds a created"
-        return f"argument {abs(self.code)} ({self.argument}) {what} {self.kind.upper() if self.kind == 'nan' else 'Inf'} " \
+        return f"argument {abs(self.code)} ({self.argument}) {what} {'NaN' if self.kind == 'nan' else 'Inf'} " \
                f"at flat index {self.index}"
 
     def to_dict(self) -> dict:
