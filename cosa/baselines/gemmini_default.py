@@ -324,6 +324,7 @@ def tiled_conv_auto_tiles(batch_size: int, out_rows: int, out_cols: int, out_cha
             args[max_idx] = max(value, 1)
         else:
             args[max_idx] -= 1
+        _skip_run(args, max_idx, dim if max_idx in (_POCHS, _KCHS) else 1, dim, fits)
 
     while args[_POCOLS] + 1 <= max_args[_POCOLS]:
         candidate = list(args)
@@ -342,6 +343,41 @@ def tiled_conv_auto_tiles(batch_size: int, out_rows: int, out_cols: int, out_cha
                 args = candidate
                 changed = True
     return ConvTiles(*args)
+
+
+def _skip_run(args: list[int], idx: int, step: int, dim: int, fits) -> None:
+    """Jump over the shrink steps the loop above would take one by one on ``args[idx]``.
+
+    While ``args[idx]`` stays above every other argument and above DIM, each
+    shrink step picks it again and subtracts ``step`` (DIM for channels, which
+    are a multiple of DIM by then; 1 for the others).  ``fits`` only gets truer
+    as an argument shrinks, so the first value of that run that fits is found
+    by bisection; without one, ``args[idx]`` ends at the run's last value.  The
+    result is the step-by-step loop's, in O(log n) checks instead of O(n) (a
+    layer with 2**31 channels took minutes).
+    """
+    value = args[idx]
+    floor = max([dim] + [v for i, v in enumerate(args) if i != idx])
+    if value <= floor or value % step:
+        return
+    run = (value - floor - 1) // step  # values value - k*step for k = 0..run stay above floor
+    if run < 2 or fits(args):
+        return
+
+    def fits_at(k: int) -> bool:
+        return fits(args[:idx] + [value - k * step] + args[idx + 1:])
+
+    lo, hi = 1, run  # fits_at(0) is False; find the first k <= run that fits, else run
+    if not fits_at(hi):
+        args[idx] = value - run * step
+        return
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits_at(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    args[idx] = value - lo * step
 
 
 # --- recognising the workload ----------------------------------------------
