@@ -76,10 +76,10 @@ def prepare(label: str, wl, workdir: Path, args) -> dict:
     mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, bound=False).mapping
     program = generate(wl, mapping, arch, dataflow="ws", scale="auto")
     vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
-    out = {"layer": label, "macs": wl.macs, "ideal": DEFAULT_CONFIG.ideal_cycles(wl.macs), "progs": {}}
+    out = {"layer": label, "macs": wl.macs, "ideal": DEFAULT_CONFIG.ideal_cycles(wl.macs), "progs": {}, "streams": {}}
     elfs = {"cosa": build_elf(program, workdir / f"{wl.name}_cosa.elf"),
             "vendor": vendor_elf(vendor, workdir / f"{wl.name}_vendor.elf")}
-    streams = {"cosa": program.commands, "vendor": isa.decode_stream(stream(vendor))}
+    streams = out["streams"] = {"cosa": program.commands, "vendor": isa.decode_stream(stream(vendor))}
     for name in PROGRAMS:
         d = {"elf": str(elfs[name]), "model": timing(streams[name], cfg).cycles, "ours": None}
         if not args.no_rtl:
@@ -168,8 +168,61 @@ def run(args, console: Console) -> dict:
     console.print(f"{passed} of {2 * len(rows)} programs pass on the real RTL; |error| against it: timing model "
                   f"median {fmt(summary['model']['median'], '.1%')}, max {fmt(summary['model']['max'], '.1%')}; "
                   f"our RTL median {fmt(summary['ours']['median'], '.1%')}, max {fmt(summary['ours']['max'], '.1%')}")
+    calibration = calibrate(rows, console, args) if args.calibrate else None
+    for r in rows:
+        r.pop("streams")
     return {"rows": rows, "errors": summary, "passed": passed, "total": 2 * len(rows),
-            "geomean_vendor_over_cosa": geomean(ratios), "cosa_slower": slower}
+            "geomean_vendor_over_cosa": geomean(ratios), "cosa_slower": slower, "calibration": calibration}
+
+
+#: What calibration may change: the DMA's bytes per cycle and main-memory latency as Gemmini sees it
+#: through the SoC's L2 and memory bus; the queues are set to the reservation station's entries
+#: (load / execute / store) of Gemmini's default configuration, as its RTL has them.
+CAL_GRID = {"queues": ((8, 16, 4),), "dma_bytes_per_cycle": (8, 16), "dma_latency_cycles": (16, 32, 64, 96, 128)}
+
+
+def _errors(rows, cfg) -> dict:
+    out = {}
+    for r in rows:
+        for name in PROGRAMS:
+            real = r["progs"][name]["real"]
+            if real.get("verified") and real.get("cycles"):
+                out[(r["layer"], name)] = (timing(r["streams"][name], cfg).cycles - real["cycles"]) / real["cycles"]
+    return out
+
+
+def calibrate(rows, console: Console, args) -> dict:
+    """Grid search of ``CAL_GRID`` for the timing-model config with the smallest median |error| (then max)
+    against the real-RTL cycles; prints the error per layer before and after."""
+    base = dataclasses.replace(DEFAULT_CONFIG, dma_latency_cycles=args.mem_latency)
+    before = _errors(rows, base)
+    best = None
+    for queues in CAL_GRID["queues"]:
+        for width in CAL_GRID["dma_bytes_per_cycle"]:
+            for latency in CAL_GRID["dma_latency_cycles"]:
+                cfg = dataclasses.replace(DEFAULT_CONFIG, ld_queue=queues[0], ex_queue=queues[1], st_queue=queues[2],
+                                          dma_bytes_per_cycle=width, dma_latency_cycles=latency)
+                errs = _errors(rows, cfg)
+                key = (statistics.median(abs(e) for e in errs.values()), max(abs(e) for e in errs.values()))
+                if best is None or key < best[0]:
+                    best = (key, cfg, errs)
+    (_, worst), cfg, after = best
+    table = Table(title=f"Timing model against the real RTL, before ({args.mem_latency}-cycle memory, queues 8/8/2, "
+                        f"16 B/cycle) and after calibration (queues {cfg.ld_queue}/{cfg.ex_queue}/{cfg.st_queue}, "
+                        f"{cfg.dma_bytes_per_cycle} B/cycle, {cfg.dma_latency_cycles}-cycle memory)")
+    for col in ("layer", "program", "error before", "error after"):
+        table.add_column(col, justify="left" if col in ("layer", "program") else "right")
+    for (layer, name), e in before.items():
+        table.add_row(layer, name, fmt(e, "+.1%"), fmt(after[(layer, name)], "+.1%"))
+    med = (statistics.median(abs(e) for e in before.values()), statistics.median(abs(e) for e in after.values()))
+    table.caption = (f"median |error| {med[0]:.1%} -> {med[1]:.1%}; max {max(abs(e) for e in before.values()):.1%} "
+                     f"-> {worst:.1%}")
+    console.print(table)
+    return {"config": {k: getattr(cfg, k) for k in ("ld_queue", "ex_queue", "st_queue", "dma_bytes_per_cycle",
+                                                     "dma_latency_cycles")},
+            "before": {f"{k[0]} / {k[1]}": v for k, v in before.items()},
+            "after": {f"{k[0]} / {k[1]}": v for k, v in after.items()},
+            "median_before": med[0], "median_after": med[1]}
 
 
 def main(argv=None) -> int:
@@ -184,6 +237,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-cycles", type=int, default=1_000_000, help="the simulator's cycle limit per program")
     ap.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per program")
     ap.add_argument("--no-rtl", action="store_true", help="skip our RTL")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="fit the timing model's queue, DMA-width and memory-latency parameters to the real cycles")
     ap.add_argument("--provenance", default="", help="the simulator's origin (Chipyard/Gemmini versions, config)")
     ap.add_argument("--json")
     ap.add_argument("--results")
@@ -198,7 +253,8 @@ def main(argv=None) -> int:
     console.print(f"gemmini on the real RTL, {date}; {machine}; simulator: {args.provenance or 'origin not given'}")
     data = run(args, console)
     command = "CHIPYARD_SIM=... python bench/gemmini_chipyard.py" + (" --quick" if args.quick else "") + \
-        (f" --layers '{args.layers}'" if args.layers else "") + f" --jobs {args.jobs} --mem-latency {args.mem_latency}"
+        (f" --layers '{args.layers}'" if args.layers else "") + f" --jobs {args.jobs} --mem-latency {args.mem_latency}" + \
+        (" --calibrate" if args.calibrate else "")
     notes = (f"Simulator: {args.provenance}.  " if args.provenance else "") + (
         "Cycles: the program's own rdcycle around its accelerator work (core clock), fence included; every "
         "program checks its output against the embedded NumPy result.  Timing model and our RTL: the same "

@@ -40,7 +40,7 @@ DEFAULT_MAX_CYCLES = 3_000_000
 DEFAULT_TIMEOUT_S = 3600.0
 #: What the harness prints when +max-cycles runs out, and when the program exits non-zero.
 _CYCLE_LIMIT = re.compile(r"\*\*\* FAILED \*\*\* \(timeout\)")
-_EXIT_CODE = re.compile(r"\*\*\* FAILED \*\*\* \(exit code = (\d+)\)|exit code (?:=\s*)?(\d+)")
+_EXIT_CODE = re.compile(r"\*\*\* FAILED \*\*\* \(exit code =\s*(\d+)\)")
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def test_parse_run_reads_the_programs_check_and_cycles():
 
 def test_parse_run_failed_check_and_exit_code():
     out = "gemmini cycles: 10 (core cycle 20 at the end)\ngemmini mm: FAIL (3 of 4096 mismatches)\n"
-    d = parse_run(out, "*** FAILED *** (exit code = 1)\n", 1)
+    d = parse_run(out, "Assertion failed: *** FAILED *** (exit code =          1)\n", 1)  # Verilog's %d pads
     assert not d["verified"] and d["exit_code"] == 1 and "FAIL" in d["check"]
     # a PASS line is not enough when the program exits non-zero
     assert not parse_run(PASS_OUT, "*** FAILED *** (exit code = 130)\n", 1)["verified"]
