@@ -68,6 +68,9 @@ QUICK_LAYERS = {"resnet50": ["res2a_branch2b", "res3a_branch2a", "res3a_branch2c
                 "mobilenet_v2": ["b14_dw", "b14_project", "b15_expand"],
                 "shufflenet_v1": ["stage3.unit2.gconv1", "stage3.unit2.dwconv", "stage3.unit2.gconv2"]}
 COLUMNS = ("cosa", "vendor", "approx")
+#: --lower: the cosa column also schedules the layer's rewrites (gemmini.lowering: im2col folding of thin
+#: layers, packed groups) and keeps whichever has the fewest cost-model cycles
+LOWER = False
 SCALE = 1.0 / 256  # output requantization scale used for every layer
 
 
@@ -76,13 +79,18 @@ def _mapping_row(wl, scheduler: str, time_limit_s: float, seed: int) -> dict:
     arch = DEFAULT_CONFIG.arch("ws")
     t0 = time.perf_counter()
     try:
-        sched = schedule(wl, arch, scheduler=scheduler, time_limit_s=time_limit_s, seed=seed, bound=False) \
-            if scheduler == "cosa" else schedule(wl, arch, scheduler=scheduler, bound=False)
+        if scheduler == "cosa" and LOWER:
+            from gemmini.lowering import schedule as schedule_lowered
+
+            sched = schedule_lowered(wl, arch, scheduler="cosa", time_limit_s=time_limit_s, seed=seed, bound=False)
+        else:
+            sched = schedule(wl, arch, scheduler=scheduler, time_limit_s=time_limit_s, seed=seed, bound=False) \
+                if scheduler == "cosa" else schedule(wl, arch, scheduler=scheduler, bound=False)
     except Exception as exc:  # a scheduler failure is a row, not a crash of the whole benchmark
         return {"error": f"schedule: {exc}"}
     t1 = time.perf_counter()
     try:
-        program = generate(wl, sched.mapping, arch, bias=True, relu=True, scale=SCALE)
+        program = generate(sched.workload, sched.mapping, arch, bias=True, relu=True, scale=SCALE)
     except CodegenError as exc:
         return {"error": f"codegen: {exc}"}
     result = run_program(program, seed=seed)
@@ -100,6 +108,7 @@ def _mapping_row(wl, scheduler: str, time_limit_s: float, seed: int) -> dict:
             "dram_bytes": result.dram_bytes, "costmodel_cycles": estimate,
             "costmodel_error": (estimate - model) / model if model else None,
             "warm_start": sched.extra.get("warm_start"), "schedule_s": t1 - t0, "simulate_s": t2 - t1,
+            "lowering": sched.extra.get("lowering"),
             "mapping": [{"temporal": lm.temporal, "spatial": lm.spatial, "order": list(lm.order)}
                         for lm in sched.mapping.levels]}
 
@@ -267,10 +276,14 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a few representative layers")
     ap.add_argument("--time-limit", type=float, default=60.0, help="MIP time limit per layer (s)")
     ap.add_argument("--seed", type=int, default=0, help="MIP seed and input data seed")
+    ap.add_argument("--lower", action="store_true", help="cosa also schedules each layer's rewrites "
+                    "(gemmini.lowering: im2col folding, packed groups) and keeps the cheapest")
     ap.add_argument("--jobs", type=int, default=1, help="programs run in this many processes")
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--results", help="write the printed tables, date and machine to this Markdown file")
     args = ap.parse_args(argv)
+    global LOWER
+    LOWER = args.lower
     console = Console(width=200, record=True)
     date, machine = run_stamp()
     console.print(f"gemmini cycles, {date}; {machine}; seed {args.seed}, MIP limit {args.time_limit:g} s, "
