@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from targets.exceptions import ExceptionStatus, check_mode, first_nonfinite, iterate_status, nrm2
+
 from .mttkrp import SparseMttkrp, mttkrp_dense, unfold3
 from .sampler import KrpSampler, SegmentTree, hadamard, product_leverage_draw
 from .tensors import CpError, SparseTensor
@@ -42,12 +44,13 @@ class CpResult:
     setup_seconds: float = 0.0
     method: str = "als"
     samples: int | None = None
+    exception_status: dict = field(default_factory=lambda: ExceptionStatus().to_dict())
 
     def to_dict(self) -> dict:
         return {"method": self.method, "rank": int(self.weights.size), "samples": self.samples,
                 "fit": self.fit, "fit_per_iter": self.fit_per_iter, "seconds": self.seconds,
                 "seconds_per_iter": self.seconds_per_iter,
-                "setup_seconds": self.setup_seconds}
+                "setup_seconds": self.setup_seconds, "exception_status": self.exception_status}
 
 
 def init_factors(shape, rank: int, seed: int) -> list[np.ndarray]:
@@ -90,18 +93,19 @@ def fit_of(x, weights, factors, xnorm: float | None = None) -> float:
     """1 - ||X - [[w; U]]||_F / ||X||_F for a dense array or a ``SparseTensor``."""
     r = weights.size
     grams = [u.T @ u for u in factors]
-    mnorm2 = float(weights @ hadamard(grams, r) @ weights)
-    if isinstance(x, SparseTensor):
+    sparse = isinstance(x, SparseTensor)
+    xn = (nrm2(x.values) if sparse else nrm2(x)) if xnorm is None else xnorm
+    ws = weights / xn              # in units of ||X||: no overflow where X's squares would overflow
+    mnorm2 = float(ws @ hadamard(grams, r) @ ws)
+    if sparse:
         rows = np.ones((x.nnz, r))
         for k, u in enumerate(factors):
             rows *= u[x.indices[:, k]]
-        ip = float(x.values @ (rows @ weights))
-        xn = x.norm() if xnorm is None else xnorm
+        ip = float(x.values @ (rows @ ws)) / xn
     else:
-        ip = float(np.sum(mttkrp_dense(x, factors, 0, "numpy") * factors[0], axis=0) @ weights)
-        xn = float(np.linalg.norm(x)) if xnorm is None else xnorm
-    res2 = max(xn * xn - 2 * ip + mnorm2, 0.0)
-    return 1.0 - np.sqrt(res2) / xn
+        ip = float(np.sum(mttkrp_dense(x, factors, 0, "numpy") * factors[0], axis=0) @ ws) / xn
+    res2 = max(1.0 - 2 * ip + mnorm2, 0.0)
+    return 1.0 - np.sqrt(res2)
 
 
 class _FiberIndex:
@@ -150,11 +154,23 @@ def _check(x, rank: int, method: str, samples: int | None, iters: int):
 
 
 def cp(x, rank: int, *, method: str = "als", iters: int = 20, samples: int | None = None, seed: int = 0,
-       init: str | list = "svd", backend: str = "cpu", track_fit: bool = True) -> CpResult:
+       init: str | list = "svd", backend: str = "cpu", track_fit: bool = True, exceptions: str = "ieee") -> CpResult:
     """Rank-``rank`` CP of ``x`` (dense array or ``SparseTensor``) by ``method`` (als, arls-lev, sts-cp),
     ``iters`` sweeps; ``init``: ``svd`` (``svd_init``), ``random`` (``init_factors``) or the factors;
-    ``backend`` (dense exact ALS): ``cpu`` (the scheduled kernel) or ``numpy``."""
+    ``backend`` (dense exact ALS): ``cpu`` (the scheduled kernel) or ``numpy``.
+
+    NaN/Inf (``targets.exceptions``): a non-finite X is bad input (CpError), or with ``exceptions="check"``
+    a result with ``exception_status`` code -1 and NaN factors; a factor update that becomes non-finite
+    (overflow) stops the sweeps there: the result holds that update, fit NaN, status code +1."""
     _check(x, rank, method, samples, iters)
+    check_mode(exceptions)
+    hit = first_nonfinite(x.values if isinstance(x, SparseTensor) else np.asarray(x))
+    if hit is not None:
+        if exceptions != "check":
+            raise CpError("holds NaN or Inf (exceptions=check reports it as a status)", field="tensor")
+        nan = [np.full((s, rank), np.nan) for s in x.shape]
+        return CpResult(np.full(rank, np.nan), nan, float("nan"), method=method, samples=samples,
+                        exception_status=ExceptionStatus("check", -1, "X", "input", *hit).to_dict())
     sparse = isinstance(x, SparseTensor)
     shape = tuple(x.shape)
     nmodes = len(shape)
@@ -168,7 +184,7 @@ def cp(x, rank: int, *, method: str = "als", iters: int = 20, samples: int | Non
                       field="init")
     weights = np.ones(rank)
     rng = np.random.default_rng(seed + 7)
-    xnorm = x.norm() if sparse else float(np.linalg.norm(x))
+    xnorm = nrm2(x.values) if sparse else nrm2(x)        # scaled: no spurious overflow
     t0 = time.perf_counter()
     if sparse:
         mtt = SparseMttkrp(x) if method == "als" else None
@@ -206,8 +222,16 @@ def cp(x, rank: int, *, method: str = "als", iters: int = 20, samples: int | Non
                     cols = np.ravel_multi_index(tuple(idx.T), [shape[k] for k in others])
                     m = (unfold[n][:, cols] * scale2) @ a
                 g = a.T @ (a * scale2[:, None])
-            u = m @ np.linalg.pinv(g, hermitian=True)
-            norms = np.linalg.norm(u, axis=0)
+            u = m @ np.linalg.pinv(g, hermitian=True) if np.all(np.isfinite(g)) else m * np.nan
+            stop = iterate_status(f"U_{n}", u, exceptions)
+            if stop is not None:  # no further sweep on NaNs
+                factors[n] = u
+                secs.append(time.perf_counter() - t1)
+                return CpResult(weights, factors, float("nan"), fits, sum(secs), secs, setup_s, method, samples,
+                                stop.to_dict())
+            scale = np.max(np.abs(u), axis=0)                    # column norms scaled (NRM2's rule)
+            safe = np.where(scale > 0, scale, 1.0)
+            norms = scale * np.sqrt(np.sum((u / safe) ** 2, axis=0))
             norms[norms == 0] = 1.0
             factors[n] = u / norms
             weights = norms
@@ -218,4 +242,5 @@ def cp(x, rank: int, *, method: str = "als", iters: int = 20, samples: int | Non
         if track_fit:
             fits.append(fit_of(x, weights, factors, xnorm))
     fit = fits[-1] if fits else fit_of(x, weights, factors, xnorm)
-    return CpResult(weights, factors, fit, fits, sum(secs), secs, setup_s, method, samples)
+    return CpResult(weights, factors, fit, fits, sum(secs), secs, setup_s, method, samples,
+                    ExceptionStatus(exceptions, 0).to_dict())
