@@ -100,6 +100,7 @@ def run(cfg: ServeConfig, requests: list[Request], exec_s: Callable[[int, int], 
     loaded_at = [0.0] * n         # end of the latest load of each model
     queues: list[deque] = [deque() for _ in range(n)]
     wanted: deque = deque()       # models waiting for the link, in order of demand
+    fresh: set = set()            # loaded, with waiting requests, no batch run since the load
     hits: dict[int, bool] = {}
     events: list = []
     seq = 0
@@ -125,7 +126,7 @@ def run(cfg: ServeConfig, requests: list[Request], exec_s: Callable[[int, int], 
             resident = [k for k in range(n) if state[k] != OFFLOADED]
             victim = None
             if len(resident) >= cap:
-                cands = [k for k in resident if state[k] == LOADED and k != executing]
+                cands = [k for k in resident if state[k] == LOADED and k != executing and k not in fresh]
                 if not cands:
                     return
                 victim = min(cands, key=lambda k: (bool(queues[k]), last_use[k], k))
@@ -150,6 +151,7 @@ def run(cfg: ServeConfig, requests: list[Request], exec_s: Callable[[int, int], 
         batch = [queues[m].popleft() for _ in range(min(cfg.max_batch, len(queues[m])))]
         dt = float(exec_s(m, len(batch)))
         executing = m
+        fresh.discard(m)
         res.batches += 1
         push(now + dt, _EXEC_DONE, (m, batch, now))
 
@@ -166,6 +168,8 @@ def run(cfg: ServeConfig, requests: list[Request], exec_s: Callable[[int, int], 
             state[m] = LOADED
             loaded_at[m] = last_use[m] = now
             link_busy = False
+            if queues[m]:
+                fresh.add(m)
         else:
             m, batch, start = payload
             executing = None
@@ -175,8 +179,8 @@ def run(cfg: ServeConfig, requests: list[Request], exec_s: Callable[[int, int], 
                 ex = now - start
                 res.served.append(Served(r.rid, m, r.arrival_s, start, now, sw, start - r.arrival_s - sw, ex,
                                          hits[r.rid]))
-        try_load(now)
         try_execute(now)
+        try_load(now)
         res.end_s = now
     res.served.sort(key=lambda s: s.rid)
     return res
