@@ -82,7 +82,10 @@ def load(source: str | Path) -> list[LoopNest]:
     if path.suffix.lower() == ".onnx":
         from .onnx_loader import load_onnx
 
-        return load_onnx(path)
+        nests = load_onnx(path)
+        if not nests:
+            raise WorkloadError("the model has no Conv, Gemm or MatMul node", source=text)
+        return nests
     if path.is_file():
         return load_yaml_file(path)
     if path.suffix.lower() in (".yaml", ".yml"):

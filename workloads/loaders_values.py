@@ -6,13 +6,25 @@ from typing import Any, Mapping
 
 from .errors import WorkloadError
 
+# The largest loop bound, size, stride or count a workload file may give (2**24).  A bigger one is a typo in
+# practice, and the exact cost model walks tile extents element by element, so 10**12 would not finish.
+MAX_INT = 1 << 24
+
 
 def _int(value: Any, source: str, field: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise WorkloadError(f"must be an integer, got {value!r}", source=source, field=field)
+        raise WorkloadError(f"must be an integer, got {_short_repr(value)}", source=source, field=field)
     if value < minimum:
         raise WorkloadError(f"must be >= {minimum}, got {value}", source=source, field=field)
+    if value > MAX_INT:
+        raise WorkloadError(f"must be <= {MAX_INT:,} (2**24), got {value:,}", source=source, field=field)
     return value
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for one-line errors."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 5] + " ..." + text[-1]
 
 
 def _pair_value(value: Any, source: str, field: str, minimum: int) -> int | tuple[int, int]:

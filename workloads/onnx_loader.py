@@ -30,6 +30,7 @@ from typing import Mapping
 from .builders import conv2d, matmul
 from .errors import WorkloadError
 from .ir import LoopNest
+from .loaders_values import MAX_INT
 
 # onnx.TensorProto element types -> bits per word
 _ELEM_BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64, 16: 16,
@@ -47,6 +48,9 @@ def load_onnx(path: str | Path, dim_values: Mapping[str, int] | None = None) -> 
         raise WorkloadError("no such file", source=src) from None
     except Exception as exc:  # protobuf decode errors have no common base class
         raise WorkloadError(f"not a readable ONNX model ({type(exc).__name__}: {exc})", source=src) from None
+    if not model.HasField("graph") or not model.graph.node:
+        # protobuf reads many byte strings as a message of unknown fields: an empty model, not an error
+        raise WorkloadError("not an ONNX model: no graph nodes", source=src)
     return nests_from_model(model, src, dim_values)
 
 
@@ -93,6 +97,9 @@ def nests_from_model(model, source: str = "<onnx model>", dim_values: Mapping[st
             if d is None or int(d) < 1:
                 raise WorkloadError(f"'{tensor_name}' has an unknown or empty dimension {dims}", source=source,
                                     field=node_label)
+            if int(d) > MAX_INT:
+                raise WorkloadError(f"'{tensor_name}' has dimension {int(d):,}, above the largest supported "
+                                    f"{MAX_INT:,}", source=source, field=node_label)
             out.append(int(d))
         return out, elem
 
@@ -106,13 +113,22 @@ def nests_from_model(model, source: str = "<onnx model>", dim_values: Mapping[st
             name = f"{name}_{index}"
         used.add(name)
         label = f"node {name} ({node.op_type})"
-        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        if node.op_type == "Conv":
-            nests.append(_conv(node, attrs, name, label, source, shape_of))
-        elif node.op_type == "Gemm":
-            nests.append(_gemm(node, attrs, name, label, source, shape_of))
-        else:
-            nests.append(_matmul(node, name, label, source, shape_of))
+        try:
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            if len(node.input) < 2 or len(node.output) < 1:
+                raise WorkloadError(f"needs two inputs and an output, has {len(node.input)} and {len(node.output)}",
+                                    source=source, field=label)
+            if node.op_type == "Conv":
+                nests.append(_conv(node, attrs, name, label, source, shape_of))
+            elif node.op_type == "Gemm":
+                nests.append(_gemm(node, attrs, name, label, source, shape_of))
+            else:
+                nests.append(_matmul(node, name, label, source, shape_of))
+        except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError) as exc:
+            if isinstance(exc, WorkloadError):
+                raise
+            # attributes or shapes a corrupted model gets wrong in ways the checks above do not name
+            raise WorkloadError(f"malformed node ({type(exc).__name__}: {exc})", source=source, field=label) from None
     return nests
 
 
@@ -124,6 +140,9 @@ def _conv(node, attrs, name, label, source, shape_of) -> LoopNest:
     x_shape, x_elem = shape_of(label, node.input[0])
     w_shape, w_elem = shape_of(label, node.input[1])
     y_shape, y_elem = shape_of(label, node.output[0])
+    if not len(x_shape) == len(w_shape) == len(y_shape):
+        raise WorkloadError(f"input {x_shape}, weight {w_shape} and output {y_shape} differ in rank", source=source,
+                            field=label)
     if len(x_shape) == 3:  # 1-D convolution: height 1
         x_shape, w_shape, y_shape = ([*x_shape[:2], 1, x_shape[2]], [*w_shape[:2], 1, w_shape[2]],
                                      [*y_shape[:2], 1, y_shape[2]])

@@ -45,6 +45,12 @@ class StrictLoader(yaml.SafeLoader):
 
     _depth = 0
 
+    def fetch_flow_collection_start(self, TokenClass):
+        # '[' and '{' nest in the scanner first, which slows down quadratically with the depth: stop it there
+        if self.flow_level >= MAX_DEPTH:
+            raise YAMLLimitError(f"nesting too deep (more than {MAX_DEPTH} levels)", self.get_mark())
+        super().fetch_flow_collection_start(TokenClass)
+
     def compose_node(self, parent, index):
         self._depth += 1
         try:
