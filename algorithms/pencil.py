@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sl
 
+from targets.exceptions import ExceptionStatus, NonFiniteIterate, check_mode, first_nonfinite, require_finite
 from workloads import FrameworkError
 
 from .sketch import matmul as _matmul
@@ -69,7 +70,10 @@ class PencilStats:
 
 @dataclass
 class PencilResult:
-    """A ~ S diag(eigenvalues) T^-1, B ~ S T^-1 (original scale); ``scale`` divided A and B."""
+    """A ~ S diag(eigenvalues) T^-1, B ~ S T^-1 (original scale); ``scale`` divided A and B.
+    ``exception_status`` (``targets.exceptions``): code 0 all finite; -1 / -2 A / B held Inf/NaN
+    (``exceptions="check"``); +1 an iterate became non-finite, the solver stopped there (eigenvalues,
+    S and T are NaN)."""
 
     eigenvalues: np.ndarray
     S: np.ndarray
@@ -77,6 +81,7 @@ class PencilResult:
     scale: float
     stats: PencilStats
     seconds: float
+    exception_status: dict = field(default_factory=lambda: ExceptionStatus().to_dict())
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,8 @@ def _irs(a, b, p_max: int, kernels: str, stats: PencilStats):
         q, r = sl.qr(np.vstack([b, -a]), mode="full", check_finite=False)
         stats.irs_steps += 1
         qh = q[:, m:].conj().T
-        a, b = matmul(qh[:, :m], a, kernels), matmul(qh[:, m:], b, kernels)
+        a = require_finite("A_p", matmul(qh[:, :m], a, kernels))      # no squaring on NaNs
+        b = require_finite("B_p", matmul(qh[:, m:], b, kernels))
         r = r[:m]
         if r_old is not None and np.linalg.norm(np.abs(r) - np.abs(r_old), 1) <= 10 * m * 2.2e-16 * np.linalg.norm(r_old, 1):
             break
@@ -185,7 +191,7 @@ def _dnc(a, b, box, prm: _Params, stats: PencilStats):
     for x, kk, sub in ((w_plus[:, :k], k, "upper"), (w_minus[:, :m - k], m - k, "lower")):
         y = _left_basis(a, b, x, kk)
         yh = y.conj().T
-        ax, bx = matmul(a, x, prm.kernels), matmul(b, x, prm.kernels)
+        ax, bx = require_finite("A X", matmul(a, x, prm.kernels)), require_finite("B X", matmul(b, x, prm.kernels))
         a11, b11 = matmul(yh, ax, prm.kernels), matmul(yh, bx, prm.kernels)
         res = max(np.linalg.norm(ax - y @ a11, 2), np.linalg.norm(bx - y @ b11, 2))
         stats.max_deflation_residual = max(stats.max_deflation_residual, float(res))
@@ -229,14 +235,36 @@ def check_pencil(a, b):
 
 def diagonalize(a, b, *, eps: float = 1e-8, seed: int = 0, threshold: int = 16, radius: float = 4.0,
                 kernels: str = "numpy", p_max: int | None = None, tau: float = 1e-3,
-                blas_threads: int | None = 1) -> PencilResult:
+                blas_threads: int | None = 1, exceptions: str = "ieee") -> PencilResult:
     """Diagonalize the pencil (A, B) to backward error about ``eps`` (relative to max(||A||, ||B||)).
     ``blas_threads``: LAPACK/BLAS threads for the many small QRs (one is fastest up to n ~ 512 on a
-    shared machine; None leaves the library's setting)."""
+    shared machine; None leaves the library's setting).  NaN/Inf: a non-finite A or B is bad input
+    (PencilError), or with ``exceptions="check"`` a result with status code -1 / -2; every product of
+    the repeated squaring and the deflation is checked and the first non-finite one stops the solver
+    (status +1) instead of recursing on NaNs."""
     from threadpoolctl import threadpool_limits
 
+    check_mode(exceptions)
+    if exceptions == "check":
+        for pos, name, x in ((1, "A", a), (2, "B", b)):
+            hit = first_nonfinite(np.asarray(x))
+            if hit is not None:
+                return _failed(np.shape(a)[0], ExceptionStatus("check", -pos, name, "input", *hit), 0.0)
+    t0 = time.perf_counter()
     with threadpool_limits(blas_threads):
-        return _diagonalize(a, b, eps, seed, threshold, radius, kernels, p_max, tau)
+        try:
+            res = _diagonalize(a, b, eps, seed, threshold, radius, kernels, p_max, tau)
+            require_finite("eigenvalues", res.eigenvalues)
+        except NonFiniteIterate as exc:
+            return _failed(np.shape(a)[0], exc.status, time.perf_counter() - t0)
+    res.exception_status = ExceptionStatus(exceptions, 0).to_dict()
+    return res
+
+
+def _failed(n: int, status: ExceptionStatus, seconds: float) -> PencilResult:
+    nan = np.full((n, n), np.nan + 0j)
+    return PencilResult(np.full(n, np.nan + 0j), nan, nan.copy(), float("nan"), PencilStats(), seconds,
+                        {**status.to_dict(), "mode": status.mode})
 
 
 def _diagonalize(a, b, eps, seed, threshold, radius, kernels, p_max, tau) -> PencilResult:

@@ -25,6 +25,8 @@ import scipy.linalg as sl
 import scipy.sparse as sp
 
 from targets.exceptions import ExceptionStatus, check_mode, first_nonfinite, iterate_status
+from targets.exceptions import NonFiniteIterate as _NonFinite
+from targets.exceptions import require_finite as _finite
 
 from .sketch import SketchError, check_finite_matrix, gemm, make, spmm
 
@@ -44,22 +46,6 @@ class LstsqResult:
     sketch_seconds: float
     istop: int = 0
     exception_status: dict = field(default_factory=lambda: ExceptionStatus().to_dict())
-
-
-class _NonFinite(Exception):
-    """Raised inside an iteration at its first non-finite iterate; ``status`` says which."""
-
-    def __init__(self, status: ExceptionStatus):
-        super().__init__(status.message())
-        self.status = status
-
-
-def _finite(name: str, v, mode: str):
-    """``v`` unchanged, or _NonFinite when it holds an Inf or a NaN (the drivers' stop rule)."""
-    status = iterate_status(name, v, mode)
-    if status is not None:
-        raise _NonFinite(status)
-    return v
 
 
 def _input_status(a, b, exceptions: str) -> ExceptionStatus | None:

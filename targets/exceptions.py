@@ -158,6 +158,23 @@ def empty_product(alpha, beta, c, *, exceptions: str = "ieee", position: int = 3
     return c, scan(args, [(position, "C", c)], exceptions)
 
 
+class NonFiniteIterate(Exception):
+    """Raised by ``require_finite`` inside a driver's iteration at its first non-finite iterate; the driver
+    catches it and returns (or reports) ``status``."""
+
+    def __init__(self, status: ExceptionStatus):
+        super().__init__(status.message())
+        self.status = status
+
+
+def require_finite(name: str, array, mode: str = "ieee"):
+    """``array`` unchanged, or NonFiniteIterate when it holds an Inf or a NaN (the drivers' stop rule)."""
+    status = iterate_status(name, array, mode)
+    if status is not None:
+        raise NonFiniteIterate(status)
+    return array
+
+
 # --- reductions ------------------------------------------------------------------------------------
 
 def iamax(x) -> int:
