@@ -266,6 +266,23 @@ def prologue(workload, config) -> list:
     return out
 
 
+def prologue_cycles(workload, config) -> float:
+    """Cycles of ``prologue`` on the timing model (0 without one): what the image copy adds to the layer,
+    which the cost model of the lowered nest does not see."""
+    statements = prologue(workload, config)
+    if not statements:
+        return 0.0
+    from .codegen import Buffer, expand
+    from .codegen_tiling import problem_of
+    from .sim.timing import timing
+
+    buffers, pos = {}, 0
+    for name, (shape, dtype) in problem_of(workload).buffer_shapes().items():
+        buffers[name] = Buffer(pos, tuple(shape), dtype)
+        pos += -(-buffers[name].nbytes // 64) * 64
+    return float(timing(expand(tuple(statements), buffers, config), config).cycles)
+
+
 # --- scheduling ------------------------------------------------------------------------------------------
 
 
@@ -286,14 +303,18 @@ def fits(workload, mapping, arch) -> bool:
 
 def schedule(workload, arch, *, scheduler: str = "cosa", lower: bool = True, **options):
     """Schedule ``workload`` as written and as each rewrite (``lowerings``) and return the Schedule with the
-    fewest cost-model cycles among those whose tiles the generator can place (``Schedule.workload`` is the
+    fewest cycles -- the cost model's, plus the timing model's for a rewrite's image copy
+    (``prologue_cycles``) -- among those whose tiles the generator can place (``Schedule.workload`` is the
     one to generate from; ``extra["lowering"]``: the rewrite's kind or None, ``extra["alternatives"]``:
     name -> cycles or the reason it was dropped).  The layer as written is always a candidate."""
     from cosa.scheduler import schedule as run_scheduler
 
-    dim = int((getattr(arch, "params", None) or {}).get("dim", 16))
+    from .codegen import _config_of
+
+    config = _config_of(arch, None)[0]
+    dim = config.dim
     candidates = [workload] + (lowerings(workload, dim) if lower else [])
-    best, notes, first_error = None, {}, None
+    best, best_cycles, notes, first_error = None, None, {}, None
     for cand in candidates:
         try:
             sched = run_scheduler(cand, arch, scheduler=scheduler, **options)
@@ -305,9 +326,10 @@ def schedule(workload, arch, *, scheduler: str = "cosa", lower: bool = True, **o
         if cand is not workload and not fits(cand, sched.mapping, arch):
             notes[cand.name] = "tiles do not fit the scratchpad/accumulator"
             continue
-        notes[cand.name] = float(sched.cost.cycles)
-        if best is None or sched.cost.cycles < best.cost.cycles:
-            best = sched
+        cycles = float(sched.cost.cycles) + (prologue_cycles(cand, config) if cand is not workload else 0.0)
+        notes[cand.name] = cycles
+        if best is None or cycles < best_cycles:
+            best, best_cycles = sched, cycles
     if best is None:
         raise first_error or CodegenError("no schedule", source=f"lowering {workload.name}")
     low = lowering_of(best.workload)
