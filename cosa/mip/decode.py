@@ -9,6 +9,7 @@ import pyomo.environ as pe
 from mappings import LevelMapping, Mapping
 
 from .formulation import Formulation
+from .reuse import reuse_order, reuse_sets
 from .runs import fix_runs, level_order, unfix_runs
 
 
@@ -21,7 +22,7 @@ def decode(form: Formulation) -> Mapping:
     """The mapping of the model's loaded solution.
 
     Temporal factors from ``nT``, spatial factors from ``nS`` (merged over a
-    level's axes), loop order from the order slots (outermost slot first);
+    level's axes), loop order from the order slots (outermost slot first) or the reuse sets (``reuse.reuse_order``);
     a level whose compute runs the model counts (``runs.py``) gets the run
     innermost; other levels without an order decision keep the workload's
     dim order.
@@ -47,6 +48,13 @@ def decode(form: Formulation) -> Mapping:
             values = [pe.value(o, exception=False) or 0.0 for o in form.order[k, d]]
             slot_of[d] = max(range(len(values)), key=lambda s: (values[s], -s))
         orders[k] = tuple(sorted(problem.dims, key=lambda d: slot_of[d]))
+    if form.reuse:
+        # the outermost level: an order that reuses every tile as the reuse binaries say
+        sets = {}
+        for (t, d), var in form.reuse.items():
+            if temporal[0].get(d, 1) > 1 and (pe.value(var, exception=False) or 0.0) > 0.5:
+                sets.setdefault(t, set()).add(d)
+        orders[0] = reuse_order(sets, problem.dims)
     for h, runs in form.runs.items():
         if not runs.order_decided:
             # the run the model counted on goes innermost, in the order its merges need
@@ -116,13 +124,18 @@ def fix_to_mapping(form: Formulation, mapping: Mapping) -> bool:
         for d in problem.dims:
             for s, var in enumerate(form.order[k, d]):
                 var.fix(1 if order.index(d) == s else 0)
+    if form.reuse:
+        lm = mapping.levels[0]
+        sets = reuse_sets(lm.loop_order(problem.workload.dims), lm.temporal_factor, problem.workload.tensors)
+        for (t, d), var in form.reuse.items():
+            var.fix(1 if d in sets[t] else 0)
     for runs in form.runs.values():
         fix_runs(runs, mapping, problem.workload.dims)
     return True
 
 
 def unfix_all(form: Formulation) -> None:
-    for var in list(form.nT.values()) + list(form.nS.values()):
+    for var in list(form.nT.values()) + list(form.nS.values()) + list(form.reuse.values()):
         var.unfix()
     for slots in form.order.values():
         for var in slots:

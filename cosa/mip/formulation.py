@@ -76,6 +76,7 @@ from costmodel.compute_runs import last_compute_rows
 from mappings.validate import group_dims
 
 from .problem import Problem, WindowAxis, exponent
+from .reuse import build_order, reload_log
 from .runs import build_runs, run_levels
 
 LN2 = math.log(2.0)
@@ -115,6 +116,7 @@ class Formulation:
     terms: dict = field(default_factory=dict)
     cuts: int = 0
     runs: dict = field(default_factory=dict)
+    reuse: dict = field(default_factory=dict)  # (tensor, dim) -> binary: reused at the outermost level
 
     # --- model size -----------------------------------------------------------
     def size(self) -> tuple[int, int, int]:
@@ -159,7 +161,8 @@ def _exp_tangents(model: pe.ConcreteModel, name: str, exponent_expr, lo: float, 
 
 
 def build(problem: Problem, objective: str = "latency", weights: CosaWeights | None = None,
-          reference: tuple[float, float] | None = None, symmetry_breaking: bool = True) -> Formulation:
+          reference: tuple[float, float] | None = None, symmetry_breaking: bool = True,
+          reuse_sets: bool = True) -> Formulation:
     """Build the Pyomo model for ``problem``.
 
     ``objective``: "latency" (cycles: max of compute and each level's transfer
@@ -336,42 +339,15 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
     needed_levels = {k for (_, _, c) in pairs for k in range(c)}
     order_levels = [k for k in problem.order_levels if k in needed_levels]
 
-    # order slots and nontrivial-loop indicators
-    nslots = len(dims)
-    m.orderc = pe.ConstraintList()
-    nontrivial = {}
-    for k in sorted(needed_levels):
-        for d in dims:
-            z = pe.Var(domain=pe.Binary)
-            m.add_component(f"nontrivial_{k}_{d}", z)
-            _add(m.orderc, log_t(k, d) <= log2(bounds[d]) * z)
-            nontrivial[k, d] = z
-    order = {}
-    for k in order_levels:
-        o = pe.Var([(d, s) for d in dims for s in range(nslots)], domain=pe.Binary)
-        m.add_component(f"order_{k}", o)
-        for d in dims:
-            _add(m.orderc, sum(o[d, s] for s in range(nslots)) == 1)
-            order[k, d] = [o[d, s] for s in range(nslots)]
-        for s in range(nslots):
-            _add(m.orderc, sum(o[d, s] for d in dims) == 1)
-        if symmetry_breaking:
-            # loops with factor 1 keep the workload's dim order among themselves (fewer equivalent orders)
-            pos = {d: sum(s * o[d, s] for s in range(nslots)) for d in dims}
-            for a, d1 in enumerate(dims):
-                for d2 in dims[a + 1:]:
-                    if symmetry_breaking in (True, "canonical", "both"):
-                        _add(m.orderc, pos[d1] + 1 <= pos[d2] + nslots * (nontrivial[k, d1] + nontrivial[k, d2]))
-            if symmetry_breaking in ("outermost", "both"):
-                for d1 in dims:
-                    for d2 in dims:
-                        if d2 != d1:
-                            _add(m.orderc, pos[d1] + 1 <= pos[d2] + nslots * (nontrivial[k, d1] + 1 - nontrivial[k, d2]))
-    form.order = order
+    # nontrivial-loop indicators and the order decisions (reuse.py)
+    nontrivial, order, reuse = build_order(m, problem, needed_levels, order_levels, log_t, symmetry_breaking,
+                                           reuse_sets)
+    form.order, form.reuse = order, reuse
 
     log_words = {}
     for (t, p, c) in pairs:
-        log_words[t.name, c] = _reload_log(m, problem, form, t, c, log_t, order, order_levels, nontrivial) + tile(t.name, c)
+        log_words[t.name, c] = reload_log(m, problem, t, c, log_t, order, reuse, order_levels, nontrivial) + tile(
+            t.name, c)
 
     def spatial_outside(t, lo, hi, relevant_only):
         """log2 of spatial factors at levels lo..hi-1 (relevant to t only, when asked)."""
@@ -673,56 +649,6 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
     d0_units = max(d0 / 2.0 ** ideal_log, 1e-9)
     m.obj = pe.Objective(expr=energy / e0_units + cyc / d0_units, sense=pe.minimize)
     return form
-
-
-def _reload_log(m, problem, form, t, c, log_t, order, order_levels, nontrivial):
-    """log2 of how many times one instance of level ``c`` loads a tile of ``t``.
-
-    Relevant temporal loops outside ``c`` always count; irrelevant ones count
-    when some relevant loop with factor > 1 sits inside them (loop order),
-    otherwise the resident tile is reused.  Levels without an order decision
-    count their irrelevant loops in full (conservative).
-    """
-    dims = problem.dims
-    bounds = problem.bounds
-    log2 = math.log2
-    rel = [d for d in dims if d in t.dims]
-    irr = [d for d in dims if d not in t.dims]
-    total = sum(log_t(k, d) for k in range(c) for d in rel)
-    fixed_levels = [k for k in range(c) if k not in order_levels]
-    total = total + sum(log_t(k, d) for k in fixed_levels for d in irr)
-    levels = [k for k in order_levels if k < c]
-    if not levels or not irr:
-        return total
-    nslots = len(dims)
-    tag = f"{t.name}_{c}"
-    inside = pe.Var([(k, s) for k in levels for s in range(nslots)], bounds=(0, 1))
-    m.add_component(f"inside_{tag}", inside)
-    irr_factor = pe.Var([(k, s) for k in levels for s in range(nslots)], bounds=(0, None))
-    m.add_component(f"irrfactor_{tag}", irr_factor)
-    charged = pe.Var([(k, s) for k in levels for s in range(nslots)], bounds=(0, None))
-    m.add_component(f"charged_{tag}", charged)
-    cons = pe.ConstraintList()
-    m.add_component(f"reload_{tag}", cons)
-    big = max(log2(bounds[d]) for d in irr)
-    for idx, k in enumerate(levels):
-        for s in range(nslots):
-            for d in rel:
-                _add(cons, inside[k, s] >= order[k, d][s] + nontrivial[k, d] - 1)
-            if s + 1 < nslots:
-                _add(cons, inside[k, s] >= inside[k, s + 1])
-            for d in irr:
-                _add(cons, irr_factor[k, s] >= log_t(k, d) - log2(bounds[d]) * (1 - order[k, d][s]))
-            _add(cons, charged[k, s] >= irr_factor[k, s] - big * (1 - inside[k, s]))
-        # relevant loops at deeper levels (inside this level) keep the whole level "outside"
-        deeper = [kk for kk in range(k + 1, c)]
-        for kk in deeper:
-            if kk in levels:
-                _add(cons, inside[k, nslots - 1] >= inside[kk, 0])
-            else:
-                for d in rel:
-                    _add(cons, inside[k, nslots - 1] >= nontrivial[kk, d])
-    return total + sum(charged[k, s] for k in levels for s in range(nslots))
 
 
 def _fill_after_last_command(m, problem, runs, log_words, tag: str, ideal_log: float):
