@@ -8,22 +8,11 @@ Registers.
 
 from __future__ import annotations
 
-import math
-
 from mappings import LevelMapping, Mapping
 from workloads import LoopNest
+from workloads.divisors import divisors, largest_divisor_at_most
 
 from ..schedule import SchedulingError
-
-def largest_divisor_at_most(n: int, cap: int) -> int:
-    """The largest divisor of ``n`` that is <= ``cap`` (1 when cap < 1)."""
-    best = 1
-    for d in range(1, math.isqrt(n) + 1):
-        if n % d == 0:
-            for cand in (d, n // d):
-                if best < cand <= cap:
-                    best = cand
-    return best
 
 
 def tile_extent(bound: int, vendor_extent: int, dim: int, on_array: bool) -> int:
@@ -32,7 +21,7 @@ def tile_extent(bound: int, vendor_extent: int, dim: int, on_array: bool) -> int
     divisor <= DIM is largest (the vendor fills whole DIM-wide blocks), then the
     largest; for the others simply the largest."""
     cap = min(vendor_extent, bound)
-    candidates = [e for e in range(1, cap + 1) if bound % e == 0]
+    candidates = [e for e in divisors(bound) if e <= cap]
     if on_array:
         return max(candidates, key=lambda e: (largest_divisor_at_most(e, dim), e))
     return max(candidates)

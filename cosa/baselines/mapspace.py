@@ -34,6 +34,7 @@ from typing import Iterator
 
 from mappings import LevelMapping, Mapping
 from workloads import LoopNest
+from workloads.divisors import divisors, prime_factors
 
 from ..schedule import SchedulingError
 
@@ -48,30 +49,12 @@ class Slot:
     axis: int | None = None
 
 
-def prime_factors(n: int) -> list[int]:
-    """Prime factors of ``n`` with multiplicity, ascending (``12 -> [2, 2, 3]``)."""
-    out, p = [], 2
-    while p * p <= n:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    if n > 1:
-        out.append(n)
-    return out
-
-
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
-
-
 def _compositions(n: int, slots: int) -> Iterator[tuple[int, ...]]:
     """Every ordered way to write ``n`` as a product of ``slots`` positive factors."""
     if slots == 1:
         yield (n,)
         return
-    for d in _divisors(n):
+    for d in divisors(n):
         for rest in _compositions(n // d, slots - 1):
             yield (d,) + rest
 
