@@ -165,7 +165,7 @@ def _print_real(d: dict) -> None:
           f"latency {c['latency_s'] * 1e3:.2f} ms, {c['cores']} cores, {c['model_bytes'] >> 20} MiB per model")
     print("shards  measured_s  law_s  err    capped_s  err    engine_swap_s  swaps  bytes_ok")
     for r in d["rows"]:
-        print(f"{r['shards']:>6}  {r['measured_median_s']:10.4f}  {r['predicted_s']:.4f} {r['error']:+6.1%}"
+        print(f"{r['shards']:>6}  {r['measured_s']:10.4f}  {r['predicted_s']:.4f} {r['error']:+6.1%}"
               f"  {r['predicted_host_capped_s']:.4f}  {r['error_host_capped']:+6.1%}  {r['engine_mean_swap_s']:13.4f}"
               f"  {r['engine_swaps']:5d}  {r['resident_bytes_match']}")
     for g in d.get("gpu", []):

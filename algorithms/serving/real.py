@@ -171,10 +171,11 @@ class Pools:
 
 
 def calibrate(pools: Pools, repeats: int = 3) -> Calibration:
-    """Per-link GB/s: median of ``repeats`` whole-model copies by one worker, minus the fixed latency;
-    latency: median of 64-byte swaps over all workers; host GB/s: median of ``repeats`` half-model copies
+    """Per-link GB/s: fastest of ``repeats`` whole-model copies by one worker, minus the fixed latency;
+    latency: median of 64-byte swaps over all workers; host GB/s: fastest of ``repeats`` half-model copies
     by all workers.  Every shard count copies once untimed first; the three probes alternate round by
-    round, so a drift in the machine's load touches them alike."""
+    round, so a drift in the machine's load touches them alike.  The fastest (not the median) copy is
+    the one least disturbed by other jobs on a shared machine; ``sweep``'s figures are compared likewise."""
     for s in range(1, pools.workers + 1):
         pools.copy(s % pools.models, s % pools.slots, s)
     half = pools.model_bytes // 2
@@ -184,8 +185,8 @@ def calibrate(pools: Pools, repeats: int = 3) -> Calibration:
         one.append(pools.copy(i % pools.models, i % pools.slots, 1))
         every.append(pools.copy((i + 1) % pools.models, (i + 1) % pools.slots, pools.workers, nbytes=half))
     lat_s = float(np.median(lat))
-    t1 = max(float(np.median(one)) - lat_s, 1e-9)
-    tw = max(float(np.median(every)) - lat_s, 1e-9)
+    t1 = max(min(one) - lat_s, 1e-9)
+    tw = max(min(every) - lat_s, 1e-9)
     return Calibration(pools.model_bytes / t1 / 1e9, lat_s, half / tw / 1e9, os.cpu_count() or 1)
 
 

@@ -81,7 +81,7 @@ def test_real_cli_json(capsys):
     d = json.loads(capsys.readouterr().out)
     assert {"link_gbps", "latency_s", "host_gbps"} <= set(d["calibration"])
     assert [r["shards"] for r in d["rows"]] == [1, 2]
-    assert all(r["resident_bytes_match"] and r["measured_median_s"] > 0 for r in d["rows"])
+    assert all(r["resident_bytes_match"] and r["measured_s"] > 0 for r in d["rows"])
 
 
 def test_gpu_copies_where_present():
