@@ -97,6 +97,9 @@ def main(argv: list[str]) -> int:
     if text and not args.json:
         print(text)
     d = cr.run(cfg, machine, reference=args.sklearn)
+    from targets.exceptions import UNCHECKED  # CA-SGD does not scan its iterates (targets/exceptions.py)
+
+    d["exception_status"] = UNCHECKED.to_dict()
     if text:
         d["explain"] = text
     if args.json:

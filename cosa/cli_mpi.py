@@ -171,6 +171,9 @@ def cmd_run_mpi(args) -> int:
         d = run(problem, args.ranks, alg, c, elide, repeat=args.repeat, timeout_s=args.timeout, machine=machine)
     d.pop("phases", None)
     d["chosen_by_model"] = choice is not None
+    from targets.exceptions import UNCHECKED  # the distributed kernels do not scan (targets/exceptions.py)
+
+    d["exception_status"] = UNCHECKED.to_dict()
     if choice is not None:
         d["lower_bound_words"] = choice.lower_bound_words
     if args.json:

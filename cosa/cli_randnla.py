@@ -71,7 +71,7 @@ def _lstsq(args) -> dict:
         norm_a = None
     solve = R.sketch_and_solve if args.method == "solve" else R.sketch_and_precondition
     kw = {"tol": args.tol} if args.method == "precondition" else {}
-    out = solve(a, b, sketch=args.sketch, d=args.d, seed=args.seed, **kw)
+    out = solve(a, b, sketch=args.sketch, d=args.d, seed=args.seed, exceptions=args.exceptions, **kw)
     dense = a.toarray() if sp.issparse(a) else a
     t0 = time.perf_counter()
     ref = sl.lstsq(dense, b)[0]
@@ -83,7 +83,7 @@ def _lstsq(args) -> dict:
             "backward_error": R.backward_error(a, b, out.x, norm_a),
             "lstsq_backward_error": R.backward_error(a, b, ref, norm_a), "iterations": out.iterations,
             "seconds": out.seconds, "seconds_sketch": out.sketch_seconds, "seconds_lstsq": t_ref,
-            "seed": args.seed}
+            "seed": args.seed, "exception_status": out.exception_status}
 
 
 def spectral_norm_of_difference(a, u, s, vt, *, iters: int = 30, seed: int = 0) -> float:
@@ -127,6 +127,9 @@ def _rsvd(args) -> dict:
         d["error_over_optimal"] = err / float(sigma[args.rank])
     d.update(out)
     d["seed"] = args.seed
+    from targets.exceptions import ExceptionStatus   # power iterations are checked (a NaN stops them, exit 1)
+
+    d["exception_status"] = ExceptionStatus(args.exceptions, 0).to_dict()
     return d
 
 
@@ -136,7 +139,11 @@ def _pencil(args) -> dict:
     if args.n < 1:
         raise P.PencilError(f"must be >= 1, got {args.n}", field="--n")
     a, b, _ = P.test_pencil(args.n, args.kind, seed=args.seed)
-    res = P.diagonalize(a, b, eps=args.eps, seed=args.seed, threshold=args.threshold, kernels=args.kernels)
+    res = P.diagonalize(a, b, eps=args.eps, seed=args.seed, threshold=args.threshold, kernels=args.kernels,
+                        exceptions=args.exceptions)
+    if res.exception_status["code"]:      # stopped on Inf/NaN (or a non-finite input under check)
+        return {"driver": "pencil", "n": args.n, "kind": args.kind, "eps": args.eps, "seconds": res.seconds,
+                "seed": args.seed, "exception_status": res.exception_status}
     ea, eb = P.backward_errors(a, b, res)
     t0 = time.perf_counter()
     match = P.eig_match(a, b, res.eigenvalues, args.eps)
@@ -148,7 +155,8 @@ def _pencil(args) -> dict:
             "split_balance_min": min(min(s, 1 - s) for s in st.splits) if st.splits else None,
             "qz_fallbacks": st.qz_fallbacks, "qz_calls": st.qz_calls, "lines_checked": st.lines_checked,
             "irs_steps": st.irs_steps, "max_deflation_residual": st.max_deflation_residual,
-            "kernels": args.kernels, "threshold": args.threshold, "seed": args.seed}
+            "kernels": args.kernels, "threshold": args.threshold, "seed": args.seed,
+            "exception_status": res.exception_status}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -181,17 +189,26 @@ def build_parser() -> argparse.ArgumentParser:
     for p in sub.choices.values():
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--json", action="store_true")
+        p.add_argument("--exceptions", default="ieee", help="NaN/Inf: ieee (default) or check (targets/exceptions.py)")
     return ap
 
 
 def main(argv: list[str]) -> int:
     """``argv`` after ``run``; errors are the callers' (``cosa.cli.main`` prints FrameworkError)."""
     args = build_parser().parse_args(argv)
+    from targets.exceptions import check_mode
+
+    check_mode(args.exceptions, field="--exceptions")
     d = {"lstsq": _lstsq, "rsvd": _rsvd, "pencil": _pencil}[args.driver](args)
     if args.json:
         print(json.dumps(d, indent=2))
     else:
         print("  ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in d.items()))
+    status = d.get("exception_status") or {}
+    if status.get("code"):
+        from .cli import RunFailed
+
+        raise RunFailed(f"{args.driver}: stopped on Inf/NaN: {status['message']}")
     return 0
 
 

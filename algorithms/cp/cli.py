@@ -112,6 +112,8 @@ def run(args) -> dict:
 
 def run_distributed(args, t, name: str, samples) -> dict:
     """``--ranks P``: ``algorithms.cp.dist`` on P mpiexec ranks (sparse only; SVD start, STS-CP or ALS)."""
+    from targets.exceptions import ExceptionStatus
+
     from .dist import run as dist_run
 
     if args.method == "arls-lev" or args.dense or args.compare:
@@ -128,7 +130,8 @@ def run_distributed(args, t, name: str, samples) -> dict:
     d = dist_run(cfg)
     return {"tensor": name, "shape": list(t.shape), "nnz": t.nnz, "dense": False, "method": args.method,
             "rank": args.rank, "samples": samples if args.method != "als" else None, "ranks": args.ranks,
-            "schedule": "tensor" if args.method == "als" else args.schedule, **d}
+            "schedule": "tensor" if args.method == "als" else args.schedule,
+            "exception_status": ExceptionStatus().to_dict(), **d}   # ranks do not scan (targets/exceptions.py)
 
 
 def main(argv: list[str]) -> int:

@@ -104,3 +104,18 @@ def test_pencil_check_mode_names_the_input():
     assert res.exception_status["code"] == -2 and res.exception_status["argument"] == "B"
     with pytest.raises(P.PencilError):
         P.diagonalize(a, b)
+
+
+def test_cli_json_has_exception_status_and_bad_mode_exits_2(capsys):
+    import json
+
+    from cosa.cli import main
+
+    assert main(["run", "lstsq", "--synthetic", "200,10,100", "--exceptions", "check", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["exception_status"]["mode"] == "check" and d["exception_status"]["code"] == 0
+    assert main(["run", "pencil", "--n", "12", "--kernels", "numpy", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["exception_status"]["code"] == 0
+    assert main(["run", "rsvd", "--synthetic", "40", "--rank", "4", "--exceptions", "bad"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--exceptions" in err
