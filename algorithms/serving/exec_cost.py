@@ -43,12 +43,13 @@ OPT13B = Transformer()
 
 
 def layer_gemms(t: Transformer, batch: int, tp: int) -> list[tuple[str, int, int, int]]:
-    """(name, M, N, K) of one layer's GEMMs on one GPU of a ``tp``-way tensor-parallel group."""
-    if t.hidden % tp or t.ffn % tp:
-        raise ServingError(f"hidden {t.hidden} and ffn {t.ffn} must be divisible by tp={tp}", source=SRC,
-                           field="tp")
+    """(name, M, N, K) of one layer's GEMMs on one GPU of a ``tp``-way tensor-parallel group (a split that
+    does not divide evenly gives the GPU with the largest piece, ceil(n / tp), which sets the time)."""
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise ServingError(f"must be a positive integer, got {tp!r}", source=SRC, field="tp")
     m, h, f = batch * t.prompt, t.hidden, t.ffn
-    return [("qkv", m, 3 * h // tp, h), ("out", m, h, h // tp), ("fc1", m, f // tp, h), ("fc2", m, h, f // tp)]
+    c = lambda n: -(-n // tp)
+    return [("qkv", m, c(3 * h), h), ("out", m, h, c(h)), ("fc1", m, c(f), h), ("fc2", m, h, c(f))]
 
 
 @lru_cache(maxsize=256)

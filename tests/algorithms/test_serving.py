@@ -136,8 +136,9 @@ def test_exec_cost_layers_and_costmodel():
     t = exec_cost.Transformer(layers=2, hidden=64, ffn=256, prompt=4)
     assert exec_cost.layer_gemms(t, 2, 2) == [("qkv", 8, 96, 64), ("out", 8, 64, 32), ("fc1", 8, 128, 64),
                                               ("fc2", 8, 64, 128)]
+    assert exec_cost.layer_gemms(t, 1, 3)[1] == ("out", 4, 64, 22)   # uneven split: the largest piece
     with pytest.raises(ServingError):
-        exec_cost.layer_gemms(t, 1, 3)
+        exec_cost.layer_gemms(t, 1, 0)
     tab = exec_cost.from_costmodel(t, max_batch=2, tp=1, samples=4)
     one, two = tab(0, 1), tab(0, 2)
     assert 0 < one <= two
