@@ -7,4 +7,5 @@ from .errors import GpuError
 from .kernel import KernelDesc, build_kernel
 from .printers import print_kernel
 
-__all__ = ["GpuError", "GpuRun", "call", "KernelDesc", "LANGUAGES", "build_kernel", "emit", "print_kernel", "run", "run_many"]
+__all__ = ["GpuError", "GpuRun", "call",
+           "KernelDesc", "LANGUAGES", "build_kernel", "emit", "print_kernel", "run", "run_many"]

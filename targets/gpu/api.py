@@ -47,10 +47,10 @@ class GpuRun:
     exception_status: dict = field(default_factory=lambda: UNCHECKED.to_dict())
 
     def to_dict(self) -> dict:
-        return {"exception_status": self.exception_status, "target": self.target, "device": self.device, "verified": self.verified,
+        return {"target": self.target, "device": self.device, "verified": self.verified,
                 "max_abs_err": self.max_abs_err, "reference": self.reference, "seconds": self.seconds,
                 "runs_s": self.runs, "gflops": self.gflops, "blocks": self.blocks, "threads": self.threads,
-                "shared_bytes": self.shared_bytes, "mapping": self.mapping}
+                "shared_bytes": self.shared_bytes, "mapping": self.mapping, "exception_status": self.exception_status}
 
 
 def run(workload, arch, mapping, target: str = "opencl", repeat: int = 1, seed: int = 0,

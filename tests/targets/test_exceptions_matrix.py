@@ -267,10 +267,9 @@ def test_cpu_sparse(sparse_kernels, family, size, dtype, rule):
 @pytest.mark.parametrize("shape", [(0, 4, 3), (4, 0, 3), (4, 3, 0)], ids=["M0", "N0", "K0"])
 @pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (2.0, 1.0), (0.0, 0.0), (1.0, 3.0)])
 def test_size_zero(shape, dtype, alpha, beta):
-    """An empty dim: no kernel runs; K = 0 gives C := beta * C (beta = 0: zeros, C not read)."""
+    """An empty dim: no kernel runs and no operand is read; K = 0 gives C := beta * C (beta = 0: zeros, C
+    not read)."""
     m, n, k = shape
-    a = np.full((m, k), np.nan, NP[dtype])
-    b = np.full((k, n), np.inf, NP[dtype])
     c = np.full((m, n), 2.0, NP[dtype])
     c_nan = np.full((m, n), np.nan, NP[dtype])
     want = policy_reference(np.zeros((m, n)), alpha, beta, c, dtype)
@@ -334,3 +333,64 @@ def test_cuda_compiles_with_epilogue(family, size, dtype):
     assert f"{desc.name}_ab(" in source and "fast" not in source
     ptx = compile_cuda(source, "ptx").read_text()
     assert f"{desc.name}_ab" in ptx
+
+
+@pytest.fixture(scope="module")
+def cuda_device():
+    from targets.gpu.cuda import available
+
+    reason = available()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("family,size,dtype", GPU_CASES, ids=["-".join(c) for c in GPU_CASES])
+def test_cuda_runs_where_a_gpu_exists(cuda_device, family, size, dtype, rule):
+    from targets.gpu import call
+    from targets.gpu.layout import array_shape
+
+    w = _nest(family, size, dtype)
+    shapes = {t.name: array_shape(t, w.dims) for t in w.tensors}
+    arrays, c, alpha, beta, expect = _dense_case(w, shapes, dtype, rule)
+    with np.errstate(all="ignore"):
+        want = policy_reference(reference(w, arrays, shapes, dtype, blas=False), alpha, beta, c, dtype)
+    out, status = call(w, GPU, _gpu_mapping(w), arrays, "cuda", alpha=alpha, beta=beta, c=c, exceptions="check")
+    assert_policy_equal(out, want, dtype, rule)
+    pos = {t.name: i + 1 for i, t in enumerate(w.tensors)}
+    _check_status(status, expect, {"x0": pos[w.inputs[0].name], "x1": pos[w.inputs[1].name],
+                                   "out": pos[w.output.name]})
+
+
+# --- integers and compiler flags -------------------------------------------------------------------------
+
+def test_int_kernels_take_alpha_beta_and_have_nothing_to_report(cpu_kernels):
+    from workloads.dtypes import apply_dtype
+
+    roles = {"input": "int8", "weight": "int8", "output": "int32"}
+    w = apply_dtype(W.matmul("gemm_i8", M=6, N=10, K=7, bits={"input": 8, "weight": 8, "output": 32}), roles, True,
+                    "test", "dtype")
+    k = compile_kernel(w, random_mapping(w, CPU, random.Random(5)), CPU)
+    rng = np.random.default_rng(0)
+    arrays = {"A": rng.integers(-8, 8, (6, 7)).astype(np.int8), "B": rng.integers(-8, 8, (7, 10)).astype(np.int8)}
+    c = rng.integers(-100, 100, (6, 10)).astype(np.int32)
+    out, status = k(arrays, c.copy(), threads=2, alpha=3, beta=-2, exceptions="check")
+    want = 3 * (arrays["A"].astype(np.int64) @ arrays["B"].astype(np.int64)) - 2 * c
+    np.testing.assert_array_equal(out, want)
+    assert status.code == 0
+
+
+def test_no_flag_lets_a_compiler_assume_finite_math():
+    from targets import TargetError
+    from targets.cpu import build
+
+    assert not set(build.FLAGS) & set(build.UNSAFE_FLAGS)
+    with pytest.raises(TargetError, match="NaN"):
+        build.build("void f(void) {}\n", ("-ffast-math",))
+    import inspect
+
+    from targets.gpu import cuda, opencl
+
+    for module in (cuda, opencl):
+        text = inspect.getsource(module)
+        assert "fast-math" not in text and "fast_math" not in text and "finite-math" not in text
