@@ -13,7 +13,9 @@ instances of the level; ``trace`` counts the same quantities literally):
   needed by an instance of ``c`` changes only when a loop the tensor depends
   on advances; loops it does not depend on inside the innermost such loop
   reuse it.  A changed tile is loaded whole (as Gemmini's code generator
-  does), even where a sliding window overlaps the previous one.  A tile equal
+  does), even where a sliding window overlaps the previous one; with
+  ``delta_fetch`` (Timeloop's behaviour, set by Timeloop/CoSA arch files)
+  inputs and weights load only the words the previous tile did not hold.  A tile equal
   as a set to the previous one (a window shift undone by a reset, or two
   windows clipped to the same border elements) is not reloaded.
 * **Inputs and weights.**  fills[c] = writes[c] = words of all loaded tiles.
@@ -168,12 +170,14 @@ class LoopGroups:
                 [lp for lp in loops if not self.arch.levels[lp.level].multicast])
 
 
-def access_counts(workload, arch, mapping, psums: dict | None = None):
+def access_counts(workload, arch, mapping, psums: dict | None = None, delta: bool = False):
     """(accesses[level index][tensor name] -> Access, footprint_words[level index][tensor name]).
 
     ``psums``, when given, is filled with ``{parent level index: {output name:
     PartialSums}}``: the output traffic between each parent and its next inner
-    holder split into partial sums and final results.
+    holder split into partial sums and final results.  ``delta``: inputs and
+    weights fetch only the words a changed tile did not share with the previous
+    one (Timeloop's sliding-window behaviour) instead of the whole tile.
     """
     nlev = len(arch.levels)
     groups = LoopGroups(arch, nest_loops(mapping, list(workload.dims)))
@@ -186,10 +190,11 @@ def access_counts(workload, arch, mapping, psums: dict | None = None):
         resident = {0: whole.changes}  # words of all residencies per level (F_inst)
         for p, c in zip(chain, chain[1:]):
             steps = groups.temporal_above(c)
-            inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(c))
+            slide = delta and not t.is_output
+            inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(c), delta=slide)
             mc, separate = groups.fan(p, c)
             grp = tile_counts(t, steps, groups.spatial_between(0, p) + separate, groups.at_or_below(c) + mc,
-                              member_loops=mc)
+                              member_loops=mc, delta=slide)
             foot[c][t.name] = inst.max_words
             resident[c] = inst.changes
             if t.is_output:
@@ -348,11 +353,17 @@ def transfer_rows(workload, arch, mapping, accesses, psums) -> tuple[dict, dict]
     return extra, rows
 
 
-def evaluate(workload, arch, mapping) -> Cost:
-    """Accesses, latency, energy and utilization of ``mapping`` (see the module docstring)."""
+def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cost:
+    """Accesses, latency, energy and utilization of ``mapping`` (see the module docstring).
+
+    ``delta_fetch``: sliding-window delta fetches for inputs and weights (``access_counts``);
+    None = as the arch says (``arch.params["delta_fetch"]``: Timeloop/CoSA files set it).
+    """
     _validate(workload, arch, mapping)
     psums: dict = {}
-    accesses, foot = access_counts(workload, arch, mapping, psums)
+    if delta_fetch is None:
+        delta_fetch = bool(arch.params.get("delta_fetch", False))
+    accesses, foot = access_counts(workload, arch, mapping, psums, delta=delta_fetch)
     tensors = {t.name: t for t in workload.tensors}
     runs = compute_runs(workload, arch, mapping)
     compute_cycles = math.ceil(compute_work(arch, mapping, runs) / arch.macs_per_cycle)

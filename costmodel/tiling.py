@@ -185,7 +185,7 @@ def _axis_groups(tensor) -> tuple[tuple[int, ...], ...]:
 
 def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence[NestLoop],
                 set_loops: Sequence[NestLoop], reuse: bool = True,
-                member_loops: Sequence[NestLoop] = ()) -> TileCounts:
+                member_loops: Sequence[NestLoop] = (), delta: bool = False) -> TileCounts:
     """Exact sums of tile sizes over a run (see the module docstring).
 
     With ``reuse=False`` every iteration of every step loop counts (operands
@@ -198,6 +198,13 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
     previous one.  Exact when the members move together (always without
     clipping); when clipping makes only some members' tiles repeat, the union
     of all members is counted although only the moving ones need data.
+
+    ``delta`` (Timeloop's sliding-window fetch): a changed tile loads only the
+    words that were not in the previous one (|new| - |new & old|; with
+    members, the union over the members of each one's new words).  Exact
+    when the member loops index one component of the tensor (the product over
+    components of the words kept is then exact); with members in several
+    components each component's kept words are taken on their own.
     """
     relevant = tensor.dims
     comps = components(tensor, set_loops)
@@ -251,6 +258,12 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
                     bump = lj.stride * comp.coef[lj.dim]
                 else:
                     bump = np.zeros(len(comp.axes), dtype=np.int64)
+                if delta:  # words kept from the previous tile (members: the union's words no member needs anew)
+                    mine = [lp for lp in members if lp.dim in comp.dims]
+                    prod *= _kept_words(comp, comp_own, grid, mine, reset, bump)
+                    if prod == 0:
+                        break
+                    continue
                 if comp.hi is None:
                     # Unclipped: the tile moves by bump - reset everywhere (members alike); it repeats
                     # only when that shift is zero.
@@ -273,3 +286,55 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
                     break
             total -= prod
     return TileCounts(changes=int(total), distinct=int(distinct), max_words=int(max_words))
+
+
+def _clip_count(points: np.ndarray, shift: np.ndarray, hi) -> int:
+    """Points (rows of axis values) moved by ``shift`` that fall inside [0, hi) on every axis."""
+    if hi is None:
+        return len(points)
+    coords = points + shift[None, :]
+    return int(np.all((coords >= 0) & (coords < hi), axis=1).sum())
+
+
+def _kept_words(comp: _Component, comp_own: _Component, grid: list, members: list, reset, bump) -> int:
+    """Sum over ``grid`` of the words of the component's new tile that need no fetch (delta mode).
+
+    Without members: |new & old| (the old tile sits at ``reset``, the new one is moved by ``bump``).
+    With members (a multicast group): |union of new| - |union over members of (new_m - old_m)|.
+    """
+    before = comp.shifts(grid, reset)
+    after = comp.shifts(grid) + bump[None, :]
+    d = (reset - bump).astype(np.int64)  # old tile = new tile moved by d
+    if not members:
+        base = comp.base
+        common = np.array(sorted(_row_set(base) & _row_set(base + d[None, :])),
+                          dtype=np.int64).reshape(-1, len(comp.axes))
+        if comp.hi is None:
+            return len(common) * len(after)
+        return sum(_clip_count(common, a, comp.hi) for a in after)
+    own_offsets = comp_own.shifts(members) - comp_own.offset[None, :]
+    base = comp_own.base
+    cache: dict = {}
+    total = 0
+    for b, a in zip(before, after):
+        key = (tuple(b), tuple(a)) if comp.hi is not None else ()
+        if key not in cache:
+            union_new, fresh = set(), set()
+            for off in own_offsets:
+                new = _clipped_rows(base + (a + off)[None, :], comp.hi)
+                old = _clipped_rows(base + (b + off)[None, :], comp.hi)
+                union_new |= new
+                fresh |= new - old
+            cache[key] = len(union_new) - len(fresh)
+        total += cache[key]
+    return total
+
+
+def _row_set(points: np.ndarray) -> set:
+    return {tuple(r) for r in points.tolist()}
+
+
+def _clipped_rows(coords: np.ndarray, hi) -> set:
+    if hi is not None:
+        coords = coords[np.all((coords >= 0) & (coords < hi), axis=1)]
+    return _row_set(coords)

@@ -88,13 +88,16 @@ def _combos(loops, indices: list[int]):
         yield dict(zip(indices, values))
 
 
-def trace(workload, arch, mapping, *, max_macs: int = DEFAULT_MAX_MACS, partial_sums: bool = False):
+def trace(workload, arch, mapping, *, max_macs: int = DEFAULT_MAX_MACS, partial_sums: bool = False,
+          delta_fetch: bool = False):
     """Literal counts: ``{level name: {tensor name: Access}}`` (see the module docstring).
 
     With ``partial_sums`` also the split of each output's parent-child traffic
     (``Cost.partial_sums``): returns ``(accesses, {parent level name: {output
     name: PartialSums}})``, where a write-back is final when it is the last
     one of its words for its group of siblings, and every read-back is partial.
+    ``delta_fetch``: a changed input or weight tile loads only the words its
+    resident tile lacks, and the parent sends the union of those.
     """
     _validate(workload, arch, mapping)
     if workload.macs > max_macs:
@@ -182,6 +185,11 @@ def trace(workload, arch, mapping, *, max_macs: int = DEFAULT_MAX_MACS, partial_
                                 mine = left & need
                                 left -= mine
                                 mac["has_value"][ckey] = mine
+                    elif delta_fetch:  # only the words the resident tile lacks move
+                        fresh = [n - o for _, o, n in changed_children]
+                        counts[c][name][2] += sum(len(f) for f in fresh)
+                        counts[c][name][1] += sum(len(f) for f in fresh)
+                        counts[p][name][0] += len(set().union(*fresh))
                     else:
                         counts[c][name][2] += sum(len(n) for _, _, n in changed_children)
                         counts[c][name][1] += sum(len(n) for _, _, n in changed_children)
