@@ -285,7 +285,7 @@ def test_size_zero(shape, dtype, alpha, beta):
 # --- OpenCL on PoCL, CUDA compiled ---------------------------------------------------------------------
 
 GPU_CASES = [("gemm", "1", "float32"), ("gemm", "odd", "float32"), ("gemm", "odd", "float64"),
-             ("conv", "odd", "float32")]
+             ("gemm", "large", "float32"), ("conv", "odd", "float32")]
 
 
 def _gpu_mapping(w):
