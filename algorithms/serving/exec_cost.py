@@ -30,13 +30,15 @@ from .model import SRC, ServingError
 
 @dataclass(frozen=True)
 class Transformer:
-    """A decoder-only transformer's sizes (OPT-13B by default); ``prompt`` tokens per request."""
+    """A decoder-only transformer's sizes (OPT-13B by default); ``prompt`` tokens per request;
+    ``split_pad``: a tensor-parallel piece is padded up to a multiple of this many columns/rows."""
 
     layers: int = 40
     hidden: int = 5120
     ffn: int = 20480
     prompt: int = 128
     bits: int = 16
+    split_pad: int = 64
 
 
 OPT13B = Transformer()
@@ -44,11 +46,13 @@ OPT13B = Transformer()
 
 def layer_gemms(t: Transformer, batch: int, tp: int) -> list[tuple[str, int, int, int]]:
     """(name, M, N, K) of one layer's GEMMs on one GPU of a ``tp``-way tensor-parallel group (a split that
-    does not divide evenly gives the GPU with the largest piece, ceil(n / tp), which sets the time)."""
+    does not divide evenly: the GPU with the largest piece, ceil(n / tp) padded up to ``split_pad``, sets
+    the time; padding keeps the piece tileable, e.g. 20480 / 3 -> 6848, not the prime 6827)."""
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ServingError(f"must be a positive integer, got {tp!r}", source=SRC, field="tp")
     m, h, f = batch * t.prompt, t.hidden, t.ffn
-    c = lambda n: -(-n // tp)
+    pad = max(1, t.split_pad)
+    c = lambda n: n // tp if n % tp == 0 else -(-(-(-n // tp)) // pad) * pad
     return [("qkv", m, c(3 * h), h), ("out", m, h, c(h)), ("fc1", m, c(f), h), ("fc2", m, h, c(f))]
 
 

@@ -136,7 +136,9 @@ def test_exec_cost_layers_and_costmodel():
     t = exec_cost.Transformer(layers=2, hidden=64, ffn=256, prompt=4)
     assert exec_cost.layer_gemms(t, 2, 2) == [("qkv", 8, 96, 64), ("out", 8, 64, 32), ("fc1", 8, 128, 64),
                                               ("fc2", 8, 64, 128)]
-    assert exec_cost.layer_gemms(t, 1, 3)[1] == ("out", 4, 64, 22)   # uneven split: the largest piece
+    assert exec_cost.layer_gemms(t, 1, 3)[1] == ("out", 4, 64, 64)   # uneven split: the largest piece, padded
+    assert exec_cost.layer_gemms(dataclasses.replace(t, split_pad=1), 1, 3)[1] == ("out", 4, 64, 22)
+    assert exec_cost.layer_gemms(exec_cost.OPT13B, 1, 3)[2] == ("fc1", 128, 6848, 5120)
     with pytest.raises(ServingError):
         exec_cost.layer_gemms(t, 1, 0)
     tab = exec_cost.from_costmodel(t, max_batch=2, tp=1, samples=4)
