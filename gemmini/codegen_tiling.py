@@ -45,6 +45,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from workloads.divisors import largest_divisor_at_most as _largest_divisor_at_most
+
 from .config import GemminiConfig
 from .errors import CodegenError
 
@@ -271,13 +273,6 @@ class Plan:
 
     def tile(self, level: int, dim: str) -> int:
         return self.extents[level][dim]
-
-
-def _largest_divisor_at_most(n: int, limit: int) -> int:
-    for d in range(min(n, limit), 0, -1):
-        if n % d == 0:
-            return d
-    return 1
 
 
 def _place(sizes, capacity: int, bank_rows: int, layout: str):

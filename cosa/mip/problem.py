@@ -5,42 +5,13 @@ Pure functions of a ``LoopNest`` and an ``Arch``; nothing here knows Pyomo.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from itertools import product
 
 from mappings.validate import stored_span
+from workloads.divisors import divisors, multiplicity as exponent, prime_factor_counts as prime_factors  # noqa: F401
 
 from ..schedule import SchedulingError
-
-
-def prime_factors(n: int) -> dict[int, int]:
-    """Prime -> multiplicity of a positive integer (``prime_factors(56) == {2: 3, 7: 1}``)."""
-    out: dict[int, int] = {}
-    p = 2
-    while p * p <= n:
-        while n % p == 0:
-            out[p] = out.get(p, 0) + 1
-            n //= p
-        p += 1
-    if n > 1:
-        out[n] = out.get(n, 0) + 1
-    return out
-
-
-def divisors(n: int) -> list[int]:
-    """Sorted divisors of a positive integer."""
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
-
-
-def exponent(n: int, p: int) -> int:
-    """Multiplicity of prime ``p`` in ``n``."""
-    e = 0
-    while n % p == 0:
-        n //= p
-        e += 1
-    return e
 
 
 @dataclass(frozen=True)
