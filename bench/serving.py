@@ -80,6 +80,15 @@ def _table(console, title, rows, cols):
     console.print(t)
 
 
+def _effect(ratio: float) -> str:
+    """What adding copy workers did, from all workers' GB/s over one worker's."""
+    if ratio < 0.9:
+        return f"slow each other down ({ratio:.2f}x one worker's bandwidth together)"
+    if ratio < 1.5:
+        return f"add little ({ratio:.2f}x one worker's bandwidth together)"
+    return f"add bandwidth ({ratio:.2f}x one worker's together)"
+
+
 def prose(trend, fit, cvs, real) -> str:
     t1, t4 = trend[0], trend[-1]
     worst = max(abs(r["sim_over_law"] - 1) for r in trend)
@@ -101,7 +110,7 @@ def prose(trend, fit, cvs, real) -> str:
         ok_cap = sum(abs(r["error_host_capped"]) <= 0.2 for r in rows)
         lines.append(f"Real copies ({c['model_bytes'] >> 20} MiB models, {c['cores']} cores): one worker copies at "
                      f"{c['link_gbps']:.2f} GB/s and all workers together at {c['host_gbps']:.2f} GB/s, so extra "
-                     f"workers {'add little' if c['host_gbps'] < 1.5 * c['link_gbps'] else 'add bandwidth'}; "
+                     f"workers {_effect(c['host_gbps'] / c['link_gbps'])}; "
                      f"the pure law is within 20% of the fastest measured at {ok_pure} of {len(rows)} shard counts"
                      + (f" (at {max(pure, key=lambda r: r['shards'])['shards']} shards it predicts "
                         f"{max(pure, key=lambda r: r['shards'])['error']:+.0%} off)" if pure else "")
