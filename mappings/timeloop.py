@@ -203,3 +203,130 @@ def _trim_order(order: tuple[str, ...], dims: list[str]) -> tuple[str, ...]:
         if prefix + [d for d in dims if d not in prefix] == full:
             return tuple(prefix)
     return tuple(full)
+
+
+# --- timeloop-model as an outside oracle -----------------------------------------------------
+
+_CNN_DIMS = ("R", "S", "P", "Q", "C", "K", "N")
+TIMELOOP_ENV = "TIMELOOP_MODEL"
+"""Environment variable naming a timeloop-model binary (tests and ``bench/peers.py`` skip without it)."""
+
+
+class TimeloopRunError(MappingError):
+    """timeloop-model is missing or failed; the message names its log."""
+
+
+def timeloop_problem(workload) -> dict:
+    """Timeloop's problem YAML (``shape: cnn-layer``) for a convolution or matmul over R S P Q C K N.
+
+    Timeloop's CNN layer indexes the input width as Wstride*P + Wdilation*R and
+    its height as Hstride*Q + Hdilation*S, as our loader reads CoSA's files.
+    Raises MappingError for a workload that is not such a layer (groups > 1, other dims).
+    """
+    src = f"workload {workload.name}"
+    other = [d for d in workload.dims if d not in _CNN_DIMS]
+    if other:
+        raise MappingError(f"dims {other} have no place in Timeloop's cnn-layer shape (R S P Q C K N)", source=src,
+                           field="dims")
+    op = dict(getattr(workload, "op", {}) or {})
+    if op.get("groups", 1) != 1:
+        raise MappingError(f"groups={op['groups']} has no place in Timeloop's cnn-layer shape", source=src,
+                           field="groups")
+    stride = op.get("stride", (1, 1))
+    dilation = op.get("dilation", (1, 1))
+    problem = {"shape": "cnn-layer"}
+    problem.update({d: int(workload.dims.get(d, 1)) for d in _CNN_DIMS})
+    problem.update({"Hstride": int(stride[0]), "Wstride": int(stride[1]),
+                    "Hdilation": int(dilation[0]), "Wdilation": int(dilation[1])})
+    return {"problem": problem}
+
+
+_LEVEL_HEAD = re.compile(r"^=== (\S+) ===\s*$")
+_STAT = re.compile(r"^\s+(Scalar reads|Scalar updates|Scalar fills|Utilized instances \(max\)|"
+                   r"Energy \(per-scalar-access\)|Energy \(total\)|Cycles|Bandwidth throttling)\s*:\s*([-+0-9.eE]+)")
+_TENSOR_HEAD = re.compile(r"^\s+([A-Za-z_][A-Za-z_0-9]*):\s*$")
+_STAT_KEYS = {"Scalar reads": "reads", "Scalar updates": "updates", "Scalar fills": "fills",
+              "Utilized instances (max)": "instances", "Energy (per-scalar-access)": "pj_per_access",
+              "Energy (total)": "energy_pj"}
+
+
+def parse_timeloop_stats(text: str) -> dict:
+    """The numbers of ``timeloop-model.stats.txt`` we compare with.
+
+    ``{"cycles", "energy_pj", "computes", "levels": {level: {"cycles", "slowdown", "tensors": {tensor:
+    {"reads", "updates", "fills" (per instance), "instances" (utilized), "pj_per_access", "energy_pj"
+    (all instances)}}}}, "mac_energy_pj"}``.  Access counts are per utilized instance, as Timeloop prints them.
+    """
+    levels: dict = {}
+    level = tensor = None
+    out: dict = {"levels": levels}
+    for line in text.splitlines():
+        if line.startswith("Operational Intensity Stats"):
+            level = tensor = None
+            break
+        head = _LEVEL_HEAD.match(line)
+        if head:
+            level, tensor = levels.setdefault(head.group(1), {"tensors": {}}), None
+            continue
+        if level is None:
+            continue
+        m = _STAT.match(line)
+        if m:
+            key, value = m.group(1), float(m.group(2))
+            if key == "Cycles":
+                level["cycles"] = value
+            elif key == "Bandwidth throttling":
+                level["slowdown"] = value
+            elif tensor is not None:
+                tensor[_STAT_KEYS[key]] = value
+            continue
+        th = _TENSOR_HEAD.match(line)
+        if th and th.group(1) not in ("STATS", "MAPPING", "SPECS"):
+            tensor = level["tensors"].setdefault(th.group(1), {})
+    for line in text.splitlines():
+        m = re.match(r"^(Cycles|Energy|Computes)\s*[:=]\s*([-+0-9.eE]+)", line)
+        if m:
+            value = float(m.group(2))
+            out[{"Cycles": "cycles", "Energy": "energy_pj", "Computes": "computes"}[m.group(1)]] = \
+                value * 1e6 if m.group(1) == "Energy" else value
+    mac = re.search(r"^=== MAC ===.*?Energy \(total\)\s*:\s*([-+0-9.eE]+)", text, re.S | re.M)
+    if mac:
+        out["mac_energy_pj"] = float(mac.group(1))
+    if "cycles" not in out:
+        raise MappingError("no 'Cycles:' line in Timeloop's stats (not a timeloop-model.stats.txt?)",
+                           source="timeloop stats", field="Cycles")
+    return out
+
+
+def run_timeloop_model(binary: str | Path, arch_file: str | Path, workload, mapping: Mapping, arch,
+                       workdir: str | Path, timeout_s: float = 120.0, env: dict | None = None) -> dict:
+    """Run ``binary ARCH PROBLEM MAP`` in ``workdir`` on our ``mapping``; its parsed stats.
+
+    Writes problem.yaml and map.yaml (``dump_timeloop``) there; the run's output goes to
+    ``timeloop.log``.  A missing binary, a failed run or stats we cannot read raise
+    TimeloopRunError with one line naming the log.  ``env``: extra environment variables
+    (``TIMELOOP_DISABLE_LINK_TRANSFERS=1`` turns off its neighbour-to-neighbour forwarding).
+    """
+    import os
+    import subprocess
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "problem.yaml").write_text(yaml.safe_dump(timeloop_problem(workload), sort_keys=False))
+    (workdir / "map.yaml").write_text(dump_timeloop(mapping, workload, arch))
+    log = workdir / "timeloop.log"
+    cmd = [str(binary), str(Path(arch_file).resolve()), "problem.yaml", "map.yaml"]
+    try:
+        with open(log, "w") as fh:
+            proc = subprocess.run(cmd, cwd=workdir, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout_s,
+                                  env={**os.environ, **(env or {})})
+    except FileNotFoundError:
+        raise TimeloopRunError(f"timeloop-model binary not found: {binary}", source=str(binary)) from None
+    except subprocess.TimeoutExpired:
+        raise TimeloopRunError(f"timeloop-model ran past {timeout_s:.0f} s; log: {log}", source=str(binary)) from None
+    stats = workdir / "timeloop-model.stats.txt"
+    if proc.returncode != 0 or not stats.exists():
+        tail = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-1:] or ["(empty)"]
+        raise TimeloopRunError(f"timeloop-model failed (exit {proc.returncode}): {tail[0][:160]}; log: {log}",
+                               source=str(binary))
+    return parse_timeloop_stats(stats.read_text(errors="replace"))
