@@ -1,6 +1,6 @@
 """Serving several models with model-parallel swapping: the OPT-13B swap trend, bursty load, real copies.
 
-    python3 bench/serving.py [--quick] [--exec-s SECONDS] [--plot F.png] [--json F] [--results bench/RESULTS.md]
+    python3 bench/serving.py [--quick] [--exec-s SECONDS] [--link-limit GBPS] [--plot F.png] [--json F] [--results bench/RESULTS.md]
 
 1. Simulated OPT-13B (26 GB fp16), 3 models, 2 resident, tensor parallel over 1..4 GPUs, one PCIe 4.0 x16
    link each (25 GB/s effective): mean swap seconds against the law size / (shards x bandwidth) and the
@@ -10,7 +10,9 @@
    swap / queue / execute breakdown.
 3. Real copies on this machine (``algorithms.serving.real``): 1..4 worker processes copy shards of a model
    between shared-memory pools; measured swap seconds against the law with the bandwidth and latency
-   calibrated here (pure law, and with the measured host cap), and the engine run with real swaps.
+   calibrated here (pure law, and with the measured host cap), and the engine run with real swaps; once
+   unpaced (this machine's cores share one memory bus) and once with each worker paced to --link-limit
+   GB/s (a link slower than the memory system, the law's premise, as PCIe is slower than host DRAM).
 Batch times: OPT-13B's GEMMs on the gpu-h200 preset through the cost model, unless --exec-s.
 """
 
@@ -89,7 +91,37 @@ def _effect(ratio: float) -> str:
     return f"add bandwidth ({ratio:.2f}x one worker's together)"
 
 
-def prose(trend, fit, cvs, real) -> str:
+def _real_table(console, real, title):
+    c = real["calibration"]
+    g = lambda v: f"{v:.3g}"
+    pct = lambda v: f"{v:+.1%}"
+    _table(console, f"{title}: calibrated link {c['link_gbps']:.2f} GB/s, host cap {c['host_gbps']:.2f} GB/s, "
+                    f"latency {c['latency_s'] * 1e3:.2f} ms", real["rows"],
+           [("shards", "shards", str), ("measured s", "measured_s", g), ("median s", "measured_median_s", g),
+            ("law s", "predicted_s", g), ("err", "error", pct), ("capped law s", "predicted_host_capped_s", g),
+            ("err capped", "error_host_capped", pct), ("engine swap s", "engine_mean_swap_s", g),
+            ("engine swaps", "engine_swaps", str), ("bytes ok", "resident_bytes_match", str)])
+
+
+def _real_prose(real, label) -> str:
+    c, rows = real["calibration"], real["rows"]
+    ok_pure = sum(abs(r["error"]) <= 0.2 for r in rows)
+    ok_cap = sum(abs(r["error_host_capped"]) <= 0.2 for r in rows)
+    worst = max(rows, key=lambda r: abs(r["error"]))
+    worst_cap = max(abs(r["error_host_capped"]) for r in rows)
+    eng = max(abs(r["engine_mean_swap_s"] / r["predicted_host_capped_s"] - 1) for r in rows)
+    eng_pure = max(abs(r["engine_mean_swap_s"] / r["predicted_s"] - 1) for r in rows)
+    return (f"{label} ({c['model_bytes'] >> 20} MiB models, {c['cores']} cores): one worker copies at "
+            f"{c['link_gbps']:.2f} GB/s and all workers together at {c['host_gbps']:.2f} GB/s, so extra workers "
+            f"{_effect(c['host_gbps'] / c['link_gbps'])}.  The fastest of each shard count is within 20% of the "
+            f"pure law at {ok_pure} of {len(rows)} shard counts (worst: {worst['shards']} shards, measured "
+            f"{worst['measured_s'] / worst['predicted_s']:.2f}x the law) and of the law with the measured host cap "
+            f"at {ok_cap} of {len(rows)} (worst {worst_cap:.0%}); the engine's mean real swap is within "
+            f"{eng_pure:.0%} of the pure law and {eng:.0%} of the capped law at every shard count.  All resident slots held their model's exact bytes: "
+            f"{all(r['resident_bytes_match'] for r in rows)}.")
+
+
+def prose(trend, fit, cvs, real, paced=None) -> str:
     t1, t4 = trend[0], trend[-1]
     worst = max(abs(r["sim_over_law"] - 1) for r in trend)
     lines = [f"Simulated mean swap time equals the law within {worst:.1%} at every shard count "
@@ -104,18 +136,10 @@ def prose(trend, fit, cvs, real) -> str:
                      f"{lo['p99_latency_s']:.2f} s to {hi['p99_latency_s']:.2f} s and the hit rate from "
                      f"{lo['hit_rate']:.2f} to {hi['hit_rate']:.2f}.")
     if real:
-        c, rows = real["calibration"], real["rows"]
-        pure = [r for r in rows if r["shards"] > 1]
-        ok_pure = sum(abs(r["error"]) <= 0.2 for r in rows)
-        ok_cap = sum(abs(r["error_host_capped"]) <= 0.2 for r in rows)
-        lines.append(f"Real copies ({c['model_bytes'] >> 20} MiB models, {c['cores']} cores): one worker copies at "
-                     f"{c['link_gbps']:.2f} GB/s and all workers together at {c['host_gbps']:.2f} GB/s, so extra "
-                     f"workers {_effect(c['host_gbps'] / c['link_gbps'])}; "
-                     f"the pure law is within 20% of the fastest measured at {ok_pure} of {len(rows)} shard counts"
-                     + (f" (at {max(pure, key=lambda r: r['shards'])['shards']} shards it predicts "
-                        f"{max(pure, key=lambda r: r['shards'])['error']:+.0%} off)" if pure else "")
-                     + f", the law with the measured host cap at {ok_cap} of {len(rows)}.  These links are CPU "
-                       "cores sharing one memory system, unlike GPUs' separate PCIe links.")
+        lines.append(_real_prose(real, "Real copies, unpaced"))
+    if paced:
+        lines.append(_real_prose(paced, f"Real copies, each worker paced to "
+                                        f"{paced['calibration']['link_limit_gbps']:g} GB/s"))
     return "\n\n".join(lines)
 
 
@@ -129,6 +153,8 @@ def main(argv=None) -> int:
     ap.add_argument("--exec-s", type=float, default=None, help="per-batch seconds instead of the cost model")
     ap.add_argument("--real-mib", type=int, default=None, help="MiB per model in the real copies (256)")
     ap.add_argument("--repeats", type=int, default=None, help="real copies per shard count (7)")
+    ap.add_argument("--link-limit", type=float, default=0.5,
+                    help="GB/s each worker is paced to in the second real run (0: skip it)")
     ap.add_argument("--skip-real", action="store_true")
     ap.add_argument("--plot", default=None, help="latency CDF of the cv runs (PNG)")
     ap.add_argument("--json", default=None)
@@ -152,20 +178,17 @@ def main(argv=None) -> int:
             ("execute s", "execute_s", g)])
     if args.plot:
         latency_cdf_plot(runs, args.plot, title="OPT-13B x3, 2 resident, 4 shards: latency CDF by cv")
-    real = None
+    real = paced = None
     if not args.skip_real:
         mib = args.real_mib or (64 if args.quick else 256)
-        real = real_copies(model_bytes=mib << 20, repeats=args.repeats or (3 if args.quick else 7),
-                           seconds=5.0 if args.quick else 10.0)
-        c = real["calibration"]
-        _table(console, f"Real copies, {mib} MiB models, 3 models, 2 slots: calibrated link {c['link_gbps']:.2f} "
-                        f"GB/s, host cap {c['host_gbps']:.2f} GB/s, latency {c['latency_s'] * 1e3:.2f} ms",
-               real["rows"],
-               [("shards", "shards", str), ("measured s", "measured_s", g), ("median s", "measured_median_s", g), ("law s", "predicted_s", g),
-                ("err", "error", lambda v: f"{v:+.1%}"), ("capped law s", "predicted_host_capped_s", g),
-                ("err capped", "error_host_capped", lambda v: f"{v:+.1%}"), ("engine swap s", "engine_mean_swap_s", g),
-                ("engine swaps", "engine_swaps", str), ("bytes ok", "resident_bytes_match", str)])
-    notes = prose(trend, fit, cvs, real)
+        kw = dict(model_bytes=mib << 20, repeats=args.repeats or (3 if args.quick else 7),
+                  seconds=5.0 if args.quick else 10.0)
+        real = real_copies(**kw)
+        _real_table(console, real, f"Real copies, {mib} MiB models, 3 models, 2 slots, unpaced")
+        if args.link_limit > 0:
+            paced = real_copies(**kw, link_limit_gbps=args.link_limit)
+            _real_table(console, paced, f"Real copies, {mib} MiB models, each worker paced to {args.link_limit:g} GB/s")
+    notes = prose(trend, fit, cvs, real, paced)
     console.print(notes)
     date, machine = run_stamp()
     given = list(argv if argv is not None else sys.argv[1:])
@@ -173,7 +196,8 @@ def main(argv=None) -> int:
             and (i == 0 or given[i - 1] not in ("--json", "--results", "--plot"))]
     command = " ".join(["python3 bench/serving.py", *kept, "--results bench/RESULTS.md"])
     save_outputs(name="serving", title="Serving with model-parallel swapping", command=command, date=date,
-                 machine=machine, console=console, data={"trend": trend, "fit": fit, "cv": cvs, "real": real},
+                 machine=machine, console=console, data={"trend": trend, "fit": fit, "cv": cvs, "real": real,
+                                                           "real_paced": paced},
                  json_path=args.json, results_path=args.results,
                  notes="Swap law: bytes / (shards x link GB/s) + latency.  Batch times: OPT-13B's four GEMMs per "
                        "layer on gpu-h200 through the cost model (fp32 lanes) unless --exec-s.")

@@ -4,7 +4,8 @@
                         --rates r1,r2,... --seconds S [--seed N] [--max-batch N] [--exec-s SECONDS]
                         [--arch gpu-h200] [--swap-latency SECONDS] [--host-gbps G] [--cold] [--json] [--plot F.png]
     cosa serve real [--models 3] [--max-loaded 2] [--model-mib 256] [--shards 1,2,3,4] [--repeats 5]
-                    [--rates 2,1,1] [--cv 1] [--seconds 10] [--exec-s 0.05] [--seed 0] [--gpu] [--json]
+                    [--rates 2,1,1] [--cv 1] [--seconds 10] [--exec-s 0.05] [--seed 0] [--link-limit-gbps G]
+                    [--gpu] [--json]
 
 simulate: defaults are OPT-13B-sized models (26 GB in fp16) and one PCIe 4.0 x16 link per GPU at 25 GB/s
 effective (``algorithms.serving.model`` gives the sources); --link-gbps is in GB/s (1e9 bytes/s); the batch
@@ -12,7 +13,8 @@ time is OPT-13B's through the cost model on --arch unless --exec-s gives one.  J
 p50_latency_s, p95_latency_s, p99_latency_s, mean_swap_s, swaps, hit_rate, breakdown (mean seconds per
 request: swap_s, queue_s, execute_s), and requests, batches, end_s, predicted_swap_s, shards, exec_*.
 real: copies real shards between shared-memory pools with 1..4 worker processes, calibrates the swap law
-on this machine and compares; --gpu adds CuPy pinned host-to-device copies (a GPU and CuPy needed).
+on this machine and compares (--link-limit-gbps paces each worker like a PCIe link slower than host
+memory, the law's premise); --gpu adds CuPy pinned host-to-device copies (a GPU and CuPy needed).
 Bad input (negative rates, cv <= 0, more resident models than models, a wrong number of rates) prints
 one line and exits 2.  Like ``cosa/cli.py`` this module may import ``algorithms``.
 """
@@ -103,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seconds", type=_number, default=10.0)
     r.add_argument("--exec-s", type=_number, default=0.05)
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--link-limit-gbps", type=_number, default=None,
+                   help="pace each worker to this GB/s (an emulated link slower than the memory system)")
     r.add_argument("--gpu", action="store_true", help="also CuPy pinned host-to-device copies")
     r.add_argument("--json", action="store_true")
     return p
@@ -138,8 +142,10 @@ def _real(args) -> dict:
     rates = parse_list(args.rates, "--rates")
     validate(ServeConfig(models=args.models, max_loaded=args.max_loaded, rates=rates, cv=args.cv,
                          seconds=args.seconds, seed=args.seed))
+    if args.link_limit_gbps is not None and args.link_limit_gbps <= 0:
+        raise _error(f"must be > 0, got {args.link_limit_gbps}", field="--link-limit-gbps")
     out = real_copies(args.models, args.max_loaded, args.model_mib << 20, shards, args.repeats, rates, args.cv,
-                      args.seconds, args.exec_s, args.seed)
+                      args.seconds, args.exec_s, args.seed, args.link_limit_gbps)
     if args.gpu:
         from algorithms.serving import gpu
 
@@ -161,7 +167,8 @@ def _print_simulate(d: dict) -> None:
 
 def _print_real(d: dict) -> None:
     c = d["calibration"]
-    print(f"calibration: link {c['link_gbps']:.2f} GB/s per worker, host cap {c['host_gbps']:.2f} GB/s, "
+    paced = f" (paced to {c['link_limit_gbps']:g})" if c.get("link_limit_gbps") else ""
+    print(f"calibration: link {c['link_gbps']:.2f} GB/s per worker{paced}, host cap {c['host_gbps']:.2f} GB/s, "
           f"latency {c['latency_s'] * 1e3:.2f} ms, {c['cores']} cores, {c['model_bytes'] >> 20} MiB per model")
     print("shards  measured_s  law_s  err    capped_s  err    engine_swap_s  swaps  bytes_ok")
     for r in d["rows"]:

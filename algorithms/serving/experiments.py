@@ -44,7 +44,7 @@ def swap_vs_shards(base: ServeConfig, shard_counts=(1, 2, 3, 4), exec_s: float =
 
 def real_copies(models: int = 3, slots: int = 2, model_bytes: int = 256 << 20, shard_counts=(1, 2, 3, 4),
                 repeats: int = 5, rates=(2.0, 1.0, 1.0), cv: float = 1.0, seconds: float = 10.0,
-                exec_s: float = 0.05, seed: int = 0) -> dict:
+                exec_s: float = 0.05, seed: int = 0, link_limit_gbps: float | None = None) -> dict:
     """Measure swap seconds vs shard count with real copies (``real.Pools``), calibrate the law's bandwidth
     and latency on this machine, and run the engine with a ``RealSwapper`` at every shard count.
 
@@ -55,7 +55,7 @@ def real_copies(models: int = 3, slots: int = 2, model_bytes: int = 256 << 20, s
 
     workers = max(shard_counts)
     rows = []
-    with Pools(models, slots, model_bytes, workers) as pools:
+    with Pools(models, slots, model_bytes, workers, link_limit_gbps) as pools:
         cal = calibrate(pools, repeats)
         times = sweep(pools, shard_counts, repeats)
         for s in shard_counts:
@@ -76,5 +76,6 @@ def real_copies(models: int = 3, slots: int = 2, model_bytes: int = 256 << 20, s
                          "error": best / pred - 1.0, "error_host_capped": best / pred_cap - 1.0})
     return {"calibration": {"link_gbps": cal.link_gbps, "latency_s": cal.latency_s, "host_gbps": cal.host_gbps,
                             "cores": cal.cores,
-                            "model_bytes": model_bytes, "models": models, "slots": slots, "repeats": repeats},
+                            "model_bytes": model_bytes, "models": models, "slots": slots, "repeats": repeats,
+                            "link_limit_gbps": link_limit_gbps},
             "rows": rows}

@@ -6,7 +6,10 @@ the host pool into a device slot, all at once, as Computron's model-parallel
 swap loads each GPU's shard over that GPU's own link.  A swap's time is wall
 time from dispatching the shards until every worker has reported (so it includes
 the fixed inter-process latency).  ``RealSwapper`` plugs into ``engine.run``: the
-same engine, with swaps that really copy.
+same engine, with swaps that really copy.  ``link_limit_gbps`` paces each worker
+like a link slower than the memory system (as PCIe is slower than host DRAM), so
+the law's premise, independent links that are the bottleneck, can be tested on a
+machine whose cores share one memory bus.
 
 Calibration (``calibrate``): the per-link bandwidth is one worker copying a whole
 model; the fixed latency is a 64-byte swap over every worker; the host cap is
@@ -40,7 +43,25 @@ def shard_ranges(nbytes: int, shards: int) -> list[tuple[int, int]]:
     return [(a, min(nbytes, a + step)) for a in range(0, nbytes, step)] or [(0, 0)]
 
 
-def _worker(conn, host_name: str, dev_name: str) -> None:
+CHUNK = 1 << 20
+
+
+def paced_copy(dst: np.ndarray, src: np.ndarray, gbps: float | None) -> None:
+    """dst[:] = src, at most ``gbps`` GB/s when given: 1 MiB chunks, sleeping whenever ahead of the pace
+    (an emulated link slower than the memory system, as a PCIe link is slower than host DRAM)."""
+    if gbps is None:
+        dst[:] = src
+        return
+    t0, n = time.perf_counter(), len(src)
+    for a in range(0, n, CHUNK):
+        b = min(n, a + CHUNK)
+        dst[a:b] = src[a:b]
+        ahead = b / (gbps * 1e9) - (time.perf_counter() - t0)
+        if ahead > 0:
+            time.sleep(ahead)
+
+
+def _worker(conn, host_name: str, dev_name: str, link_limit_gbps: float | None = None) -> None:
     host, dev = SharedMemory(name=host_name), SharedMemory(name=dev_name)
     try:
         h = np.ndarray((host.size,), np.uint8, host.buf)
@@ -53,7 +74,7 @@ def _worker(conn, host_name: str, dev_name: str) -> None:
             if msg is None:
                 break
             src, dst, n = msg
-            d[dst:dst + n] = h[src:src + n]
+            paced_copy(d[dst:dst + n], h[src:src + n], link_limit_gbps)
             conn.send(n)
         del h, d
     finally:
@@ -79,9 +100,11 @@ class Calibration:
 
 class Pools:
     """``models`` host copies of ``model_bytes`` bytes each, a device pool of ``slots`` model slots, and
-    ``workers`` copy processes.  Use as a context manager (the shared memory is unlinked on exit)."""
+    ``workers`` copy processes, each paced to ``link_limit_gbps`` GB/s when given (``paced_copy``).  Use
+    as a context manager (the shared memory is unlinked on exit)."""
 
-    def __init__(self, models: int, slots: int, model_bytes: int, workers: int = 4):
+    def __init__(self, models: int, slots: int, model_bytes: int, workers: int = 4,
+                 link_limit_gbps: float | None = None):
         if not 1 <= workers <= 16:
             raise ServingError(f"must be in 1..16, got {workers}", source=SRC, field="workers")
         if slots < 1 or slots > models:
@@ -89,6 +112,8 @@ class Pools:
                                field="slots")
         if model_bytes < 1:
             raise ServingError(f"must be >= 1, got {model_bytes}", source=SRC, field="model_bytes")
+        if link_limit_gbps is not None and not link_limit_gbps > 0:
+            raise ServingError(f"must be > 0, got {link_limit_gbps}", source=SRC, field="link_limit_gbps")
         self.models, self.slots, self.model_bytes, self.workers = models, slots, int(model_bytes), workers
         self.host = SharedMemory(create=True, size=models * self.model_bytes)
         self.dev = SharedMemory(create=True, size=slots * self.model_bytes)
@@ -102,7 +127,8 @@ class Pools:
             ctx = get_context("fork")
             for _ in range(workers):
                 a, b = ctx.Pipe()
-                p = ctx.Process(target=_worker, args=(b, self.host.name, self.dev.name), daemon=True)
+                p = ctx.Process(target=_worker, args=(b, self.host.name, self.dev.name, link_limit_gbps),
+                                daemon=True)
                 p.start()
                 self._procs.append(p)
                 self._conns.append(a)

@@ -1,13 +1,16 @@
 """cosa serve simulate|real: JSON keys, the plot, bad input (one line, exit 2), and real shard copies."""
 
 import json
+import time
+
+import numpy as np
 
 import pytest
 
-from algorithms.serving import ServeConfig, run, summary
+from algorithms.serving import ServeConfig, ServingError, run, summary
 from algorithms.serving.arrivals import generate
 from algorithms.serving.exec_cost import fixed
-from algorithms.serving.real import Pools, RealSwapper, calibrate, shard_ranges, sweep
+from algorithms.serving.real import Pools, RealSwapper, calibrate, paced_copy, shard_ranges, sweep
 from cosa.cli import main
 
 KEYS = {"mean_latency_s", "p50_latency_s", "p95_latency_s", "p99_latency_s", "mean_swap_s", "swaps", "hit_rate",
@@ -91,3 +94,18 @@ def test_gpu_copies_where_present():
         pytest.skip("no CuPy or no CUDA GPU")
     t = gpu.measure_h2d(8 << 20, 2, repeats=2)
     assert len(t) == 2 and min(t) > 0
+
+
+def test_paced_links_never_beat_their_pace():
+    src = (np.arange(3 << 20) % 7).astype(np.uint8)
+    dst = np.zeros_like(src)
+    t0 = time.perf_counter()
+    paced_copy(dst, src, 0.3)
+    assert time.perf_counter() - t0 >= src.size / 0.3e9 and np.array_equal(dst, src)
+    mb = 4 << 20
+    with Pools(2, 1, mb, workers=2, link_limit_gbps=0.2) as pools:
+        t1, t2 = pools.copy(1, 0, 1), pools.copy(0, 0, 2)
+        assert pools.holds(0, 0)
+        assert t1 >= mb / 0.2e9 and t2 >= (mb / 2) / 0.2e9       # the law's lower bound per shard count
+    with pytest.raises(ServingError):
+        Pools(2, 1, mb, workers=1, link_limit_gbps=0.0)
