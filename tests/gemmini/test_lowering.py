@@ -157,3 +157,14 @@ def test_the_image_copy_is_gemmini_commands():
     first_fence = next(i for i, c in enumerate(program.commands) if c.funct == isa.FENCE)
     moves = [c for c in program.commands[:first_fence] if c.funct == isa.MVOUT]
     assert len(moves) == -(-20 // 16) * -(-20 * 3 // 64)
+
+
+def test_rewrites_apply_only_where_they_help():
+    assert lowering.fold(conv2d("wide", C=16, K=16, H=8, W=8, R=3, S=3)) is None  # the channels fill the rows
+    assert lowering.fold(conv2d("one_wide", C=3, K=16, H=8, W=8, R=1, S=3)) is None
+    assert lowering.fold(conv2d("dilated", C=3, K=16, H=12, W=12, R=3, S=3, dilation=2)) is None
+    assert lowering.fold(conv2d("grouped", C=6, K=6, H=8, W=8, R=3, S=3, groups=2)) is None
+    assert lowering.pack(conv2d("dense", C=3, K=16, H=8, W=8, R=3, S=3)) is None
+    folded = lowering.fold(conv2d("thin", C=3, K=16, H=8, W=8, R=3, S=3))
+    assert lowering.fold(folded) is None and lowering.pack(folded) is None  # never lowered twice
+    assert lowering.lowering_of(conv2d("thin", C=3, K=16, H=8, W=8, R=3, S=3)) is None
