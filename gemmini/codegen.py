@@ -251,7 +251,7 @@ def choose_plan(problem: Problem, mapping, config, flow, *, source, double_buffe
 
 def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, bias: bool = True,
              scale: float | str = 1.0, relu: bool = False, double_buffer: bool | None = None,
-             validate: bool = True, orientation: str = "auto") -> Program:
+             validate: bool = True, orientation: str = "auto", pipeline: bool | None = None) -> Program:
     """The Gemmini program of ``workload`` (matmul, batched matmul, conv2d, grouped or depthwise conv2d)
     under ``mapping``.
 
@@ -270,7 +270,11 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
     and accumulator tiles are laid out image row by image row ("rows") or
     column by column ("columns": computes then stream down columns); "auto"
     takes the one whose computes stream more rows (the mapping's loops and
-    tiles are the same either way).  Raises CodegenError (a SimulationError,
+    tiles are the same either way).  pipeline: issue the next tiles' mvins and
+    the previous accumulator tile's mvouts among the current tile's computes
+    (``codegen_pipeline``: the decoupled queues then overlap the transfers
+    with compute); None = whenever the plan double-buffers a tile, False =
+    each tile's moves as one burst where it changes.  Raises CodegenError (a SimulationError,
     hence a FrameworkError) for unsupported workloads and mappings.
     """
     config, arch, flow = _config_of(arch_or_config, dataflow)
@@ -293,7 +297,7 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
         from .run import self_check_scale
 
         scale = self_check_scale(problem)
-    statements = tuple(build_program(plan, bias=bias, scale=scale, relu=relu))
+    statements = tuple(build_program(plan, bias=bias, scale=scale, relu=relu, pipeline=pipeline))
     from .lowering import prologue  # a lowered workload's layout transform on the device, if any
 
     statements = tuple(prologue(workload, config)) + statements

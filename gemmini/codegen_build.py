@@ -31,17 +31,23 @@ blocks one after another (group-major); a new group means new weights.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 from .codegen_ir import (AccAddr, Assign, Cmd, Comment, Const, DramAddr, Expr, For, Garbage, SpAddr, Var,
                          all_of, cmp, emax, emin, lit, loop, negate, select, when)
+from .codegen_pipeline import Stream, interleave, pipelined_nest
 from .codegen_tiling import INPUT_DIMS, OUTPUT_DIMS, WEIGHT_DIMS, Plan
 
 ACC_BYTES = 4
 
 
 class _Builder:
-    def __init__(self, plan: Plan, bias: bool, scale: float, relu: bool):
+    def __init__(self, plan: Plan, bias: bool, scale: float, relu: bool, pipeline: bool = False):
         self.p = plan
+        self.pipeline = pipeline
+        self.hooks: list = []  # moves spread among the computes (codegen_pipeline.Hook)
+        self.sub: dict = {}  # loop var -> expression standing for it (another tile's moves)
+        self.slots: dict = {}  # slot var -> expression standing for it
         self.pr = plan.problem
         self.cfg = plan.config
         self.dim = plan.config.dim
@@ -76,24 +82,37 @@ class _Builder:
         self.spills = bool(self.outer_red)
 
     # --- index expressions -------------------------------------------------------------
+    @contextmanager
+    def view(self, sub=None, slots=None):
+        """Build (and emit) moves of another tile: loop vars and slots stand for the given expressions."""
+        saved = self.sub, self.slots
+        self.sub, self.slots = dict(sub or {}), dict(slots or {})
+        try:
+            yield
+        finally:
+            self.sub, self.slots = saved
+
+    def var(self, lp) -> Expr:
+        return self.sub.get(lp.var, Var(lp.var))
+
     def start(self, dim: str, levels) -> Expr:
         """Offset of ``dim`` contributed by the loops of ``levels``."""
         out: Expr = Const(0)
         for lp in self.loops:
             if lp.dim == dim and lp.level in levels:
-                out = out + Var(lp.var) * lp.stride
+                out = out + self.var(lp) * lp.stride
         return out
 
     def first_visit(self) -> Expr:
-        return all_of([cmp("==", Var(lp.var), 0) for lp in self.outer_red])
+        return all_of([cmp("==", self.var(lp), 0) for lp in self.outer_red])
 
     def last_visit(self) -> Expr:
-        return all_of([cmp("==", Var(lp.var), lp.count - 1) for lp in self.outer_red])
+        return all_of([cmp("==", self.var(lp), lp.count - 1) for lp in self.outer_red])
 
     def base(self, bases, slot_var: str) -> Expr:
         if len(bases) == 1:
             return Const(bases[0])
-        return Const(bases[0]) + Var(slot_var) * (bases[1] - bases[0])
+        return Const(bases[0]) + self.slots.get(slot_var, Var(slot_var)) * (bases[1] - bases[0])
 
     # --- program ---------------------------------------------------------------------------
     def program(self) -> list:
@@ -107,6 +126,10 @@ class _Builder:
         for var, bases in (("a_slot", p.a_bases), ("b_slot", p.b_bases), ("acc_slot", p.acc_bases)):
             if len(bases) > 1:
                 stmts.append(Assign(var, Const(1)))
+        if self.pipeline:
+            stmts += pipelined_nest(self)
+            stmts.append(Cmd("fence", ()))
+            return stmts
         pre = {i: [] for i in range(len(self.loops) + 1)}
         post = {i: [] for i in range(len(self.loops) + 1)}
         pre[self.pos_a] += self.load_inputs()
@@ -130,14 +153,18 @@ class _Builder:
 
     # --- scratchpad tiles ----------------------------------------------------------------
     def load_inputs(self) -> list:
+        out = [Comment("input tile -> scratchpad")]
+        if len(self.p.a_bases) > 1:
+            out.append(Assign("a_slot", 1 - Var("a_slot")))
+        return out + self.input_stream().emit_all()
+
+    def input_stream(self) -> Stream:
+        """The input tile's mvins, one unit per stored pixel row (image ``ln``, row ``lj``)."""
         p, pr, dim = self.p, self.pr, self.dim
         e1 = p.extents[1]
         sh, sw = pr.stride
         dh, dw = pr.dilation
         ph, pw = pr.padding
-        out = [Comment("input tile -> scratchpad")]
-        if len(p.a_bases) > 1:
-            out.append(Assign("a_slot", 1 - Var("a_slot")))
         base = self.base(p.a_bases, "a_slot")
         g = {d: self.start(d, (0,)) for d in ("g", "n", "c", "oh", "ow", "kh", "kw")}
         h0 = g["oh"] * sh + g["kh"] * dh - ph
@@ -180,26 +207,24 @@ class _Builder:
                 return per_group(in_group)
             return self._range_loop("li", i_from, i_to, dim, chunk)
 
-        def row(n_i):
-            def per_j(j):
-                h = h0 + j * p.step_h
-                if not self.padded:
-                    return data(n_i, j, h, Const(0), Const(ws_))
-                body = [Assign("lh", h)]
-                lh = Var("lh")
-                lo = select(cmp("<", w0, 0), emin(ws_, (p.step_w - 1 - w0) // p.step_w), 0)
-                hi_raw = select(cmp("<", w0, self.W), emin(ws_, (self.W - w0 + p.step_w - 1) // p.step_w), 0)
-                inside = [Assign("llo", lo), Assign("lhi", select(cmp("<", hi_raw, Var("llo")), Var("llo"), hi_raw))]
-                inside += zeros(n_i, j, Const(0), Var("llo"))
-                inside += data(n_i, j, lh, Var("llo"), Var("lhi"))
-                inside += zeros(n_i, j, Var("lhi"), Const(ws_))
-                in_rows = all_of([cmp("<=", 0, lh), cmp("<", lh, self.H)])
-                body += when(in_rows, inside, zeros(n_i, j, Const(0), Const(ws_)))
-                return body
-            return loop("lj", p.stored_h, per_j)
+        def per_row(idx):
+            n_i, j = idx["ln"], idx["lj"]
+            h = h0 + j * p.step_h
+            if not self.padded:
+                return data(n_i, j, h, Const(0), Const(ws_))
+            body = [Assign("lh", h)]
+            lh = Var("lh")
+            lo = select(cmp("<", w0, 0), emin(ws_, (p.step_w - 1 - w0) // p.step_w), 0)
+            hi_raw = select(cmp("<", w0, self.W), emin(ws_, (self.W - w0 + p.step_w - 1) // p.step_w), 0)
+            inside = [Assign("llo", lo), Assign("lhi", select(cmp("<", hi_raw, Var("llo")), Var("llo"), hi_raw))]
+            inside += zeros(n_i, j, Const(0), Var("llo"))
+            inside += data(n_i, j, lh, Var("llo"), Var("lhi"))
+            inside += zeros(n_i, j, Var("lhi"), Const(ws_))
+            in_rows = all_of([cmp("<=", 0, lh), cmp("<", lh, self.H)])
+            body += when(in_rows, inside, zeros(n_i, j, Const(0), Const(ws_)))
+            return body
 
-        out += loop("ln", e1["n"], row)
-        return out
+        return Stream((("ln", e1["n"], 1), ("lj", p.stored_h, 1)), per_row)
 
     def _range_loop(self, var, start, stop, step, body_fn) -> list:
         start, stop = lit(start), lit(stop)
@@ -210,42 +235,45 @@ class _Builder:
         return [For(var, stop, tuple(body_fn(Var(var))), step, start)]
 
     def load_weights(self) -> list:
+        out = [Comment("weight tile -> scratchpad")]
+        if len(self.p.b_bases) > 1:
+            out.append(Assign("b_slot", 1 - Var("b_slot")))
+        return out + self.weight_stream().emit_all()
+
+    def weight_stream(self) -> Stream:
+        """The weight tile's mvins, one unit per (kernel row, kernel column, DIM input channels)."""
         p, dim = self.p, self.dim
         e1 = p.extents[1]
-        out = [Comment("weight tile -> scratchpad")]
-        if len(p.b_bases) > 1:
-            out.append(Assign("b_slot", 1 - Var("b_slot")))
         base = self.base(p.b_bases, "b_slot")
         g = {d: self.start(d, (0,)) for d in ("g", "k", "c", "kh", "kw")}
         group = self.cfg.max_mvin_cols_sp // dim * dim if p.bk == dim else p.bk
         k_blocks = e1["k"] // p.bk  # output-channel blocks of one group
 
-        def per_kh(i_kh):
-            def per_kw(i_kw):
-                def per_c(lc):
-                    rows = emin(dim, e1["c"] - lc)
+        def per_c(idx):
+            i_kh, i_kw, lc = idx["wkh"], idx["wkw"], idx["wc"]
+            rows = emin(dim, e1["c"] - lc)
 
-                    def in_group(gi):
-                        def per_k(kg):
-                            cols = emin(group, e1["k"] - kg)
-                            row = (g["kh"] + i_kh) * self.w_s[0] + (g["kw"] + i_kw) * self.w_s[1] + g["c"] + lc
-                            dram = DramAddr("weights", row * self.K + (g["g"] + gi) * self.w_g + g["k"] + kg)
-                            local = SpAddr(base + (gi * k_blocks + kg // p.bk) * p.b_rows_per_block
-                                           + (i_kh * e1["kw"] + i_kw) * e1["c"] + lc)
-                            return [Cmd("mvin", (dram, local, rows, cols, 1))]
-                        return loop("wk", e1["k"], per_k, step=group)
-                    return loop("wg", e1["g"], in_group)
-                return loop("wc", e1["c"], per_c, step=dim)
-            return loop("wkw", e1["kw"], per_kw)
-        out += loop("wkh", e1["kh"], per_kh)
-        return out
+            def in_group(gi):
+                def per_k(kg):
+                    cols = emin(group, e1["k"] - kg)
+                    row = (g["kh"] + i_kh) * self.w_s[0] + (g["kw"] + i_kw) * self.w_s[1] + g["c"] + lc
+                    dram = DramAddr("weights", row * self.K + (g["g"] + gi) * self.w_g + g["k"] + kg)
+                    local = SpAddr(base + (gi * k_blocks + kg // p.bk) * p.b_rows_per_block
+                                   + (i_kh * e1["kw"] + i_kw) * e1["c"] + lc)
+                    return [Cmd("mvin", (dram, local, rows, cols, 1))]
+                return loop("wk", e1["k"], per_k, step=group)
+            return loop("wg", e1["g"], in_group)
+
+        return Stream((("wkh", e1["kh"], 1), ("wkw", e1["kw"], 1), ("wc", e1["c"], dim)), per_c)
 
     # --- accumulator tiles --------------------------------------------------------------------
-    def acc_runs(self, body_fn) -> list:
-        """Runs of <= DIM accumulator rows of the current tile that are contiguous in main memory too.
+    def acc_stream(self, body_fn) -> Stream:
+        """Runs of <= DIM accumulator rows of the current tile that are contiguous in main memory too, per
+        column block (one unit per run).
 
-        ``body_fn(gpix, acc_row, rows)``: global output-pixel index of the run's first row, its
-        accumulator row (relative to the tile) and the run length.  Inner pixel dims that the tile spans
+        ``body_fn(gi, kb, block, gpix, acc_row, rows)``: the run's group and output-channel block (and the
+        tile's column-block index, group-major), the global output-pixel index of its first row, its
+        accumulator row (relative to the block) and the run length.  Inner pixel dims that the tile spans
         whole are merged into one run (one image row after another)."""
         p, dim = self.p, self.dim
         e2 = p.extents[2]
@@ -254,20 +282,21 @@ class _Builder:
         merged = self.merged_acc_rows()
         flat = math.prod(e2[d] for d in merged)
         outer_dims = [d for d in ("n", "oh", "ow") if d not in merged]
+        per_group = e2["k"] // p.bk
 
-        def gpix(idx):
-            return sum(((ga[d] + idx[d]) * strides[d] for d in ("n", "oh", "ow")), Const(0))
+        def run(idx):
+            start = {d: Const(0) if d in merged else idx[f"o{d}"] for d in ("n", "oh", "ow")}
+            gpix = sum(((ga[d] + start[d]) * strides[d] for d in ("n", "oh", "ow")), Const(0))
+            arow = (start["n"] * e2["oh"] + start["oh"]) * e2["ow"] + start["ow"]
+            gi, kb, f = idx["og"], idx["ob"], idx["orun"]
+            return body_fn(gi, kb, gi * per_group + kb, gpix + f * strides["ow"], arow + f, emin(dim, flat - f))
+        axes = ((("og", e2["g"], 1), ("ob", per_group, 1)) + tuple((f"o{d}", e2[d], 1) for d in outer_dims)
+                + (("orun", flat, dim),))
+        return Stream(axes, run)
 
-        def arow(idx):
-            return (idx["n"] * e2["oh"] + idx["oh"]) * e2["ow"] + idx["ow"]
-
-        def run(idx, f):
-            rows = emin(dim, flat - f)
-            start = {**idx}
-            for d in merged:
-                start[d] = Const(0)
-            return body_fn(gpix(start) + f * strides["ow"], arow(start) + f, rows)
-        return self.row_runs(outer_dims, e2, flat, "o{}", "orun", run, {d: Const(0) for d in ("n", "oh", "ow")})
+    def out_units(self) -> int:
+        """Units (runs) of the accumulator tile's moves out."""
+        return self.acc_stream(lambda *args: []).units
 
     def merged_acc_rows(self) -> list:
         """Pixel dims of the accumulator tile (inner first) whose rows are one run in main memory too."""
@@ -292,69 +321,64 @@ class _Builder:
     def acc_base(self) -> Expr:
         return self.base(self.p.acc_bases, "acc_slot")
 
-    def k_blocks(self, body_fn) -> list:
-        """``body_fn(gi, kb, block)`` per group ``gi`` and output-channel block ``kb`` of the accumulator tile;
-        ``block``: the tile's column-block index (group-major)."""
-        p = self.p
-        per_group = p.extents[2]["k"] // p.bk
-        return loop("og", p.extents[2]["g"], lambda gi: loop("ob", per_group,
-                                                             lambda kb: body_fn(gi, kb, gi * per_group + kb)))
-
     def out_elem(self, gpix: Expr, gi: Expr, kb: Expr) -> Expr:
         """Main-memory element (of ``output``/``partials``) of a pixel of the tile's group ``gi`` and block ``kb``."""
         return (gpix * self.K + (self.start("g", (0, 1)) + gi) * self.out_g + self.start("k", (0, 1))
                 + kb * self.p.bk)
 
-    def open_acc(self) -> list:
+    def bias_stream(self) -> Stream:
+        """The int32 bias broadcast into every row of the accumulator tile (stride-0 accumulator mvins in
+        overwrite mode, as gemmini.h does; every compute then accumulates onto it), per column block."""
         p, dim = self.p, self.dim
-        out = [Comment("accumulator tile")]
-        if len(p.acc_bases) > 1:
-            out.append(Assign("acc_slot", 1 - Var("acc_slot")))
         base = self.acc_base()
         gk = self.start("k", (0, 1))
         gg = self.start("g", (0, 1))
-        first = []
+        per_group = p.extents[2]["k"] // p.bk
+
+        def rows_run(idx):
+            gi, kb, r0 = idx["og"], idx["ob"], idx["brow"]
+            blk = gi * per_group + kb
+            rows = emin(dim, p.acc_pix - r0)
+            return [Cmd("mvin", (DramAddr("bias", ((gg + gi) * self.bias_g + gk + kb * p.bk) * ACC_BYTES),
+                                 AccAddr(base + blk * p.acc_pix + r0, Const(0)), rows, p.bk, 2))]
+        return Stream((("og", p.extents[2]["g"], 1), ("ob", per_group, 1), ("brow", p.acc_pix, dim)), rows_run)
+
+    def open_acc(self, toggle: bool = True, bias: bool = True) -> list:
+        """Open the accumulator tile: the bias on the first visit (unless ``bias`` is False: moved in
+        earlier), the partial sums on later ones; ``toggle``: switch to the other half first."""
+        p, dim = self.p, self.dim
+        out = [Comment("accumulator tile")]
+        if toggle and len(p.acc_bases) > 1:
+            out.append(Assign("acc_slot", 1 - Var("acc_slot")))
+        base = self.acc_base()
         # Gemmini reads a compute's D (and a preload's) only from the scratchpad, at input width: the 32-bit
         # bias is moved into the tile's accumulator rows (overwrite) and every compute accumulates onto it
-        if self.bias:
-            def bias_block(gi, kb, blk):
-                def rows_run(r0):
-                    rows = emin(dim, p.acc_pix - r0)
-                    return [Cmd("mvin", (DramAddr("bias", ((gg + gi) * self.bias_g + gk + kb * p.bk) * ACC_BYTES),
-                                         AccAddr(base + blk * p.acc_pix + r0, Const(0)), rows, p.bk, 2))]
-                return loop("brow", p.acc_pix, rows_run, step=dim)
-            first = self.k_blocks(bias_block)
+        first = self.bias_stream().emit_all() if self.bias and bias else []
         later = []
         if self.spills:
             later.append(Cmd("config_ld", (self.out_row_bytes * ACC_BYTES, 1.0, 0, 2, dim)))
-
-            def reload_block(gi, kb, blk):
-                return self.acc_runs(lambda gp, ar, rows: [Cmd("mvin", (
-                    DramAddr("partials", self.out_elem(gp, gi, kb) * ACC_BYTES),
-                    AccAddr(base + blk * p.acc_pix + ar, Const(0)), rows, p.bk, 2))])
-            later += self.k_blocks(reload_block)
+            later += self.acc_stream(lambda gi, kb, blk, gp, ar, rows: [Cmd("mvin", (
+                DramAddr("partials", self.out_elem(gp, gi, kb) * ACC_BYTES),
+                AccAddr(base + blk * p.acc_pix + ar, Const(0)), rows, p.bk, 2))]).emit_all()
             later.append(Cmd("config_ld", (0, 1.0, 0, 2, dim)))
         out += when(self.first_visit(), first, later)
         return out
 
-    def close_acc(self) -> list:
+    def close_acc(self, emit=Stream.emit_all) -> list:
+        """Close the accumulator tile: scaled int8 mvouts on the last visit, a 32-bit spill otherwise;
+        ``emit(stream)``: which of the moves (default: all)."""
         p = self.p
         base = self.acc_base()
-
-        def final_block(gi, kb, blk):
-            return self.acc_runs(lambda gp, ar, rows: [Cmd("mvout", (
+        final = [Comment("accumulator tile -> output (scaled int8)")] + emit(self.acc_stream(
+            lambda gi, kb, blk, gp, ar, rows: [Cmd("mvout", (
                 DramAddr("output", self.out_elem(gp, gi, kb)),
-                AccAddr(base + blk * p.acc_pix + ar, Const(0)), rows, p.bk))])
-        final = [Comment("accumulator tile -> output (scaled int8)")] + self.k_blocks(final_block)
+                AccAddr(base + blk * p.acc_pix + ar, Const(0)), rows, p.bk))]))
         spill = []
         if self.spills:
             spill.append(Cmd("config_st", (self.out_row_bytes * ACC_BYTES, 0, 1.0)))
-
-            def spill_block(gi, kb, blk):
-                return self.acc_runs(lambda gp, ar, rows: [Cmd("mvout", (
-                    DramAddr("partials", self.out_elem(gp, gi, kb) * ACC_BYTES),
-                    AccAddr(base + blk * p.acc_pix + ar, Const(0), True), rows, p.bk))])
-            spill += self.k_blocks(spill_block)
+            spill += emit(self.acc_stream(lambda gi, kb, blk, gp, ar, rows: [Cmd("mvout", (
+                DramAddr("partials", self.out_elem(gp, gi, kb) * ACC_BYTES),
+                AccAddr(base + blk * p.acc_pix + ar, Const(0), True), rows, p.bk))]))
             spill.append(Cmd("config_st", (self.out_row_bytes, self.relu, self.scale)))
         return when(self.last_visit(), final, spill)
 
@@ -395,6 +419,15 @@ class _Builder:
 
     def block(self) -> list:
         return self.block_ws() if self.p.dataflow == "ws" else self.block_os()
+
+    def computes_per_block(self) -> int:
+        """Computes of one array block (what ``interleave`` numbers within the block)."""
+        p, e3 = self.p, self.p.extents[3]
+        if p.dataflow == "os":
+            return e3["kh"] * e3["kw"] * -(-e3["c"] // p.c_chunk)
+        merged = self.merged_rows()
+        runs = -(-math.prod(e3[d] for d in merged) // self.dim)
+        return runs * math.prod(e3[d] for d in ("n", "oh") if d not in merged)
 
     def merged_rows(self) -> list:
         """Level-3 pixel dims (inner first) whose rows one compute can stream together: consecutive rows
@@ -449,7 +482,12 @@ class _Builder:
                             Cmd("compute_preloaded", (SpAddr(a), d, rows, bc, rows, bk))]
             reuse = [Cmd("preload", (Garbage(), cl, bc, bk, rows, bk)),
                      Cmd("compute_accumulated", (SpAddr(a), d, rows, bc, rows, bk))]
-            return when(first, with_weights, reuse)
+            cidx: Expr = Const(0)
+            for x in outer:
+                cidx = cidx * e3[x] + idx[x]
+            moves = interleave(self, cidx * runs + step // dim) if self.hooks else []
+            return moves + when(first, with_weights, reuse)
+        runs = -(-flat // dim)
         return self.row_runs(outer, e3, flat, "{}3", "r3", per_run)
 
     def block_os(self) -> list:
@@ -469,7 +507,9 @@ class _Builder:
                     d = Garbage()  # the PEs start from zero; the bias sits in the accumulator rows
                     start = Cmd("preload", (d, out_addr, rows, bk, rows, bk))
                     more = Cmd("preload", (Garbage(), out_addr, rows, bk, rows, bk))
-                    return when(first, [start, Cmd("compute_preloaded", (SpAddr(a), SpAddr(b), rows, w, w, bk))],
+                    cidx = (kh3 * e3["kw"] + kw3) * -(-e3["c"] // w) + c3 // w
+                    moves = interleave(self, cidx) if self.hooks else []
+                    return moves + when(first, [start, Cmd("compute_preloaded", (SpAddr(a), SpAddr(b), rows, w, w, bk))],
                                 [more, Cmd("compute_accumulated", (SpAddr(a), SpAddr(b), rows, w, w, bk))])
                 return loop("c3", e3["c"], per_c, step=w)
             return loop("kw3", e3["kw"], per_kw)
@@ -481,6 +521,11 @@ def _rows_per_command(flat: int, dim: int) -> float:
     return flat / -(-flat // dim)
 
 
-def build_program(plan: Plan, *, bias: bool, scale: float, relu: bool) -> list:
-    """The loop-IR statements of ``plan``'s command stream."""
-    return _Builder(plan, bias, scale, relu).program()
+def build_program(plan: Plan, *, bias: bool, scale: float, relu: bool, pipeline: bool | None = None) -> list:
+    """The loop-IR statements of ``plan``'s command stream.  ``pipeline``: spread the next tiles' moves in
+    and the previous accumulator tile's moves out among the current tile's computes
+    (``codegen_pipeline``); None: whenever the plan double-buffers a tile; False: each tile's moves as one
+    burst where the tile changes."""
+    if pipeline is None:
+        pipeline = plan.sp_double or plan.acc_double
+    return _Builder(plan, bias, scale, relu, pipeline).program()
