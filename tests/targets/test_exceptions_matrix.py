@@ -35,9 +35,9 @@ HUGE = {"float32": 1e30, "float64": 1e200}          # squares overflow
 def _nest(family: str, size: str, dtype: str):
     bits = 32 if dtype == "float32" else 64
     name = f"{family}_{size}_{dtype}"
-    if family in ("gemm", "spmm", "sddmm"):
+    if family in ("gemm", "gemm_scalar", "spmm", "sddmm"):
         m, n, k = {"1": (1, 1, 1), "2": (2, 3, 2), "odd": (7, 9, 5), "large": (48, 64, 40)}[size]
-        if family == "gemm":
+        if family in ("gemm", "gemm_scalar"):
             return W.matmul(name, M=m, N=n, K=k, bits=bits)
         if family == "spmm":
             return W.spmm(name, m=m, n=k, r=n, density=0.5, bits=bits)
@@ -156,8 +156,8 @@ def _check_status(status, expect, positions):
 
 # --- CPU dense ---------------------------------------------------------------------------------------
 
-DENSE = [(f, s, d) for f, sizes in (("gemm", ("1", "odd", "large")), ("gemv", ("odd",)), ("conv", ("odd",)),
-                                    ("bmm", ("odd",))) for s in sizes for d in DTYPES]
+DENSE = [(f, s, d) for f, sizes in (("gemm", ("1", "odd", "large")), ("gemm_scalar", ("odd",)), ("gemv", ("odd",)),
+                                    ("conv", ("odd",)), ("bmm", ("odd",))) for s in sizes for d in DTYPES]
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,7 @@ def cpu_kernels():
         if key not in cache:
             w = _nest(family, size, dtype)
             m = random_mapping(w, CPU, random.Random(zlib.crc32(w.name.encode())))
-            cache[key] = (w, compile_kernel(w, m, CPU))
+            cache[key] = (w, compile_kernel(w, m, CPU, scalar=family == "gemm_scalar"))
         return cache[key]
 
     return get

@@ -6,7 +6,8 @@ policy (``targets.exceptions``) the deviation is recorded here as observed with 
 Observed (not hidden):
 
 * xGEMM and xGEMV follow every product rule on every case (beta = 0 does not read C, alpha = 0 does not
-  read A and B, zeros are not skipped): no deviation.
+  read A and B, zeros are not skipped): no deviation; nor NumPy's matmul, nor SciPy's CSR @ dense on the
+  SpMM cases (alpha = 1, beta = 0: it has no alpha/beta).
 * IxAMAX ignores NaNs unless one is first: ``[1, NaN, Inf, NaN]`` gives 0 (the policy: 1, the first
   NaN), ``[Inf, 2, NaN]`` gives 0 (the policy: 2, NaN beats Inf); on 1001 entries with an Inf at 500 and a
   NaN at 700 idamax gives 0 and isamax 500 (the policy: 700).
@@ -80,6 +81,29 @@ def test_openblas_gemm_gemv_follow_product_rules(recorded, dtype, size, rule):
     if alpha == 1 and beta == 0:      # NumPy's matmul (OpenBLAS underneath) on the same case
         with np.errstate(all="ignore"):
             assert_policy_equal(a @ b, want, dtype, rule)
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r in ("beta0_nan_c", "nan_x0", "zero_times_inf",
+                                                             "inf_minus_inf", "overflow")])
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_scipy_csr_times_dense_follows_product_rules(dtype, rule):
+    """SciPy's CSR @ dense (alpha = 1, beta = 0 only) on the SpMM cases: recorded as following the policy
+    (stored zeros multiplied, structural zeros not operands), like our SpMM kernel."""
+    import scipy.sparse as sp
+
+    from test_exceptions_matrix import _sparse_reference
+
+    rng = np.random.default_rng(3)
+    mask = rng.random((7, 5)) < 0.5
+    mask[0, 0] = True
+    s = sp.csr_matrix((rng.random((7, 5)) * mask + mask).astype(NP[dtype]))
+    b = (rng.random((5, 9)) * 2 - 1).astype(NP[dtype])
+    c = np.zeros((7, 9), NP[dtype])
+    alpha, beta, _ = RULES[rule](s.data, b, c, dtype)
+    with np.errstate(all="ignore"):
+        want = policy_reference(_sparse_reference("spmm", s, [b]), alpha, beta, c, dtype)
+        got = np.asarray(s @ b)
+    assert_policy_equal(got, want, dtype, rule)
 
 
 INF, NAN = math.inf, math.nan
