@@ -48,6 +48,10 @@ def _nest(family: str, size: str, dtype: str):
         return W.conv2d(name, C=3, K=4, H=7, W=7, R=3, S=3, padding=1, bits=bits)
     if family == "bmm":
         return W.matmul(name, M=5, N=7, K=3, batch=2, bits=bits)
+    if family == "depthwise":
+        return W.depthwise_conv2d(name, C=4, H=7, W=7, R=3, S=3, padding=1, stride=2, bits=bits)
+    if family == "mttkrp":       # three inputs: the rules set the first two
+        return W.einsum("ikl,kj,lj->ij", {"i": 7, "j": 5, "k": 3, "l": 4}, name=name, bits=bits)
     raise AssertionError(family)
 
 
@@ -157,7 +161,8 @@ def _check_status(status, expect, positions):
 # --- CPU dense ---------------------------------------------------------------------------------------
 
 DENSE = [(f, s, d) for f, sizes in (("gemm", ("1", "odd", "large")), ("gemm_scalar", ("odd",)), ("gemv", ("odd",)),
-                                    ("conv", ("odd",)), ("bmm", ("odd",))) for s in sizes for d in DTYPES]
+                                    ("conv", ("odd",)), ("bmm", ("odd",)), ("depthwise", ("odd",)),
+                                    ("mttkrp", ("odd",))) for s in sizes for d in DTYPES]
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +182,7 @@ def cpu_kernels():
 
 def _dense_case(w, shapes, dtype, rule, seed=0):
     rng = np.random.default_rng(seed)
-    x0n, x1n = (t.name for t in w.inputs)
+    x0n, x1n = (t.name for t in w.inputs[:2])
     arrays = {t.name: (rng.random(shapes[t.name]) * 2 - 1).astype(NP[dtype]) for t in w.inputs}
     c = (rng.random(shapes[w.output.name]) * 2 - 1).astype(NP[dtype])
     alpha, beta, expect = RULES[rule](arrays[x0n], arrays[x1n], c, dtype)
@@ -285,7 +290,7 @@ def test_size_zero(shape, dtype, alpha, beta):
 # --- OpenCL on PoCL, CUDA compiled ---------------------------------------------------------------------
 
 GPU_CASES = [("gemm", "1", "float32"), ("gemm", "odd", "float32"), ("gemm", "odd", "float64"),
-             ("gemm", "large", "float32"), ("conv", "odd", "float32")]
+             ("gemm", "large", "float32"), ("conv", "odd", "float32"), ("mttkrp", "odd", "float32")]
 
 
 def _gpu_mapping(w):
