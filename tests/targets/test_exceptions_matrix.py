@@ -399,3 +399,16 @@ def test_no_flag_lets_a_compiler_assume_finite_math():
     for module in (cuda, opencl):
         text = inspect.getsource(module)
         assert "fast-math" not in text and "fast_math" not in text and "finite-math" not in text
+
+
+@pytest.mark.parametrize("family", ["gemm", "spmm"])
+def test_verified_runs_report_their_status(family):
+    from targets.cpu import run
+
+    w = _nest(family, "odd", "float64")
+    m = random_mapping(w, CPU, random.Random(2))
+    checked = run(w, m, CPU, threads=2, repeat=1, exceptions="check").to_dict()
+    assert checked["verified"] and checked["exception_status"]["code"] == 0
+    assert checked["exception_status"]["mode"] == "check"
+    plain = run(w, m, CPU, threads=2, repeat=1).to_dict()
+    assert plain["exception_status"]["code"] is None and plain["exception_status"]["mode"] == "ieee"
