@@ -6,7 +6,9 @@ holds an Inf or a NaN, or a status says so; a kernel never returns a silently fi
 
 **Products** (every dense nest ``targets.cpu`` and ``targets.gpu`` emit: GEMM, GEMV, batched GEMM,
 convolutions, einsums; and CSR SpMM / SDDMM) compute ``C := alpha * op(inputs) + beta * C``; the plain
-kernel call is alpha = 1, beta = 0:
+kernel call (``cosa_kernel``, the GPU kernel) is alpha = 1, beta = 0, the general one is the CPU's
+``cosa_kernel_ab`` (``targets.cpu.emit.ab_entry``) and the GPU's ``<kernel>_ab`` epilogue
+(``targets.gpu.printers.ab_kernel``; with alpha = 0 the host launches no main kernel):
 
 * beta = 0: C is not read (a NaN in C does not propagate; C may be uninitialised); the kernel writes C.
 * alpha = 0: A and B are not read (a NaN in them does not propagate); C := beta * C, and with beta = 0 too
@@ -37,9 +39,14 @@ whose squares overflow or underflow give the right norm (no spurious overflow).
   1-based position in the kernel's argument list, like LAPACK's INFO for a bad argument) or created by
   the kernel from finite inputs (``code = +k``, k the output's position).  ``code = 0``: all finite.
 
-Iterative drivers (LSQR, range finder power iterations, CP-ALS sweeps, the pencil solver's repeated
-squaring) stop at the first non-finite iterate in either mode and return the status (``where =
-"created"``, ``argument`` the iterate) instead of iterating on NaNs.
+**Drivers** check every iterate in either mode (``require_finite``) and stop at the first non-finite one
+instead of iterating on NaNs: LSQR in ``algorithms.randnla.sketch_and_precondition`` (x = NaN, istop -1),
+CP-ALS sweeps (``algorithms.cp.als.cp``), the pencil solver's repeated squaring and deflation
+(``algorithms.pencil.diagonalize``) return their result with ``exception_status`` code +1 (``where =
+"created"``, ``argument`` the iterate); the range finder's power iterations (rsvd, qb) raise a failed-run
+error with the status's message.  A non-finite input is bad input for them under ``ieee`` (one line, exit
+2) and a status with code -k under ``check``.  Each driver's result and every ``cosa run`` JSON has
+``exception_status`` (``ExceptionStatus.to_dict``).
 """
 
 from __future__ import annotations
