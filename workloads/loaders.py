@@ -55,6 +55,11 @@ A Timeloop problem that is a plain convolution in builder naming (dims
 N K C P Q R S, data spaces Weights / Inputs / Outputs) comes back as built by
 ``conv2d`` (with its ``op``); other problems keep their own names.
 Malformed input raises ``WorkloadError`` naming the file and field.
+
+This module holds the entry points and the dialect detection; the readers
+are ``loaders_short`` (our short form, and writing it), ``loaders_timeloop``
+(CoSA's flat problems and Timeloop's shapes), ``loaders_values`` (the value
+checks) and ``yamlio`` (YAML parsing with its limits).
 """
 
 from __future__ import annotations

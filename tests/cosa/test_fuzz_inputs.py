@@ -226,7 +226,6 @@ TEXT_MUTATIONS = ["truncate", "number", "duplicate_key", "unknown_dim", "swap_di
 # ------------------------------------------------------------------ ONNX models and byte mutations
 def _onnx_models() -> list[bytes]:
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     def init(name, shape):
