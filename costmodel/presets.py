@@ -20,7 +20,7 @@ ALL = frozenset(ROLES)
 
 
 def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64, dataflow: str = "ws",
-            sp_banks: int = 4, acc_banks: int = 2, compute_overhead_cycles: int = 0) -> Arch:
+            sp_banks: int = 4, acc_banks: int = 2, compute_overhead_cycles: int = 0, pipelined: bool = True) -> Arch:
     """Gemmini (ucb-bar/gemmini's default configuration; see its README and configs).
 
     Levels: DRAM (128-bit DMA bus: 16 B/cycle), Scratchpad (int8 inputs and
@@ -29,8 +29,14 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
     The vendor's weight-stationary tiling double-buffers the scratchpad and
     the accumulator (it plans with half of each); output-stationary uses them
     whole.  Calibrated against the command-level timing model
-    (``gemmini.sim.timing`` of the generated programs): DRAM transfers stall
-    the array (the command queues are too shallow to run ahead), partial sums
+    (``gemmini.sim.timing`` of the generated programs): with ``pipelined``
+    (WS), the code generator issues the next tiles' mvins and the previous
+    accumulator tile's mvouts among the current tile's computes
+    (``gemmini.codegen_pipeline``), so DRAM transfers overlap compute (the
+    DRAM level is double buffered: cycles = max(compute, transfers)); with
+    ``pipelined=False`` (and always under OS, whose tiles are single
+    buffered) each tile's moves are one burst and DRAM transfers stall the
+    array (the command queues are too shallow to run ahead).  Partial sums
     move through DRAM as int32.  WS: a compute streams a run of at most DIM
     pixel rows and occupies the array for its rows plus
     ``compute_overhead_cycles`` (``compute_rows``; 0: back-to-back computes
@@ -55,7 +61,10 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
             or compute_overhead_cycles < 0:
         raise ArchError(f"must be a non-negative integer, got {compute_overhead_cycles!r}", source=src,
                         field="compute_overhead_cycles")
+    if not isinstance(pipelined, bool):
+        raise ArchError(f"must be true or false, got {pipelined!r}", source=src, field="pipelined")
     ws = dataflow == "ws"
+    overlapped = ws and pipelined
     sp_bytes, acc_bytes = scratchpad_kib * 1024, accumulator_kib * 1024
     stationary_bytes = 1 if ws else 4
     if ws:
@@ -64,16 +73,17 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
         rows = SpatialAxis("rows", dim, roles=frozenset({"input", "output"}), window_dims=True)
     cols = SpatialAxis("cols", dim, roles=frozenset({"weight", "output"}))
     levels = (
-        # DRAM transfers do not overlap compute although the scratchpad is double buffered: the core
-        # issues commands in program order into shallow queues (8 execute entries, a few DIM-cycle
-        # computes), so the next tile's mvins enter the load queue only when the current tile's
-        # computes have nearly all been issued (calibrated against gemmini.sim.timing).
+        # DRAM transfers overlap compute only when the code generator pipelines (the next tile's mvins
+        # among the current tile's computes): the core issues commands in program order into shallow
+        # queues (8 execute entries, a few DIM-cycle computes), so a tile's mvins issued as one burst
+        # enter the load queue only when the previous tile's computes have nearly all been issued
+        # (calibrated against gemmini.sim.timing).
         # The DMA moves rows (measured on our RTL, gemmini/rtl): an mvin row costs its 16-byte beats + 1
         # cycle, an mvout row at least 1.5 cycles (one-beat rows go at 2 per 3 cycles), so narrow rows
         # cost up to twice their bytes at 16 B/cycle.
         Level("DRAM", None, ALL, read_bandwidth=16.0, write_bandwidth=16.0,
               read_energy_pj_per_byte=DRAM_PJ_PER_BYTE, write_energy_pj_per_byte=DRAM_PJ_PER_BYTE,
-              double_buffered=False, read_row_extra_cycles=1.0, write_row_min_cycles=1.5),
+              double_buffered=overlapped, read_row_extra_cycles=1.0, write_row_min_cycles=1.5),
         # Rows of DIM bytes: under WS an input row holds the channels unrolled on the array rows, a weight
         # row the output channels unrolled on its columns (a narrower block still takes a whole row).  OS
         # input rows hold a chunk of the Registers-level reduction, which no spatial axis describes, so the
@@ -120,7 +130,7 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
         dataflow=dataflow, source="Gemmini default config (ucb-bar/gemmini); energies Horowitz ISSCC 2014",
         params={"dim": dim, "scratchpad_kib": scratchpad_kib, "accumulator_kib": accumulator_kib,
                 "sp_banks": sp_banks, "acc_banks": acc_banks, "dataflow": dataflow,
-                "compute_overhead_cycles": compute_overhead_cycles},
+                "compute_overhead_cycles": compute_overhead_cycles, "pipelined": overlapped},
     )
 
 

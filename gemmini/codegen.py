@@ -293,6 +293,8 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
         acc_double = bool(getattr(arch.levels[2], "double_buffered", False))
     plan = choose_plan(problem, mapping, config, flow, source=source, double_buffer=sp_double,
                        acc_double_buffer=acc_double, orientation=orientation)
+    if pipeline is None and arch is not None and arch.params.get("pipelined") is False:
+        pipeline = False  # the preset (and so the cost model) asks for the serial stream
     if scale == "auto":
         from .run import self_check_scale
 

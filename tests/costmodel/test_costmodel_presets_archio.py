@@ -27,7 +27,8 @@ def test_gemmini_ws_structure():
     assert regs.holds == {"weight"} and regs.capacity_bytes == 2  # two PE registers: preload overlaps compute
     assert arch.total_macs_per_cycle == 256
     assert arch.params == {"dim": 16, "scratchpad_kib": 256, "accumulator_kib": 64, "sp_banks": 4,
-                           "acc_banks": 2, "dataflow": "ws", "compute_overhead_cycles": 0}
+                           "acc_banks": 2, "dataflow": "ws", "compute_overhead_cycles": 0, "pipelined": True}
+    assert dram.double_buffered  # the code generator pipelines: DRAM transfers overlap compute
     assert regs.compute_rows == 16 and regs.compute_overhead_cycles == 0 and regs.compute_quantum == 1
     conv = W.conv2d(C=32, K=32, P=8, Q=8, R=3, S=3)
     rows, cols = acc.spatial_axes

@@ -228,7 +228,7 @@ def test_cost_model_accumulator_rows_equal_the_generator_plan_os(case, seed):
 def test_cosa_schedules_fit_the_generator(workload, kib):
     from cosa.scheduler import schedule
 
-    arch = gemmini(dim=DIM, scratchpad_kib=kib, accumulator_kib=kib)
+    arch = gemmini(dim=DIM, scratchpad_kib=kib, accumulator_kib=kib, pipelined=False)
     words = arch.with_levels(Scratchpad=dict(row_bytes=None, row_axes=()),
                              Accumulator=dict(row_bytes=None, row_axes=()))
     by_words = schedule(workload, words, time_limit_s=30, bound=False)
