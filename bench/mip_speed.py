@@ -8,7 +8,8 @@ process) plus the children's CPU time; wall seconds include waiting for a shared
 model's (``costmodel.evaluate``) of the returned mapping, which ``mappings.validate`` accepts.
 
     python bench/mip_speed.py [--arch gemmini] [--layers res3a_branch2b,...] [--before REV | --no-before]
-                              [--time-limit 60] [--json out.json] [--results bench/RESULTS.md]
+                              [--time-limit 60] [--mip-gap 0.01]
+                              [--json out.json] [--results bench/RESULTS.md]
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def cpu_seconds() -> float:
 def timed(fn, workload, arch, args) -> dict:
     wall0, cpu0 = time.perf_counter(), cpu_seconds()
     try:
-        s = fn(workload, arch, time_limit_s=args.time_limit, seed=args.seed)
+        gap = {} if args.mip_gap is None else {"mip_gap": args.mip_gap}
+        s = fn(workload, arch, time_limit_s=args.time_limit, seed=args.seed, **gap)
     except Exception as exc:  # noqa: BLE001  (a failed layer is a row of the table, not the end of the run)
         return {"error": f"{type(exc).__name__}: {exc}", "wall_s": time.perf_counter() - wall0,
                 "cpu_s": cpu_seconds() - cpu0}
@@ -85,6 +87,7 @@ def main(argv=None) -> int:
     ap.add_argument("--before", default=BEFORE, help="git revision of the MIP to compare against")
     ap.add_argument("--no-before", action="store_true", help="time the current MIP only")
     ap.add_argument("--time-limit", type=float, default=60.0, help="MIP time limit per layer (s)")
+    ap.add_argument("--mip-gap", type=float, default=None, help="relative MIP gap (default: each version's own)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--results", help="write the table, date, machine and command to this Markdown file")
@@ -155,6 +158,7 @@ def main(argv=None) -> int:
                   f"{slowest['after']['cpu_s']:.2f} s CPU; total {totals['after']['wall_s']:.1f} s wall, "
                   f"{totals['after']['cpu_s']:.1f} s CPU over {len(rows)} layers")
     command = (f"python bench/mip_speed.py --arch {args.arch} --time-limit {args.time_limit:g}"
+               + (f" --mip-gap {args.mip_gap:g}" if args.mip_gap is not None else "")
                + (f" --layers {args.layers}" if args.layers else "")
                + (" --no-before" if args.no_before else f" --before {args.before}"))
     save_outputs(name="mip_speed", title="MIP speed", date=date, machine=machine, console=console, command=command,

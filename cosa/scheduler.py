@@ -24,7 +24,7 @@ def _attach_bound(result: Schedule) -> Schedule:
 
 
 def schedule(workload, arch, objective: str = "latency", solver: str = "highs", time_limit_s: float = 60.0,
-             mip_gap: float = 0.01, seed: int = 0, scheduler: str = "cosa", bound: bool = True,
+             mip_gap: float = 0.001, seed: int = 0, scheduler: str = "cosa", bound: bool = True,
              **options) -> Schedule:
     """Schedule ``workload`` (a LoopNest) on ``arch`` (an Arch); the mapping is validated exactly.
 

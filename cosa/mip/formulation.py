@@ -6,9 +6,11 @@ Variables (all small integers or binaries):
   sit temporally at level ``k`` / spatially on spatial axis ``a``.  Identical
   primes of a dim share one integer (CoSA's per-factor binaries, with the
   symmetry between equal factors removed).  Every copy is placed once.
-* ``order[k, d, s]``: dim ``d``'s temporal loop at level ``k`` sits at slot
-  ``s`` (0 = outermost); one dim per slot.  ``nontrivial[k, d]``: that loop has
-  a factor > 1.
+* ``reuse[t, d]``: the outermost level's loop of ``d`` (irrelevant to ``t``) is
+  reused for ``t`` (the default, one order level: nested reuse sets, ``reuse.py``);
+  or, with several order levels, ``order[k, d, s]``: dim ``d``'s temporal loop
+  at level ``k`` sits at slot ``s`` (0 = outermost); one dim per slot.
+  ``nontrivial[k, d]``: that loop has a factor > 1.
 * ``window[...]``: one-hot choice of the loop extents of a sliding-window axis,
   so that halo footprints ``stride*(p-1) + dilation*(r-1) + 1`` are exact; the
   same choice gives the box a row-addressed buffer keeps (padding included,
@@ -17,12 +19,15 @@ Variables (all small integers or binaries):
   (fractions sum to at most 1), which turns the sum of tile sizes into linear
   per-tensor constraints in the log domain.
 * ``inside[t, c, k, s]``: some loop relevant to ``t`` with factor > 1 sits at
-  position (k, s) or inside it, among the loops outside level ``c`` (CoSA's Y).
+  position (k, s) or inside it, among the loops outside level ``c`` (CoSA's Y;
+  order slots only).
 
 Everything is linear in log2 of loop factors.  Traffic is
 ``log2(words) = log2(tile) + sum log2(relevant factors outside) + sum log2(irrelevant
-factors outside the innermost relevant loop)``; the last sum is the product of
-an order binary, an ``inside`` binary and a factor, linearized with big-M
+factors outside the innermost relevant loop)``; the last sum is, with reuse
+sets, each factor less its reused part (at most the factor, zero unless its
+``reuse`` binary is set), and with order slots the product of an order
+binary, an ``inside`` binary and a factor; both are linearized with big-M
 bounds (exact in the direction the objective pushes).  Latency, energy and EDP
 need sums of such exponentials; ``2**x`` is convex, so the epigraph
 ``y >= 2**x`` is represented exactly enough by tangent lines (at most 1.4 %
@@ -72,15 +77,14 @@ from dataclasses import dataclass, field
 
 import pyomo.environ as pe
 
-from costmodel.compute_runs import last_compute_rows
 from mappings.validate import group_dims
 
+from .latency import Terms, cycles_expr
+from .linear import EPS, add as _add, exp_tangents as _exp_tangents
 from .problem import Problem, WindowAxis, exponent
 from .reuse import build_order, reload_log
 from .runs import build_runs, run_levels
 
-LN2 = math.log(2.0)
-EPS = 1e-7
 SHARES = tuple(sorted({k / 32 for k in range(1, 33)} | {2.0 ** -m for m in range(6, 13)} | {1 / 3, 2 / 3, 1 / 6, 5 / 6}))
 """Fractions of a shared buffer one tensor may take (see ``share``)."""
 
@@ -117,6 +121,7 @@ class Formulation:
     cuts: int = 0
     runs: dict = field(default_factory=dict)
     reuse: dict = field(default_factory=dict)  # (tensor, dim) -> binary: reused at the outermost level
+    cycles: object = None  # the latency objective's expression (cycles in ideal units)
 
     # --- model size -----------------------------------------------------------
     def size(self) -> tuple[int, int, int]:
@@ -128,36 +133,6 @@ class Formulation:
                 nint += 1
         ncons = sum(1 for _ in self.model.component_data_objects(pe.Constraint, active=True))
         return nvars, nint, ncons
-
-
-def _add(constraints: pe.ConstraintList, expr) -> None:
-    """Add ``expr``; a relation that folded to a constant (all its terms were fixed at 0) is
-    dropped when true and kept as an infeasible row when false."""
-    if expr is True:
-        return
-    if expr is False:
-        constraints.add(pe.Constraint.Infeasible)
-        return
-    constraints.add(expr)
-
-
-def _exp_tangents(model: pe.ConcreteModel, name: str, exponent_expr, lo: float, hi: float) -> pe.Var:
-    """A variable ``y >= 2**exponent_expr`` (under-approximated by tangents on [lo, hi])."""
-    x = pe.Var(bounds=(None, None))
-    y = pe.Var(bounds=(0, None))
-    model.add_component(f"{name}_x", x)
-    model.add_component(f"{name}_y", y)
-    model.add_component(f"{name}_def", pe.Constraint(expr=x == exponent_expr))
-    points = []
-    a = math.floor(lo)
-    while a <= hi + 1e-9:
-        points.append(a)
-        a += 0.5 if -3 <= a < 10 else 1.0
-    cons = pe.ConstraintList()
-    model.add_component(f"{name}_tan", cons)
-    for a in points:
-        _add(cons, y >= 2.0 ** a * (1.0 + LN2 * (x - a)))
-    return y
 
 
 def build(problem: Problem, objective: str = "latency", weights: CosaWeights | None = None,
@@ -377,234 +352,11 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         m.obj = pe.Objective(expr=w.w_util * util + w.w_comp * comp + w.w_traf * traf, sense=pe.minimize)
         return form
 
-    row_cache: dict = {}
-    rows_full: dict = {}
-
-    def row_log(t, p: int, c: int):
-        """(r, cap words, axis size) for a tensor moved in rows between parent ``p`` and child ``c``
-        (``costmodel.evaluate.transfer_rows``), or None where the parent charges no per-row cycles or the
-        child has no row axis for the tensor.  r: log2 of the words one row carries, r <= log2(the child
-        tile's extent along the dims on the row axis), r <= log2(cap words), and r <= log2(block) unless
-        the block fills the axis (a narrower block moves alone); rows = words moved / 2**r, and the
-        objective pushes r up, so it takes the largest value the bounds allow."""
-        key = (t.name, p, c)
-        if key in row_cache:
-            return row_cache[key]
-        row_cache[key] = None
-        parent, child = arch.levels[p], arch.levels[c]
-        axis = child.row_axis(t.role) if getattr(parent, "row_transfer_costed", False) else None
-        j = arch.axis_level(c, axis) if axis else None
-        slots = [a for a, slot in enumerate(problem.slots) if slot.level == j and slot.name == axis]
-        if not slots:
-            return None
-        size = problem.slots[slots[0]].size
-        on_axis = [d for d in problem.slots[slots[0]].dims if d in t.dims]
-        line = sum(extent_log[c, d] for d in on_axis)
-        block = sum(log2(q) * m.nS[a, d, q] for a in slots for d in on_axis for q in problem.primes[d]
-                    if (a, d, q) in m.nS)
-        cap = getattr(child, "max_transfer_row_bytes", None)
-        most = sum(log2(bounds[d]) for d in on_axis)
-        cap_words = None
-        if cap is not None:
-            cap_words = max(size, int(cap // child.bytes_per_word(t)) // size * size)
-            most = min(most, log2(cap_words))
-        r = pe.Var(bounds=(0, max(most, 0.0)))
-        full = pe.Var(domain=pe.Binary)
-        m.add_component(f"rowlog_{t.name}_{p}_{c}", r)
-        m.add_component(f"rowfull_{t.name}_{p}_{c}", full)
-        cons = pe.ConstraintList()
-        m.add_component(f"rowcons_{t.name}_{p}_{c}", cons)
-        _add(cons, r <= line + EPS)
-        _add(cons, block >= log2(size) * full - EPS)  # full only when the block fills the axis
-        _add(cons, r <= block + most * full + EPS)
-        rows_full[key] = full
-        row_cache[key] = (r, cap_words or 2.0 ** most, size)
-        return row_cache[key]
-
-    def row_adder(lv, row_bytes: float, write: bool) -> float:
-        """Cycles one row of ``row_bytes`` costs at ``lv`` beyond its bytes over the bandwidth."""
-        bandwidth = lv.write_bandwidth if write else lv.read_bandwidth
-        return lv.row_transfer_cycles(row_bytes, write) - (row_bytes / bandwidth if bandwidth else 0.0)
-
-    def cycles_expr(tag: str):
-        """Cycles in units of ideal cycles: max(compute, overlapped transfers) + stalled transfers.
-
-        A level's transfer time is the bytes read from one instance (all
-        instances' bytes over their number) over its read bandwidth plus the
-        bytes written over its write bandwidth; levels
-        that are double buffered overlap it with compute, others stall.
-        """
-        lat = pe.ConstraintList()
-        m.add_component(f"{tag}lat", lat)
-        peak = pe.Var(bounds=(0, None))
-        m.add_component(f"{tag}peak", peak)
-        comp_y = _exp_tangents(m, f"{tag}compute", compute_log - ideal_log, 0, log2(arch.total_macs_per_cycle) + 1)
-        form.terms[f"{tag}compute"] = comp_y
-        compute_terms = comp_y
-        for h, runs in form.runs.items():
-            if not runs.overhead:
-                continue
-            # every compute command adds its overhead cycles to the iterations it streams
-            c_y = _exp_tangents(m, f"{tag}computes_{h}", runs.log_computes - log2(arch.macs_per_cycle) - ideal_log,
-                                -log2(runs.rows) - 2, log2(arch.total_macs_per_cycle) + 1)
-            form.terms[f"{tag}computes_{h}"] = c_y
-            compute_terms = compute_terms + runs.overhead * c_y
-        _add(lat, peak >= compute_terms)
-        for h, lv in enumerate(arch.levels):
-            quantum = getattr(lv, "compute_quantum", 1) or 1
-            if quantum > 1 and h not in form.runs:
-                # the iterations at and below level h, per residency, round up to the quantum:
-                # compute >= (iterations outside h) * quantum (exact when they fit in one quantum)
-                outer = sum(log_t(k, d) for k in range(h) for d in dims)
-                q_y = _exp_tangents(m, f"{tag}quantum_{h}", outer + log2(quantum) - log2(arch.macs_per_cycle)
-                                    - ideal_log, 0, log2(arch.total_macs_per_cycle) + 1)
-                _add(lat, peak >= q_y)
-        stalls = []
-        for lvl, lv in enumerate(arch.levels):
-            rbw, wbw = lv.read_bandwidth, lv.write_bandwidth
-            if not (rbw or wbw):
-                continue
-            parts = []
-            for (t, p, c) in pairs:
-                if lvl not in (p, c):
-                    continue
-                bpw = lv.bytes_per_word(t)
-                read_c = bpw / rbw if rbw else 0.0
-                write_c = bpw / wbw if wbw else 0.0
-                const = 0.0  # bytes-over-bandwidth not proportional to the traffic (first visits)
-                if t.is_output:
-                    coef = read_c + write_c  # loads of partial sums and write-backs
-                    if lvl == p == 0:
-                        # the first visit of each output word loads nothing; partial sums may move
-                        # wider than final results (partial_sum_bits) and tiles may start from a
-                        # bias fill (init_fill_bits)
-                        child = arch.levels[c]
-                        psum_bytes = (getattr(child, "partial_sum_bits", None) or 8 * bpw) / 8
-                        init_bytes = (getattr(child, "init_fill_bits", None) or 0) / 8
-                        rr = 1 / rbw if rbw else 0.0
-                        ww = 1 / wbw if wbw else 0.0
-                        size = wl.size_words(t)
-                        coef = psum_bytes * (rr + ww)
-                        const = -size * psum_bytes * (rr + ww) + size * bpw * ww + size * init_bytes * rr
-                else:
-                    coef = read_c if lvl == p else write_c
-                if coef == 0:
-                    continue
-                # the cost model charges a level the bytes moved over all its instances divided
-                # by the number of instances (idle instances included)
-                if lvl == p:
-                    x = (log_words[t.name, c] + spatial_outside(t, 0, p, False)
-                         + spatial_outside(t, p, c, arch.levels[p].multicast))
-                else:
-                    x = log_words[t.name, c] + spatial_outside(t, 0, c, False)
-                x = x - log2(arch.instances(lvl))
-                y = _exp_tangents(m, f"{tag}traffic_{lvl}_{t.name}_{c}", x - ideal_log, -10, 20)
-                form.terms[f"{tag}{lv.name}:{t.name}:{c}"] = y
-                pair = [coef * y + const / 2.0 ** ideal_log]
-                rows = row_log(t, p, c) if lvl == p else None
-                if rows is not None:
-                    # per-row DMA cycles: rows = words moved / 2**r, each costing a fixed number of cycles
-                    # beyond its bytes (taken at the full row width, as the cost model charges a full row)
-                    r, row_words, size = rows
-                    bpw_p = lv.bytes_per_word(t)
-                    if t.is_output and lvl == 0:
-                        child = arch.levels[c]
-                        psum_b = (getattr(child, "partial_sum_bits", None) or 8 * bpw_p) / 8
-
-                        def spill(w, psum_b=psum_b):
-                            return row_adder(lv, w * psum_b, False) + row_adder(lv, w * psum_b, True)
-
-                        init_b = (getattr(child, "init_fill_bits", None) or 0) / 8
-
-                        def final(w, bpw_p=bpw_p, spill=spill, init_b=init_b):
-                            fill = row_adder(lv, w * init_b, False) if init_b else 0.0
-                            return row_adder(lv, w * bpw_p, True) + fill - spill(w)
-                        # reads (W - S) / R and spills (W - S) / R at the partial-sum width, finals S / R (with
-                        # the tiles' initial fill S / R at init_fill_bits)
-                        terms = [(spill, x), (final, math.log2(wl.size_words(t)))]
-                    elif t.is_output:
-                        terms = [(lambda w, b=bpw_p: row_adder(lv, w * b, False) + row_adder(lv, w * b, True), x)]
-                    else:
-                        terms = [(lambda w, b=bpw_p: row_adder(lv, w * b, False), x)]
-                    for n, (adder_at, x_words) in enumerate(terms):
-                        adder = adder_at(row_words)
-                        if adder > 0:
-                            y_rows = _exp_tangents(m, f"{tag}rows_{lvl}_{t.name}_{c}_{n}", x_words - r - ideal_log,
-                                                   -14, 20)
-                            pair.append(adder * y_rows)
-                        elif adder < 0:
-                            # a negative term cannot use an epigraph: charge it at the widest rows (S / R_max
-                            # <= S / R, so the total stays an upper bound of the cost model's)
-                            pair.append(adder * 2.0 ** (x_words - math.log2(row_words)) / 2.0 ** ideal_log)
-                    # a block narrower than the axis moves alone, each row costing at least what a one-word row
-                    # costs, bytes included (a lower bound of the cost model's): the pair costs at least reads
-                    # (outputs: writes, plus the partial-sum reads W - S) times that, which
-                    # binds only while the block does not fill the axis
-                    if t.is_output:
-                        least = lv.row_transfer_cycles(bpw_p, True)
-                        psum_b = (getattr(arch.levels[c], "partial_sum_bits", None) or 8 * bpw_p) / 8
-                        least_reads = lv.row_transfer_cycles(psum_b, False) if lvl == 0 else 0.0
-                    else:
-                        least, least_reads = lv.row_transfer_cycles(bpw_p, False), 0.0
-                    if least > 0:
-                        y_narrow = _exp_tangents(m, f"{tag}narrowrows_{lvl}_{t.name}_{c}",
-                                                 x - r - ideal_log - 64.0 * rows_full[t.name, p, c], -14, 20)
-                        more = pe.Var(bounds=(0, None))
-                        m.add_component(f"{tag}narrowmore_{lvl}_{t.name}_{c}", more)
-                        floor = (least + least_reads) * y_narrow
-                        if least_reads:
-                            # S / R <= S times the chord of 2**-r over r in [0, log2(axis size)] (2**-r is convex)
-                            top = math.log2(size)
-                            chord = 1 - r * (1 - 2.0 ** -top) / top if top > 0 else 1
-                            floor = floor - least_reads * wl.size_words(t) / 2.0 ** ideal_log * chord
-                        _add(lat, more >= floor - sum(pair))
-                        pair.append(more)
-                parts.extend(pair)
-            for t in wl.tensors:
-                if problem.holders[t.name][-1] != lvl:
-                    continue
-                # MAC side: every temporal iteration reads the operand words the units below need
-                # (and updates the output words)
-                bpw = lv.bytes_per_word(t)
-                coef = (bpw / rbw if rbw else 0.0) + (bpw / wbw if (wbw and t.is_output) else 0.0)
-                if coef == 0:
-                    continue
-                x = (all_temporal + spatial_outside(t, 0, lvl, False) - log2(arch.instances(lvl))
-                     + sum(log_s(k, d) for k in range(lvl, L) for d in dims if d in t.dims))
-                y = _exp_tangents(m, f"{tag}mac_{lvl}_{t.name}", x - ideal_log, -10, 20)
-                parts.append(coef * y)
-            if not parts:
-                continue
-            if lv.double_buffered:
-                _add(lat, peak >= sum(parts))
-            else:
-                stalls.append(sum(parts))
-        for h in form.runs:
-            # a double-buffered run level refills its held tiles while the computes of the previous
-            # tile drain: the computes cannot run faster than half the iterations plus every fill
-            # (costmodel.compute_runs, ComputeRuns.work)
-            lv = arch.levels[h]
-            if not (lv.double_buffered and lv.write_bandwidth):
-                continue
-            fills, most = [], 0.0
-            for t in wl.tensors:
-                if h > 0 and h in problem.holders[t.name] and (t.name, h) in log_words:
-                    y = _exp_tangents(m, f"{tag}fill_{h}_{t.name}", log_words[t.name, h] - ideal_log, -10, 20)
-                    coef = lv.bytes_per_word(t) / lv.write_bandwidth / arch.macs_per_cycle
-                    fills.append(coef * y)
-                    # words loaded per instance are at most the MACs: bounds the term in ideal units
-                    most += coef * 2.0 * arch.total_macs_per_cycle
-            if fills:
-                # ... except where the level has no loop of its own (the cost model charges none there)
-                _add(lat, peak >= 0.5 * comp_y + sum(fills) - most * (1 - form.runs[h].busy))
-            for t, gap_y in _fill_after_last_command(m, problem, form.runs[h], log_words, tag, ideal_log):
-                # the next fill overlaps only the last command before a change: iterations + changes *
-                # (fill - rows of that command), for the one held tile whose fill time is fixed
-                _add(lat, peak >= comp_y + gap_y)
-        return peak + sum(stalls)
-
+    terms = Terms(m, problem, form, pairs, log_words, log_t, log_s, extent_log, ideal_log, all_temporal,
+                  compute_log)
     if objective == "latency":
-        m.obj = pe.Objective(expr=cycles_expr(""), sense=pe.minimize)
+        form.cycles = cycles_expr(terms, "")
+        m.obj = pe.Objective(expr=form.cycles, sense=pe.minimize)
         return form
 
     # energy (and EDP): totals over all instances, in units of one pJ per MAC
@@ -642,38 +394,10 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         m.obj = pe.Objective(expr=energy, sense=pe.minimize)
         return form
     # EDP: E/E0 + D/D0 majorizes log(E) + log(D) at (E0, D0); the driver iterates it.
-    cyc = cycles_expr("edp_")
+    cyc = cycles_expr(terms, "edp_")
     e0, d0 = reference or (1.0, 1.0)
     # energy is in pJ / 2**e_ref, cycles in ideal cycles
     e0_units = max(e0 / 2.0 ** e_ref, 1e-9)
     d0_units = max(d0 / 2.0 ** ideal_log, 1e-9)
     m.obj = pe.Objective(expr=energy / e0_units + cyc / d0_units, sense=pe.minimize)
     return form
-
-
-def _fill_after_last_command(m, problem, runs, log_words, tag: str, ideal_log: float):
-    """Per tensor held at a run level whose held tile is one word (Gemmini WS: the weight register): the
-    term ``changes * (fill - last rows) / macs_per_cycle`` in ideal units, one tangent epigraph per
-    last-command row count (only the run length's own is active).  Empty where the fill time is not fixed
-    or the run lengths are not enumerated."""
-    arch = problem.arch
-    h, lv = runs.level, arch.levels[runs.level]
-    held = [t for t in problem.workload.tensors if h in problem.holders[t.name]]
-    if (not runs.values or h != len(arch.levels) - 1 or lv.fanout != 1 or len(held) != 1
-            or any(d in runs.candidates for d in held[0].dims) or (held[0].name, h) not in log_words):
-        return []
-    t = held[0]
-    fill = lv.bytes_per_word(t) / lv.write_bandwidth  # cycles to load the one-word tile
-    groups: dict = {}
-    for v, u in runs.values.items():
-        rest = fill - last_compute_rows(v, runs.rows)
-        if rest > 0:
-            groups.setdefault(rest, []).append(u)
-    big = 64.0
-    terms = 0
-    for n, (rest, members) in enumerate(sorted(groups.items())):
-        # changes = loads of the one-word tile; inactive (another run length, or no loop at h): -big
-        x = (log_words[t.name, h] + math.log2(rest / arch.macs_per_cycle) - ideal_log
-             - big * (1 - sum(members)) - big * (1 - runs.busy))
-        terms = terms + _exp_tangents(m, f"{tag}lastfill_{h}_{n}", x, -10, 20)
-    return [(t, terms)] if groups else []

@@ -29,16 +29,7 @@ import math
 
 import pyomo.environ as pe
 
-
-def _add(cons, expr) -> None:
-    """Add ``expr`` to a ConstraintList; a relation that folded to a constant is dropped when true and kept as
-    an infeasible row when false."""
-    if expr is True:
-        return
-    if expr is False:
-        cons.add(pe.Constraint.Infeasible)
-        return
-    cons.add(expr)
+from .linear import add as _add
 
 
 def uses_reuse_sets(order_levels) -> bool:

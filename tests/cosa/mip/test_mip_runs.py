@@ -171,26 +171,30 @@ def model_computes(form, mapping) -> float:
                                   workloads.conv2d("s2", N=2, C=16, K=16, P=4, Q=8, stride=2),
                                   workloads.conv2d("c3", C=16, K=16, P=8, Q=8, R=3, S=3, padding=1)],
                          ids=lambda n: n.name)
-def test_model_counts_the_cost_models_compute_commands_and_cycles(nest):
+@pytest.mark.parametrize("pipelined", [True, False], ids=["dram-overlapped", "dram-serial"])
+def test_model_counts_the_cost_models_compute_commands_and_cycles(nest, pipelined):
     """Measured: computes equal on every mapping (merged runs, runs over 4 * DIM, 7 x 7 = 3 * 16 + 1),
     cycles within 1 % (pw, c3) where the array's blocks fill its axes.  Intentionally changed by the
     per-row DMA cost: where a block is narrower than the array (rows of a few bytes, each costing a beat
     and a cycle) the model's bounds on those rows are looser (partial-sum reads: a chord of 2**-r; padded
     input words that the cost model clips cost 2 cycles each instead of 1/16): measured within 7 %.  Changed
     again when every output tile started from a bias moved into its accumulator rows (init_fill_bits): the
-    fill rows of narrow blocks have no floor of their own in the model: measured within 9.2 %."""
-    form = build(build_problem(nest, WS), "latency")
+    fill rows of narrow blocks have no floor of their own in the model: measured within 9.2 %.  With the DRAM
+    transfers overlapping compute (the pipelined preset) they bind alone, so their error is not diluted by
+    the compute cycles: measured within 11.7 % (one narrow-block pw mapping; the others within 4 %)."""
+    ws = gemmini(dataflow="ws", pipelined=pipelined)
+    form = build(build_problem(nest, ws), "latency")
     rng = random.Random(11)
-    ideal = nest.macs / WS.total_macs_per_cycle
+    ideal = nest.macs / ws.total_macs_per_cycle
     merged = 0
     for _ in range(8):
-        mapping = _pixel_heavy(nest, WS, rng)
-        cost = evaluate(nest, WS, mapping)
+        mapping = _pixel_heavy(nest, ws, rng)
+        cost = evaluate(nest, ws, mapping)
         assert model_computes(form, mapping) == pytest.approx(cost.computes, rel=1e-6), mapping
         if nest.name != "s2":  # the model's strided input tile spans the gaps (its DRAM term is high there)
             full = all(mapping.levels[2].spatial_factor(d) == 16 for d in ("C", "K"))  # blocks fill the array
-            assert predict(form, mapping) * ideal == pytest.approx(cost.cycles, rel=0.02 if full else 0.10), mapping
-        merged += len(level_runs(nest, WS, mapping, REGS).run_dims) > 1
+            assert predict(form, mapping) * ideal == pytest.approx(cost.cycles, rel=0.02 if full else 0.12), mapping
+        merged += len(level_runs(nest, ws, mapping, REGS).run_dims) > 1
     if nest.name != "c3":
         assert merged >= 1  # the sample exercises merges
 
