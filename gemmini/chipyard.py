@@ -39,8 +39,8 @@ SOURCE = "chipyard"
 DEFAULT_MAX_CYCLES = 3_000_000
 DEFAULT_TIMEOUT_S = 3600.0
 #: What the harness prints when +max-cycles runs out, and when the program exits non-zero.
-_CYCLE_LIMIT = re.compile(r"\*\*\* FAILED \*\*\* \(timeout\)")
-_EXIT_CODE = re.compile(r"\*\*\* FAILED \*\*\* \(exit code =\s*(\d+)\)")
+_CYCLE_LIMIT = re.compile(r"\*\*\* FAILED \*\*\*\s*\(timeout\)")  # the reason comes padded with spaces
+_EXIT_CODE = re.compile(r"\*\*\* FAILED \*\*\* \((?:exit code|tohost) =\s*(\d+)\)")
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def parse_run(stdout: str, stderr: str, returncode: int) -> dict:
     text = stdout + "\n" + stderr
     cycles, core = parse_cycles(stdout)
     check = check_line(program_lines(stdout))
-    code_match = _EXIT_CODE.search(stderr)
+    code_match = _EXIT_CODE.search(text)
     exit_code = int(next(g for g in code_match.groups() if g)) if code_match else (0 if returncode == 0 else -1)
     passed = ": PASS" in check and returncode == 0 and exit_code == 0
     return {"verified": passed, "cycles": cycles, "core_cycles": core, "exit_code": exit_code, "check": check,

@@ -64,7 +64,7 @@ def test_parse_run_failed_check_and_exit_code():
 
 
 def test_parse_run_cycle_limit():
-    d = parse_run("", "*** FAILED *** (timeout) after 1001 simulation cycles\n", 1)
+    d = parse_run("", "*** FAILED ***                       (timeout) after                 1001 simulation cycles\n", 255)
     assert d["cycle_limit"] and not d["verified"] and d["cycles"] is None
 
 
