@@ -7,7 +7,7 @@ a varying machine load hits both alike.  CPU seconds are ``time.process_time`` (
 process) plus the children's CPU time; wall seconds include waiting for a shared CPU.  Cycles are the cost
 model's (``costmodel.evaluate``) of the returned mapping, which ``mappings.validate`` accepts.
 
-    python bench/mip_speed.py [--arch gemmini] [--layers res3a_branch2b,...] [--before REV | --no-before]
+    python bench/mip_speed.py [--arch gemmini,simba.yaml] [--layers res3a_branch2b,...] [--before REV | --no-before]
                               [--time-limit 60] [--mip-gap 0.01]
                               [--json out.json] [--results bench/RESULTS.md]
 """
@@ -79,42 +79,18 @@ def _f(x, spec):
     return "-" if x is None else format(x, spec)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--arch", default="gemmini", help="preset name or arch YAML file")
-    ap.add_argument("--network", default="resnet50")
-    ap.add_argument("--layers", default="", help="comma-separated layer names (default: every distinct layer)")
-    ap.add_argument("--before", default=BEFORE, help="git revision of the MIP to compare against")
-    ap.add_argument("--no-before", action="store_true", help="time the current MIP only")
-    ap.add_argument("--time-limit", type=float, default=60.0, help="MIP time limit per layer (s)")
-    ap.add_argument("--mip-gap", type=float, default=None, help="relative MIP gap (default: each version's own)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", help="write every number here")
-    ap.add_argument("--results", help="write the table, date, machine and command to this Markdown file")
-    args = ap.parse_args(argv)
-
-    from costmodel.archio import load_arch
-    from cosa.mip import mip_schedule
-
-    arch = load_arch(args.arch)
-    layers = zoo.network(args.network)
-    if args.layers:
-        keep = [x.strip() for x in args.layers.split(",") if x.strip()]
-        layers = [w for w in layers if w.name in keep]
-    console = Console(width=200, record=True)
-    date, machine = run_stamp()
-    with tempfile.TemporaryDirectory() as tmp:
-        before = None if args.no_before else load_before(args.before, Path(tmp))
-        rows = []
-        for w in layers:
-            row = {"layer": w.name}
-            if before is not None:
-                row["before"] = timed(before, w, arch, args)
-            row["after"] = timed(mip_schedule, w, arch, args)
-            rows.append(row)
-            if console.is_terminal:
-                console.print(w.name, {k: {kk: vv for kk, vv in v.items() if kk != "mapping"}
-                                       for k, v in row.items() if k != "layer"})
+def run_arch(arch, layers, before, after, args, console) -> dict:
+    """Time both versions layer by layer on ``arch``; print the table; return the rows and totals."""
+    rows = []
+    for w in layers:
+        row = {"layer": w.name}
+        if before is not None:
+            row["before"] = timed(before, w, arch, args)
+        row["after"] = timed(after, w, arch, args)
+        rows.append(row)
+        if console.is_terminal:
+            console.print(w.name, {k: {kk: vv for kk, vv in v.items() if kk != "mapping"}
+                                   for k, v in row.items() if k != "layer"})
     sides = (["before"] if before is not None else []) + ["after"]
     table = Table(title=f"CoSA MIP on {arch.name}, {args.network}: seconds and cost-model cycles per layer "
                         f"(time limit {args.time_limit:g} s)")
@@ -154,15 +130,48 @@ def main(argv=None) -> int:
     table.add_row(*cells)
     console.print(table)
     slowest = max(rows, key=lambda r: r["after"]["wall_s"])
-    console.print(f"after: slowest layer {slowest['layer']} {slowest['after']['wall_s']:.2f} s wall, "
+    console.print(f"after on {arch.name}: slowest layer {slowest['layer']} {slowest['after']['wall_s']:.2f} s wall, "
                   f"{slowest['after']['cpu_s']:.2f} s CPU; total {totals['after']['wall_s']:.1f} s wall, "
                   f"{totals['after']['cpu_s']:.1f} s CPU over {len(rows)} layers")
+    return {"rows": rows, "totals": totals}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arch", default="gemmini", help="comma-separated preset names or arch YAML files")
+    ap.add_argument("--network", default="resnet50")
+    ap.add_argument("--layers", default="", help="comma-separated layer names (default: every distinct layer)")
+    ap.add_argument("--before", default=BEFORE, help="git revision of the MIP to compare against")
+    ap.add_argument("--no-before", action="store_true", help="time the current MIP only")
+    ap.add_argument("--time-limit", type=float, default=60.0, help="MIP time limit per layer (s)")
+    ap.add_argument("--mip-gap", type=float, default=None, help="relative MIP gap (default: each version's own)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", help="write every number here")
+    ap.add_argument("--results", help="write the table, date, machine and command to this Markdown file")
+    args = ap.parse_args(argv)
+
+    from costmodel.archio import load_arch
+    from cosa.mip import mip_schedule
+
+    layers = zoo.network(args.network)
+    if args.layers:
+        keep = [x.strip() for x in args.layers.split(",") if x.strip()]
+        layers = [w for w in layers if w.name in keep]
+    console = Console(width=200, record=True)
+    date, machine = run_stamp()
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        before = None if args.no_before else load_before(args.before, Path(tmp))
+        for arch_name in [a.strip() for a in args.arch.split(",") if a.strip()]:
+            arch = load_arch(arch_name)
+            runs[arch_name] = run_arch(arch, layers, before, mip_schedule, args, console)
+
     command = (f"python bench/mip_speed.py --arch {args.arch} --time-limit {args.time_limit:g}"
                + (f" --mip-gap {args.mip_gap:g}" if args.mip_gap is not None else "")
                + (f" --layers {args.layers}" if args.layers else "")
                + (" --no-before" if args.no_before else f" --before {args.before}"))
     save_outputs(name="mip_speed", title="MIP speed", date=date, machine=machine, console=console, command=command,
-                 data={"args": vars(args), "rows": rows, "totals": totals}, json_path=args.json,
+                 data={"args": vars(args), "runs": runs}, json_path=args.json,
                  results_path=args.results,
                  notes="CPU s: process time of the solver process and its children; wall s includes waiting "
                        "for a CPU on the shared machine.")
