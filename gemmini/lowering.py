@@ -164,10 +164,9 @@ def fold(workload, dim: int = 16):
 def pack(workload, dim: int = 16):
     """The ``pack`` rewrite of a grouped conv2d (None unless groups > 1): m = the largest divisor of the
     groups with m * C/G <= DIM (1 when a group alone fills the rows).  The lowered nest indexes the group
-    and the channel as separate tensor axes (input [N, G, C, H, W], output [N, G, K, Q, P]): written as one
-    axis G*C/G + C, as the builder writes grouped layers, the IR counts C and K as window dims
-    (``LoopNest.window_dims``), which the Gemmini preset's array axes refuse, so the scheduler cannot put
-    a group's channels on the array at all (every grouped layer then runs at under one MAC per cycle)."""
+    and the channel as separate tensor axes (input [N, G, C, H, W], output [N, G, K, Q, P]) and puts m
+    groups' channels on the array rows and columns at once (block-diagonal weights), which a group with
+    fewer channels than DIM cannot fill alone."""
     from workloads.ir import AffineExpr, LoopNest, Tensor
 
     o = _original(workload)

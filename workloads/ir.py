@@ -25,6 +25,16 @@ ROLES = ("input", "weight", "output")
 _TERM = re.compile(r"\s*([+-])?\s*(?:(\d+)\s*\*\s*)?([A-Za-z_][A-Za-z_0-9]*|\d+)\s*(?:\*\s*(\d+))?")
 
 
+def _disjoint_terms(expr, bounds: dict[str, int]) -> bool:
+    """Whether the terms of ``expr`` over the loop ``bounds`` never overlap (mixed radix: injective)."""
+    reach = 0  # the largest |value| the smaller terms reach together
+    for dim, coef in sorted(expr.terms, key=lambda dc: abs(dc[1])):
+        if abs(coef) <= reach:
+            return False
+        reach += abs(coef) * (bounds.get(dim, 1) - 1)
+    return True
+
+
 @dataclass(frozen=True)
 class AffineExpr:
     """sum(coef * dim) + offset, with integer coefficients.
@@ -270,8 +280,19 @@ class LoopNest:
         return dim in t.dims
 
     def window_dims(self) -> frozenset[str]:
-        """Dims that share a tensor axis with another dim (P and R in ``P + R``)."""
-        return frozenset(d for t in self.tensors for e in t.indices if len(e.terms) > 1 for d in e.dims)
+        """Dims that share a tensor axis with another dim in a sliding window (P and R in ``P + R``).
+
+        A sum whose terms cannot overlap is not a window: ordered by |coefficient|, each term's
+        coefficient exceeds the largest value the smaller terms reach together, so every point of
+        the dims gives its own element (a mixed-radix number such as a grouped convolution's
+        channel ``Cg*G + C`` with C < Cg, or ``2*P + R`` with R < 2).
+        """
+        out: set[str] = set()
+        for t in self.tensors:
+            for e in t.indices:
+                if len(e.terms) > 1 and not _disjoint_terms(e, self.dims):
+                    out.update(e.dims)
+        return frozenset(out)
 
     def with_dims(self, **bounds: int) -> "LoopNest":
         """A copy with some loop bounds changed (for sweeps and small test cases)."""
