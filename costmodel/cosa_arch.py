@@ -28,8 +28,9 @@ but the fan-out has no per-dimension shape here (any dims may be unrolled up
 to it; ``mappings.to_timeloop`` puts every spatial factor on X, which a
 Timeloop arch without a mesh accepts).  ``multicast`` and network fields of
 the v0.3+ format are not read (a v0.2 file has none: Timeloop multicasts).
-Such an arch fetches sliding-window deltas as Timeloop does
-(``params["delta_fetch"]``, see ``costmodel.evaluate``).
+Such an arch fetches sliding-window deltas and counts multicasts and output
+accesses as Timeloop does (``params["delta_fetch"]``, ``params["timeloop_counts"]``, see
+``costmodel.evaluate.access_counts``).
 
 Energies are not in these files (Timeloop takes them from Accelergy); we use
 the estimates of ``costmodel.energy`` (Horowitz, ISSCC 2014) by capacity.
@@ -158,4 +159,5 @@ def from_cosa_v02(doc: dict, source: str = "arch", name: str = "cosa-arch") -> A
                                             "num-ports", "block-size", "network-word-bits", "technology")
                          if k in st}
     return Arch(name=name, levels=tuple(levels), macs_per_cycle=1, mac_energy_pj=INT8_MAC_PJ,
-                source=source, params={"storage": params, "format": "timeloop-v0.2", "delta_fetch": True})
+                source=source, params={"storage": params, "format": "timeloop-v0.2", "delta_fetch": True,
+                                                 "timeloop_counts": True})

@@ -170,7 +170,8 @@ class LoopGroups:
                 [lp for lp in loops if not self.arch.levels[lp.level].multicast])
 
 
-def access_counts(workload, arch, mapping, psums: dict | None = None, delta: bool = False):
+def access_counts(workload, arch, mapping, psums: dict | None = None, delta: bool = False,
+                  timeloop_counts: bool = False):
     """(accesses[level index][tensor name] -> Access, footprint_words[level index][tensor name]).
 
     ``psums``, when given, is filled with ``{parent level index: {output name:
@@ -178,6 +179,17 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
     holder split into partial sums and final results.  ``delta``: inputs and
     weights fetch only the words a changed tile did not share with the previous
     one (Timeloop's sliding-window behaviour) instead of the whole tile.
+    ``timeloop_counts``: Timeloop's accounting (checked against timeloop-model
+    v3.0.3): a parent multicasts a word to the children of a fan-out only
+    across spatial loops of dims the tensor does not depend on (identical
+    tiles); children whose windows merely overlap (a sliding window unrolled
+    over P or Q) are each sent their own words; operand words for the MAC units
+    merge where identical among the units of the lowest fan-out level only.
+    Outputs: a child writing its
+    tile back is not charged a read, and every child instance reloads its own
+    partial sums on a revisit (fills = its revisited words, also where spatial
+    reduction would let one start from the others' sum); the parent's reads
+    stay one per distinct word of the group.
     """
     nlev = len(arch.levels)
     groups = LoopGroups(arch, nest_loops(mapping, list(workload.dims)))
@@ -193,16 +205,21 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
             slide = delta and not t.is_output
             inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(c), delta=slide)
             mc, separate = groups.fan(p, c)
+            if timeloop_counts and not t.is_output:  # multicast identical tiles only
+                separate = separate + [lp for lp in mc if lp.dim in t.dims]
+                mc = [lp for lp in mc if lp.dim not in t.dims]
             grp = tile_counts(t, steps, groups.spatial_between(0, p) + separate, groups.at_or_below(c) + mc,
                               member_loops=mc, delta=slide)
             foot[c][t.name] = inst.max_words
             resident[c] = inst.changes
             if t.is_output:
                 loads = grp.changes - grp.distinct
-                acc[c][t.name][2] += loads
-                acc[c][t.name][1] += loads
+                child_loads = inst.changes - inst.distinct if timeloop_counts else loads
+                acc[c][t.name][2] += child_loads
+                acc[c][t.name][1] += child_loads
                 acc[p][t.name][0] += loads
-                acc[c][t.name][0] += inst.changes  # partial sums read out for the write-back
+                if not timeloop_counts:
+                    acc[c][t.name][0] += inst.changes  # partial sums read out for the write-back
                 acc[p][t.name][1] += grp.changes  # after reduction across the children
                 if psums is not None:  # every write-back but the last of each group's tile is partial
                     psums.setdefault(p, {})[t.name] = PartialSums(loads, grp.changes - grp.distinct, grp.distinct)
@@ -212,6 +229,11 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
                 acc[p][t.name][0] += grp.changes
         inner = chain[-1]
         mc, separate = groups.fan(inner, nlev + 1)
+        if timeloop_counts and not t.is_output:  # identical words merge within one fan-out level only
+            bottom = max((lp.level for lp in mc), default=None)
+            keep = [lp for lp in mc if lp.dim not in t.dims or lp.level == bottom]
+            separate = separate + [lp for lp in mc if lp not in keep]
+            mc = keep
         mac = tile_counts(t, groups.temporal, groups.spatial_between(0, inner) + separate, mc, reuse=False).changes
         if t.is_output:
             zero_start = resident[inner] - acc[inner][t.name][2]
@@ -363,7 +385,8 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
     psums: dict = {}
     if delta_fetch is None:
         delta_fetch = bool(arch.params.get("delta_fetch", False))
-    accesses, foot = access_counts(workload, arch, mapping, psums, delta=delta_fetch)
+    accesses, foot = access_counts(workload, arch, mapping, psums, delta=delta_fetch,
+                                   timeloop_counts=bool(arch.params.get("timeloop_counts", False)))
     tensors = {t.name: t for t in workload.tensors}
     runs = compute_runs(workload, arch, mapping)
     compute_cycles = math.ceil(compute_work(arch, mapping, runs) / arch.macs_per_cycle)

@@ -242,56 +242,77 @@ def timeloop_problem(workload) -> dict:
 
 
 _LEVEL_HEAD = re.compile(r"^=== (\S+) ===\s*$")
-_STAT = re.compile(r"^\s+(Scalar reads|Scalar updates|Scalar fills|Utilized instances \(max\)|"
-                   r"Energy \(per-scalar-access\)|Energy \(total\)|Cycles|Bandwidth throttling)\s*:\s*([-+0-9.eE]+)")
+_STAT = re.compile(r"^\s+(Scalar reads|Scalar updates|Scalar fills|Utilized instances \(max\)|Utilized instances|"
+                   r"Energy \(per-scalar-access\)|Energy \(total\)|Cycles|Bandwidth throttling|Link transfers|"
+                   r"Computes \(total\))(?: \(per-[a-z]+\))?\s*:\s*([-+0-9.eE]+)")
 _TENSOR_HEAD = re.compile(r"^\s+([A-Za-z_][A-Za-z_0-9]*):\s*$")
+_NETWORK_HEAD = re.compile(r"^(\S+) <==> (\S+)\s*$")
 _STAT_KEYS = {"Scalar reads": "reads", "Scalar updates": "updates", "Scalar fills": "fills",
               "Utilized instances (max)": "instances", "Energy (per-scalar-access)": "pj_per_access",
-              "Energy (total)": "energy_pj"}
+              "Energy (total)": "energy_pj", "Link transfers": "link_transfers"}
 
 
 def parse_timeloop_stats(text: str) -> dict:
     """The numbers of ``timeloop-model.stats.txt`` we compare with.
 
-    ``{"cycles", "energy_pj", "computes", "levels": {level: {"cycles", "slowdown", "tensors": {tensor:
-    {"reads", "updates", "fills" (per instance), "instances" (utilized), "pj_per_access", "energy_pj"
-    (all instances)}}}}, "mac_energy_pj"}``.  Access counts are per utilized instance, as Timeloop prints them.
+    ``{"cycles", "energy_pj", "computes", "mac_energy_pj", "levels": {level: {"cycles", "slowdown",
+    "tensors": {tensor: {"reads", "updates", "fills" (per utilized instance, as Timeloop prints them),
+    "instances" (utilized), "pj_per_access", "energy_pj" (all instances)}}}}, "networks": {"A <==> B":
+    {tensor: {"link_transfers", "energy_pj"}}}}``.  ``energy_pj`` is the sum of the printed parts
+    (the summary line has two decimals in uJ).
     """
     levels: dict = {}
-    level = tensor = None
-    out: dict = {"levels": levels}
+    networks: dict = {}
+    out: dict = {"levels": levels, "networks": networks}
+    section = tensor = None
+    in_networks = False
     for line in text.splitlines():
-        if line.startswith("Operational Intensity Stats"):
-            level = tensor = None
+        if line.startswith("Operational Intensity Stats") or line.startswith("Summary Stats"):
             break
-        head = _LEVEL_HEAD.match(line)
-        if head:
-            level, tensor = levels.setdefault(head.group(1), {"tensors": {}}), None
+        if line.startswith("Networks"):
+            in_networks, section, tensor = True, None, None
             continue
-        if level is None:
+        head = (_NETWORK_HEAD if in_networks else _LEVEL_HEAD).match(line)
+        if head:
+            name = f"{head.group(1)} <==> {head.group(2)}" if in_networks else head.group(1)
+            section = (networks if in_networks else levels).setdefault(name, {"tensors": {}})
+            tensor = None
+            continue
+        if section is None:
             continue
         m = _STAT.match(line)
         if m:
             key, value = m.group(1), float(m.group(2))
             if key == "Cycles":
-                level["cycles"] = value
+                section["cycles"] = value
             elif key == "Bandwidth throttling":
-                level["slowdown"] = value
+                section["slowdown"] = value
+            elif key == "Computes (total)":
+                section["computes"] = value
             elif tensor is not None:
-                tensor[_STAT_KEYS[key]] = value
+                tensor[_STAT_KEYS.get(key, key)] = value
+            elif key == "Energy (total)":
+                section["energy_pj"] = value
             continue
         th = _TENSOR_HEAD.match(line)
         if th and th.group(1) not in ("STATS", "MAPPING", "SPECS"):
-            tensor = level["tensors"].setdefault(th.group(1), {})
+            tensor = section["tensors"].setdefault(th.group(1), {})
     for line in text.splitlines():
         m = re.match(r"^(Cycles|Energy|Computes)\s*[:=]\s*([-+0-9.eE]+)", line)
         if m:
             value = float(m.group(2))
-            out[{"Cycles": "cycles", "Energy": "energy_pj", "Computes": "computes"}[m.group(1)]] = \
+            out[{"Cycles": "cycles", "Energy": "summary_energy_pj", "Computes": "computes"}[m.group(1)]] = \
                 value * 1e6 if m.group(1) == "Energy" else value
-    mac = re.search(r"^=== MAC ===.*?Energy \(total\)\s*:\s*([-+0-9.eE]+)", text, re.S | re.M)
-    if mac:
-        out["mac_energy_pj"] = float(mac.group(1))
+    for sec in levels.values():  # the printed pJ per access has two decimals: recompute it from the energy
+        for t in sec["tensors"].values():
+            words = (t.get("reads", 0) + t.get("fills", 0) + t.get("updates", 0)) * t.get("instances", 1)
+            if words and t.get("energy_pj"):
+                t["pj_per_access"] = t["energy_pj"] / words
+    arith = levels.pop("__ARITH__", {})
+    out["mac_energy_pj"] = arith.get("energy_pj", 0.0)
+    out["energy_pj"] = out["mac_energy_pj"] + sum(
+        t.get("energy_pj", 0.0) for group in (levels, networks) for sec in group.values()
+        for t in sec["tensors"].values())
     if "cycles" not in out:
         raise MappingError("no 'Cycles:' line in Timeloop's stats (not a timeloop-model.stats.txt?)",
                            source="timeloop stats", field="Cycles")

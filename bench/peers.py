@@ -1,0 +1,184 @@
+"""Peers: our schedules and cost model against Timeloop's model (and mapper) on CoSA's Simba-like arch.
+
+``record``: for every distinct ResNet-50 layer and a few AlexNet and DeepBench
+layers, schedule with cosa (or take the mappings of ``--mappings``), run
+timeloop-model (``TIMELOOP_MODEL`` or ``--timeloop-model``) on the exported
+mapping with the arch file, and write the recorded outputs (Timeloop's cycles,
+energy and per-level, per-tensor access counts and per-access energies) with
+our model's numbers to a JSON file, the test data of
+``tests/costmodel/test_timeloop_oracle.py``::
+
+    TIMELOOP_MODEL=/path/to/timeloop-model python3 bench/peers.py record \\
+        --arch ../shared/data/arch/cosa-simba.yaml --workloads ../shared/data/cosa-workloads \\
+        --version "NVlabs/timeloop v3.0.3 (6b41058f), PAT energy" --out tests/data/timeloop/simba.json
+
+``summary FILE``: per-layer agreement (our cycles, counts and energy priced
+with Timeloop's per-access energies, against Timeloop's), as a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+LAYER_SETS = {  # (network, file or layer list under the CoSA workloads folder, how many layers)
+    "resnet50": ("resnet50_graph/unique_layers.yaml", None),
+    "alexnet": ("alexnet_graph/unique_layers.yaml", 3),
+    "deepbench": (["deepbench_graph/01_DeepSpeech.yaml", "deepbench_graph/07_OCR.yaml",
+                   "deepbench_graph/16_Vision.yaml"], None),
+}
+
+LEVEL_KEYS = ("reads", "fills", "updates")
+
+
+def layers(workloads_dir: Path, networks: list[str]):
+    from workloads import load
+
+    out = []
+    for net in networks:
+        files, count = LAYER_SETS[net]
+        nests = [n for f in ([files] if isinstance(files, str) else files) for n in load(workloads_dir / f)]
+        out.extend((net, n) for n in nests[:count])
+    return out
+
+
+def timeloop_counts(stats: dict) -> dict:
+    """Timeloop's counts summed over instances: {level: {tensor: {reads, fills, updates}}}."""
+    out = {}
+    for level, lv in stats["levels"].items():
+        for tensor, t in lv["tensors"].items():
+            n = t.get("instances", 1)
+            out.setdefault(level, {})[tensor] = {k: t.get(k, 0) * n for k in LEVEL_KEYS}
+    return out
+
+
+def our_counts(cost) -> dict:
+    """Ours in Timeloop's terms: fills, updates = writes - fills, reads."""
+    return {level: {t: {"reads": a.reads, "fills": a.fills, "updates": a.writes - a.fills} for t, a in per.items()}
+            for level, per in cost.accesses.items()}
+
+
+def timeloop_energy_table(stats: dict, level_names) -> dict:
+    """Timeloop's per-access energies as our energy table (its per-scalar-access figure per level)."""
+    table = {}
+    for name in level_names:  # the level's energy over its accesses (PAT prices every tensor alike)
+        tensors = stats["levels"].get(name, {}).get("tensors", {}).values()
+        energy = sum(t.get("energy_pj", 0.0) for t in tensors)
+        words = sum((t.get("reads", 0) + t.get("fills", 0) + t.get("updates", 0)) * t.get("instances", 1)
+                    for t in tensors)
+        pj = energy / words if words else 0.0
+        table[name] = {"read": pj, "write": pj, "update": pj}
+    macs = stats.get("computes") or 1
+    table["MAC"] = {"compute": stats.get("mac_energy_pj", 0.0) / macs}
+    return table
+
+
+def record(args) -> int:
+    from costmodel import evaluate, load_arch
+    from mappings import mapping_from_dict, to_timeloop
+    from mappings.timeloop import run_timeloop_model, timeloop_problem
+    from cosa.scheduler import schedule
+
+    binary = args.timeloop_model or os.environ.get("TIMELOOP_MODEL")
+    if not binary:
+        print("peers: no timeloop-model (set TIMELOOP_MODEL or --timeloop-model)", file=sys.stderr)
+        return 2
+    arch = load_arch(args.arch)
+    given = {}
+    if args.mappings:
+        given = {(e["network"], e["layer"]): e for e in json.loads(Path(args.mappings).read_text())}
+    entries = []
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="timeloop-"))
+    for net, w in layers(Path(args.workloads), args.networks.split(",")):
+        t0 = time.time()
+        if (net, w.name) in given:
+            mapping, solve_s = mapping_from_dict(given[(net, w.name)]["mapping"], arch), given[(net, w.name)].get("t")
+        else:
+            mapping = schedule(w, arch, scheduler="cosa", objective="latency", time_limit_s=args.time_limit).mapping
+            solve_s = time.time() - t0
+        stats = run_timeloop_model(binary, args.arch, w, mapping, arch, work / f"{net}-{w.name}")
+        no_links = run_timeloop_model(binary, args.arch, w, mapping, arch, work / f"{net}-{w.name}-nolinks",
+                                      env={"TIMELOOP_DISABLE_LINK_TRANSFERS": "1"})
+        cost = evaluate(w, arch, mapping)
+        entries.append({"network": net, "layer": w.name, "problem": timeloop_problem(w)["problem"],
+                        "mapping": to_timeloop(mapping, w, arch)["mapping"], "solve_s": solve_s,
+                        "timeloop": stats, "timeloop_no_link_transfers": no_links})
+        print(f"{net:10s} {w.name:22s} timeloop {stats['cycles']:>12,.0f}  ours {cost.cycles:>12,.0f}", flush=True)
+    doc = {"timeloop": args.version, "arch": Path(args.arch).name, "layers": entries}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
+def agreement(entry: dict, arch) -> dict:
+    """Our model on a recorded entry against Timeloop's numbers."""
+    import dataclasses
+
+    from costmodel import evaluate
+    from mappings import from_timeloop
+    from workloads.loaders import parse_document
+
+    w = parse_document({"problem": entry["problem"]}, entry["layer"])[0]
+    mapping = from_timeloop({"mapping": entry["mapping"]}, w, arch)
+    tl = entry["timeloop"]
+    table = timeloop_energy_table(tl, arch.level_names)
+    priced = dataclasses.replace(arch, params={**arch.params, "energy_table": table})
+    cost = evaluate(w, arch, mapping)
+    energy = evaluate(w, priced, mapping).energy_pj
+    return {"layer": entry["layer"], "network": entry["network"], "ours_cycles": cost.cycles,
+            "timeloop_cycles": tl["cycles"], "cycles_err": cost.cycles / tl["cycles"] - 1,
+            "ours_energy_pj": energy, "timeloop_energy_pj": tl["energy_pj"],
+            "energy_err": energy / tl["energy_pj"] - 1, "ours": our_counts(cost), "theirs": timeloop_counts(tl)}
+
+
+def summary(args) -> int:
+    from costmodel import load_arch, preset
+
+    doc = json.loads(Path(args.file).read_text())
+    arch = load_arch(args.arch) if args.arch else preset("simba")
+    rows = [agreement(e, arch) for e in doc["layers"]]
+    print(f"Timeloop: {doc['timeloop']}; arch {doc['arch']}\n")
+    print("| network | layer | Timeloop cycles | ours | err | Timeloop energy uJ | ours (its pJ/access) | err |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['network']} | {r['layer']} | {r['timeloop_cycles']:,.0f} | {r['ours_cycles']:,.0f} | "
+              f"{r['cycles_err']:+.2%} | {r['timeloop_energy_pj'] / 1e6:,.2f} | {r['ours_energy_pj'] / 1e6:,.2f} | "
+              f"{r['energy_err']:+.2%} |")
+    print(f"\ntotal cycles: Timeloop {sum(r['timeloop_cycles'] for r in rows):,.0f}, "
+          f"ours {sum(r['ours_cycles'] for r in rows):,.0f}; median |energy err| "
+          f"{statistics.median(abs(r['energy_err']) for r in rows):.2%}")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("record")
+    p.add_argument("--arch", required=True)
+    p.add_argument("--workloads", required=True, help="CoSA's workloads folder (resnet50_graph, ...)")
+    p.add_argument("--networks", default="resnet50,alexnet,deepbench")
+    p.add_argument("--mappings", help="JSON list of {network, layer, mapping} to use instead of scheduling")
+    p.add_argument("--timeloop-model")
+    p.add_argument("--version", required=True, help="where the binary comes from (recorded with the data)")
+    p.add_argument("--time-limit", type=float, default=30.0)
+    p.add_argument("--workdir")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=record)
+    p = sub.add_parser("summary")
+    p.add_argument("file")
+    p.add_argument("--arch")
+    p.set_defaults(func=summary)
+    args = ap.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
