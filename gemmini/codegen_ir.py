@@ -267,6 +267,8 @@ def when(cond: ExprLike, then: Sequence, other: Sequence = ()) -> list:
         return list(then) if c.value else list(other)
     if not then and not other:
         return []
+    if not then:
+        return [If(negate(c), tuple(other))]
     return [If(c, tuple(then), tuple(other))]
 
 

@@ -105,16 +105,21 @@ class Hook:
 
 
 def interleave(builder, cidx: Expr) -> list:
-    """The moves to issue before the compute ``cidx`` (index within its array block) of every hook."""
-    out = []
+    """The moves to issue before the compute ``cidx`` (index within its array block) of every hook: each
+    hook's tile (the loops ``loops[pos:]``) numbers its computes ``q<pos>``, and compute q issues units
+    q * units // computes .. (q + 1) * units // computes - 1."""
+    out, numbered = [], set()
     loops, cb = builder.loops, builder.computes_per_block()
     for h in builder.hooks:
         q: Expr = cidx
-        radix = cb
+        total = cb
         for lp in reversed(loops[h.pos:]):
-            q = q + Var(lp.var) * radix
-            radix *= lp.count
-        total = radix
+            q = q + Var(lp.var) * total
+            total *= lp.count
+        if h.pos not in numbered:
+            out.append(Assign(f"q{h.pos}", q))
+            numbered.add(h.pos)
+        q = Var(f"q{h.pos}")
         first = max(1, total // 2)
         conds = [h.guard]
         if h.part == "first":
