@@ -17,6 +17,12 @@ Structure (outer to inner), following the mapping:
   sums are moved back in on later visits) and
   closed at the end of that loop's body (scaled int8 mvout on the last visit,
   full 32-bit spill otherwise);
+* pipelined (``pipeline``, the default for double-buffered plans;
+  ``codegen_pipeline``): the first tiles' moves form a prologue, and the
+  next scratchpad tiles' mvins, the next accumulator tile's bias and the
+  previous accumulator tile's mvouts are issued among the current tile's
+  computes instead of as bursts where the tile changes (the command
+  stream then takes about max(transfers, compute) cycles);
 * inside the level-2 loops, one array block: WS preloads the weight block
   (only when it changed since the last preload: the weights stay in the PEs)
   and streams the level-3 rows in computes of at most DIM rows; OS streams
