@@ -12,6 +12,10 @@ our model's numbers to a JSON file, the test data of
         --arch ../shared/data/arch/cosa-simba.yaml --workloads ../shared/data/cosa-workloads \\
         --version "NVlabs/timeloop v3.0.3 (6b41058f), PAT energy" --out tests/data/timeloop/simba.json
 
+``mapper``: timeloop-mapper (``TIMELOOP_MAPPER``) on the recorded layers with
+CoSA's mapspace constraints, stopped after ``--search-size`` valid mappings,
+against our schedules; both priced by timeloop-model.
+
 ``summary FILE``: per-layer agreement (our cycles, counts and energy priced
 with Timeloop's per-access energies, against Timeloop's), as a Markdown table.
 """
@@ -158,6 +162,67 @@ def summary(args) -> int:
     return 0
 
 
+def run_mapper(binary: str, arch_file: str, mapspace_file: str, problem: dict, workdir: Path, search_size: int,
+               algorithm: str = "random-pruned", timeout_s: float = 900.0) -> dict:
+    """timeloop-mapper on one problem: its best mapping's stats and its wall time (s).
+
+    It stops after ``search_size`` valid mappings (one thread); Timeloop's own ``timeout`` (invalid
+    mappings in a row) is set high so that the search size decides.  A failed run raises
+    TimeloopRunError naming its log.
+    """
+    import subprocess
+
+    import yaml
+
+    from mappings.timeloop import TimeloopRunError, parse_timeloop_stats
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "problem.yaml").write_text(yaml.safe_dump({"problem": problem}, sort_keys=False))
+    (workdir / "mapper.yaml").write_text(yaml.safe_dump({"mapper": {
+        "algorithm": algorithm, "optimization-metrics": ["delay", "energy"], "num-threads": 1,
+        "search-size": search_size, "timeout": 100000, "victory-condition": 0,
+        "max-permutations-per-if-visit": 16, "live-status": False, "diagnostics": False}}))
+    log = workdir / "timeloop-mapper.log"
+    t0 = time.time()
+    with open(log, "w") as fh:
+        proc = subprocess.run([binary, str(Path(arch_file).resolve()), "problem.yaml",
+                               str(Path(mapspace_file).resolve()), "mapper.yaml"], cwd=workdir, stdout=fh,
+                              stderr=subprocess.STDOUT, timeout=timeout_s)
+    wall = time.time() - t0
+    stats = workdir / "timeloop-mapper.stats.txt"
+    if proc.returncode != 0 or not stats.exists():
+        raise TimeloopRunError(f"timeloop-mapper failed (exit {proc.returncode}); log: {log}", source=binary)
+    out = parse_timeloop_stats(stats.read_text(errors="replace"))
+    return {"cycles": out["cycles"], "energy_pj": out["energy_pj"], "wall_s": wall}
+
+
+def mapper(args) -> int:
+    """timeloop-mapper against our recorded schedules (both priced by timeloop-model)."""
+    binary = args.timeloop_mapper or os.environ.get("TIMELOOP_MAPPER")
+    if not binary:
+        print("peers: no timeloop-mapper (set TIMELOOP_MAPPER or --timeloop-mapper)", file=sys.stderr)
+        return 2
+    doc = json.loads(Path(args.data).read_text())
+    wanted = args.layers.split(",") if args.layers else None
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="timeloop-mapper-"))
+    rows = []
+    for e in doc["layers"]:
+        if wanted and f"{e['network']}:{e['layer']}" not in wanted:
+            continue
+        got = run_mapper(binary, args.arch, args.mapspace, e["problem"], work / f"{e['network']}-{e['layer']}",
+                         args.search_size, args.algorithm)
+        rows.append({"network": e["network"], "layer": e["layer"], "cosa_cycles": e["timeloop"]["cycles"],
+                     "cosa_s": e.get("solve_s"), "mapper_cycles": got["cycles"], "mapper_s": got["wall_s"],
+                     "cosa_energy_pj": e["timeloop"]["energy_pj"], "mapper_energy_pj": got["energy_pj"]})
+        r = rows[-1]
+        print(f"{r['network']:10s} {r['layer']:22s} cosa {r['cosa_cycles']:>10,.0f} ({r['cosa_s'] or 0:.1f} s)  "
+              f"timeloop-mapper {r['mapper_cycles']:>10,.0f} ({r['mapper_s']:.1f} s)", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"mapper": f"{args.algorithm}, search-size {args.search_size}, "
+                                                         "1 thread", "rows": rows}, indent=1) + "\n")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -172,6 +237,17 @@ def main(argv=None) -> int:
     p.add_argument("--workdir")
     p.add_argument("--out", required=True)
     p.set_defaults(func=record)
+    p = sub.add_parser("mapper", help="timeloop-mapper on the recorded layers against our schedules")
+    p.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / "tests/data/timeloop/simba.json"))
+    p.add_argument("--arch", required=True)
+    p.add_argument("--mapspace", required=True, help="Timeloop mapspace constraints (CoSA's cosa-mapspace.yaml)")
+    p.add_argument("--timeloop-mapper")
+    p.add_argument("--layers", help="network:layer,... (default: all)")
+    p.add_argument("--search-size", type=int, default=2000)
+    p.add_argument("--algorithm", default="random-pruned")
+    p.add_argument("--workdir")
+    p.add_argument("--json")
+    p.set_defaults(func=mapper)
     p = sub.add_parser("summary")
     p.add_argument("file")
     p.add_argument("--arch")
