@@ -105,6 +105,27 @@ def run_real(elf: str, args) -> dict:
             "cycles_per_s": r.cycles_per_s, "check": r.check}
 
 
+def recalibrate(args, console: Console) -> dict:
+    """Calibrate against the real cycles of an earlier run (``--json`` output): the layers' streams are
+    generated again (same scheduler, time limit and scale), nothing is simulated."""
+    import json
+
+    old = json.loads(Path(args.calibrate_from).read_text())
+    rows = []
+    for r in old["rows"]:
+        wl = LAYERS[r["layer"]]
+        arch = DEFAULT_CONFIG.arch("ws")
+        mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, bound=False).mapping
+        program = generate(wl, mapping, arch, dataflow="ws", scale="auto")
+        vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
+        r["streams"] = {"cosa": program.commands, "vendor": isa.decode_stream(stream(vendor))}
+        rows.append(r)
+    out = calibrate(rows, console, args)
+    for r in rows:
+        r.pop("streams")
+    return {"rows": rows, "calibration": out}
+
+
 def run(args, console: Console) -> dict:
     labels = QUICK if args.quick else (args.layers.split(",") if args.layers else list(LAYERS))
     unknown = [lab for lab in labels if lab not in LAYERS]
@@ -179,12 +200,15 @@ def run(args, console: Console) -> dict:
 #: through the SoC's L2 and memory bus; the queues are set to the reservation station's entries
 #: (load / execute / store) of Gemmini's default configuration, as its RTL has them.
 CAL_GRID = {"queues": ((8, 16, 4),), "dma_bytes_per_cycle": (8, 16), "dma_latency_cycles": (16, 32, 64, 96, 128)}
+#: Then the core's cycles per command it issues (a Rocket core running the program's C), fitted on the
+#: cosa programs (the vendor streams' commands come from Gemmini's loop unrollers) with the above fixed.
+ISSUE_GRID = (1, 2, 4, 6, 8, 12, 16, 24)
 
 
-def _errors(rows, cfg) -> dict:
+def _errors(rows, cfg, programs=PROGRAMS) -> dict:
     out = {}
     for r in rows:
-        for name in PROGRAMS:
+        for name in programs:
             real = r["progs"][name]["real"]
             if real.get("verified") and real.get("cycles"):
                 out[(r["layer"], name)] = (timing(r["streams"][name], cfg).cycles - real["cycles"]) / real["cycles"]
@@ -206,10 +230,19 @@ def calibrate(rows, console: Console, args) -> dict:
                 key = (statistics.median(abs(e) for e in errs.values()), max(abs(e) for e in errs.values()))
                 if best is None or key < best[0]:
                     best = (key, cfg, errs)
-    (_, worst), cfg, after = best
+    cfg, after = best[1], best[2]
+    for issue in ISSUE_GRID:
+        trial = {**after, **_errors(rows, dataclasses.replace(cfg, issue_cycles=issue), ("cosa",))}
+        key = (statistics.median(abs(e) for e in trial.values()), max(abs(e) for e in trial.values()))
+        if key < best[0]:
+            best = (key, dataclasses.replace(cfg, issue_cycles=issue), None)
+    cfg = best[1]
+    after = _errors(rows, cfg)
+    worst = max(abs(e) for e in after.values())
     table = Table(title=f"Timing model against the real RTL, before ({args.mem_latency}-cycle memory, queues 8/8/2, "
                         f"16 B/cycle) and after calibration (queues {cfg.ld_queue}/{cfg.ex_queue}/{cfg.st_queue}, "
-                        f"{cfg.dma_bytes_per_cycle} B/cycle, {cfg.dma_latency_cycles}-cycle memory)")
+                        f"{cfg.dma_bytes_per_cycle} B/cycle, {cfg.dma_latency_cycles}-cycle memory, "
+                        f"{cfg.issue_cycles} core cycles per command)")
     for col in ("layer", "program", "error before", "error after"):
         table.add_column(col, justify="left" if col in ("layer", "program") else "right")
     for (layer, name), e in before.items():
@@ -219,7 +252,7 @@ def calibrate(rows, console: Console, args) -> dict:
                      f"-> {worst:.1%}")
     console.print(table)
     return {"config": {k: getattr(cfg, k) for k in ("ld_queue", "ex_queue", "st_queue", "dma_bytes_per_cycle",
-                                                     "dma_latency_cycles")},
+                                                     "dma_latency_cycles", "issue_cycles")},
             "before": {f"{k[0]} / {k[1]}": v for k, v in before.items()},
             "after": {f"{k[0]} / {k[1]}": v for k, v in after.items()},
             "median_before": med[0], "median_after": med[1]}
@@ -239,18 +272,27 @@ def main(argv=None) -> int:
     ap.add_argument("--no-rtl", action="store_true", help="skip our RTL")
     ap.add_argument("--calibrate", action="store_true",
                     help="fit the timing model's queue, DMA-width and memory-latency parameters to the real cycles")
+    ap.add_argument("--calibrate-from", help="only calibrate, against the real cycles in this earlier --json output")
     ap.add_argument("--provenance", default="", help="the simulator's origin (Chipyard/Gemmini versions, config)")
     ap.add_argument("--json")
     ap.add_argument("--results")
     args = ap.parse_args(argv)
     try:
-        find_simulator(args.simulator)
+        if not args.calibrate_from:
+            find_simulator(args.simulator)
     except SimulationError as exc:
         print(f"gemmini_chipyard: {exc}", file=sys.stderr)
         return 2
     console = Console(record=True, width=170)
     date, machine = run_stamp()
     console.print(f"gemmini on the real RTL, {date}; {machine}; simulator: {args.provenance or 'origin not given'}")
+    if args.calibrate_from:
+        data = recalibrate(args, console)
+        save_outputs(name="gemmini_chipyard_calibration", title="Timing model calibrated against the real Gemmini RTL",
+                     command=f"python bench/gemmini_chipyard.py --calibrate-from RUN.json --mem-latency {args.mem_latency}",
+                     date=date, machine=machine, console=console, data=data, json_path=args.json,
+                     results_path=args.results, notes=f"Simulator: {args.provenance}." if args.provenance else "")
+        return 0
     data = run(args, console)
     command = "CHIPYARD_SIM=... python bench/gemmini_chipyard.py" + (" --quick" if args.quick else "") + \
         (f" --layers '{args.layers}'" if args.layers else "") + f" --jobs {args.jobs} --mem-latency {args.mem_latency}" + \

@@ -39,7 +39,9 @@ class GemminiConfig:
     it streams, on average, in the cost-model preset (``arch``): 0, as in our
     RTL, where back-to-back computes leave no bubble (the timing model, which
     follows the RTL, charges the rows only).  acc_bits / input_bits: accumulator and input/weight
-    word sizes (bits).
+    word sizes (bits).  issue_cycles: core cycles between two commands the core itself issues (timing model
+    only; 1 as in our RTL's harness; a Rocket core running a program's C loops needs more; commands that
+    Gemmini's loop unrollers issue are not affected).
     """
 
     dim: int = 16
@@ -58,11 +60,13 @@ class GemminiConfig:
     compute_overhead_cycles: int = 0
     acc_bits: int = 32
     input_bits: int = 8
+    issue_cycles: int = 1
 
     def __post_init__(self):
         src = "GemminiConfig"
         positive = ("dim", "sp_kib", "acc_kib", "sp_banks", "acc_banks", "ld_queue", "ex_queue",
-                    "st_queue", "dma_bytes_per_cycle", "dma_request_bytes", "max_mvin_bytes", "dma_max_inflight")
+                    "st_queue", "dma_bytes_per_cycle", "dma_request_bytes", "max_mvin_bytes", "dma_max_inflight",
+                    "issue_cycles")
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

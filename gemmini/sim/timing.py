@@ -77,6 +77,7 @@ import numpy as np
 from .. import isa
 from ..config import DEFAULT_CONFIG, GemminiConfig
 from ..errors import IsaError, SimulationError
+from ..isa_loops import LOOP_FUNCTS
 from .loops import has_loops, issue_order
 from .timing_units import (DONE_CYCLES, EMPTY_ROWS, UNITS, BankBusy, ExecuteUnit, LoadUnit, RowTimes, StoreUnit, array_fill_cycles,
                            compute_slots, dma_beats, dma_requests, dma_transfer, local_rows, merge_busy)
@@ -187,6 +188,12 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
     all_done = 0
     starts, ends = [], []
 
+    def core_step(index: int) -> int:
+        """Cycles until the next command: ``cfg.issue_cycles`` after one the core issued, 1 after an unrolled one."""
+        if cfg.issue_cycles == 1 or (origins is not None and cmds[origins[index]].funct in LOOP_FUNCTS):
+            return 1
+        return cfg.issue_cycles
+
     order = issue_order(cmds, cfg, origins, lambda kind, t: sum(e > t for e in in_queue[kind]) >= depth[kind],
                          lambda: issue, lambda t: min((e for q in in_queue.values() for e in q if e > t), default=t + 1))
     for index, (cmd, at) in enumerate(order):
@@ -217,7 +224,7 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
                 pending_preload = f
             starts.append(issue)
             ends.append(issue + 1)
-            issue += 1
+            issue += core_step(index)
             continue
         unit = "load" if name in ("config_ld", "mvin", "mvin2", "mvin3") else \
             "store" if name in ("config_st", "mvout") else "execute"
@@ -341,7 +348,7 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
         all_done = max(all_done, end)
         starts.append(start)
         ends.append(end)
-        issue += 1
+        issue += core_step(index)
         if index % 512 == 0:
             sp_banks.forget_before(issue)
             acc_banks.forget_before(issue)
