@@ -154,3 +154,29 @@ def test_live_timeloop_reproduces_the_recorded_numbers(tmp_path):
         assert stats["cycles"] == entry["timeloop"]["cycles"]
         assert timeloop_counts(stats) == timeloop_counts(entry["timeloop"])
         assert cost.cycles == pytest.approx(stats["cycles"], rel=CYCLES_TOLERANCE)
+
+
+# --- today's schedules (scheduled with Timeloop's bandwidth semantics of the arch file) -------------------
+
+SCHEDULES = json.loads((ROOT / "tests" / "data" / "timeloop" / "simba_resnet50_schedules.json").read_text())
+
+
+def test_our_resnet50_schedules_sit_on_timeloops_floor():
+    """Under timeloop-model our ResNet-50 schedules total <= 5.20 M cycles (54 layers, each distinct layer
+    times its occurrences), every layer within 1% of the roofline (max of MACs / 1,024 and the compulsory
+    DRAM words over Timeloop's 10 words per cycle each way), and our cycles equal Timeloop's within 1%."""
+    from lowerbounds import roofline
+
+    layers = SCHEDULES["layers"]
+    assert len(layers) == 24 and sum(e["occurrences"] for e in layers) == 54
+    total = floor = 0.0
+    for entry in layers:
+        w, mapping, cost = ours(entry)
+        validate(mapping, w, ARCH)
+        tl = entry["timeloop"]["cycles"]
+        assert cost.cycles == pytest.approx(tl, rel=CYCLES_TOLERANCE), entry["layer"]
+        bound = roofline(w, ARCH).cycles
+        assert tl <= bound * 1.01, entry["layer"]
+        total += tl * entry["occurrences"]
+        floor += bound * entry["occurrences"]
+    assert total <= 5.20e6 and total <= floor * 1.001
