@@ -32,6 +32,9 @@ from .validate import assign_to_axes
 _FACTOR = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*?)\s*=\s*(\d+)\s*|\s*([A-Za-z])(\d+)\s*")
 
 
+_DIRECTIVE_KEYS = {"target", "type", "factors", "permutation", "split", "keep", "bypass"}
+
+
 def _permutation_text(dims: list[str]) -> str:
     return "".join(dims) if all(len(d) == 1 for d in dims) else " ".join(dims)
 
@@ -149,6 +152,10 @@ def from_timeloop(doc: dict | list | str | Path, workload, arch, source: str = "
         where = f"mapping[{k}]"
         if not isinstance(directive, dict):
             raise MappingError(f"must be a mapping, got {directive!r}", source=source, field=where)
+        unknown = sorted(set(directive) - _DIRECTIVE_KEYS)
+        if unknown:
+            raise MappingError(f"unknown key '{unknown[0]}' (known: {sorted(_DIRECTIVE_KEYS)}); remove it",
+                               source=source, field=f"{where}.{unknown[0]}")
         target, kind = directive.get("target"), directive.get("type")
         if isinstance(target, int) and not isinstance(target, bool):
             if not 0 <= target < len(names):

@@ -93,3 +93,13 @@ def test_missing_or_failing_timeloop_is_one_line_with_the_log(tmp_path):
 def test_stats_without_cycles_are_rejected():
     with pytest.raises(MappingError, match="no 'Cycles:'"):
         parse_timeloop_stats("nothing here\n")
+
+
+def test_an_unknown_directive_key_is_named():
+    from workloads.loaders import parse_document
+
+    w = parse_document(LAYER, "layer")[0]
+    doc = {"mapping": [{"target": "DRAM", "type": "temporal", "factors": "K=32", "permutation": "K",
+                        "multicast": True}]}
+    with pytest.raises(MappingError, match=r"mapping\[0\]\.multicast.*unknown key 'multicast'"):
+        from_timeloop(doc, w, preset("simba"))
