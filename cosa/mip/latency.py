@@ -18,6 +18,7 @@ import pyomo.environ as pe
 from costmodel.compute_runs import last_compute_rows
 
 from .linear import EPS, add as _add, exp_tangents as _exp_tangents
+from .runs import quantum_rounding
 
 log2 = math.log2
 
@@ -130,9 +131,12 @@ def cycles_expr(b: "Terms", tag: str):
         quantum = getattr(lv, "compute_quantum", 1) or 1
         if quantum > 1 and h not in form.runs:
             # the iterations at and below level h, per residency, round up to the quantum:
-            # compute >= (iterations outside h) * quantum (exact when they fit in one quantum)
+            # compute >= (iterations outside h) * quantum * ceil(inner / quantum), the ceiling exact up to
+            # CEIL_STEPS quanta (one binary per step some inner count can pass; above, at most 1/CEIL_STEPS low)
             outer = sum(log_t(k, d) for k in range(h) for d in dims)
-            q_y = _exp_tangents(m, f"{tag}quantum_{h}", outer + log2(quantum) - log2(arch.macs_per_cycle)
+            inner = sum(log_t(k, d) for k in range(h, L) for d in dims)
+            rounding = quantum_rounding(m, problem, f"{tag}quantum_{h}", inner, quantum)
+            q_y = _exp_tangents(m, f"{tag}quantum_{h}", outer + log2(quantum) + rounding - log2(arch.macs_per_cycle)
                                 - ideal_log, 0, log2(arch.total_macs_per_cycle) + 1)
             _add(lat, peak >= q_y)
     stalls = []

@@ -176,6 +176,26 @@ def ceil_steps(problem, cands, rows: int) -> list[int]:
                    if r > rows and r % rows and r // rows <= CEIL_STEPS})
 
 
+def quantum_rounding(m, problem, name: str, inner_log, quantum: int):
+    """log2 of ceil(inner / quantum) for ``inner_log`` = log2 of an iteration count that is a product of
+    divisors of the loop bounds: one binary per step m (up to ``CEIL_STEPS``) that some such count lies
+    strictly above (m quanta, not a multiple of them), set when the count passes it (the objective keeps
+    the others 0); increments telescope to log2(m + 1) of the largest step passed."""
+    log2 = math.log2
+    dims = problem.dims
+    longest = sum(log2(problem.bounds[d]) for d in dims)
+    cons = pe.ConstraintList()
+    m.add_component(f"{name}_ceil", cons)
+    rounding, below = 0, 1
+    for step in ceil_steps(problem, dims, quantum):
+        over = pe.Var(domain=pe.Binary)
+        m.add_component(f"{name}_over_{step}", over)
+        cons.add(inner_log <= log2(step * quantum) + 1e-6 + (longest - log2(step * quantum)) * over)
+        rounding = rounding + (log2(step + 1) - log2(below)) * over
+        below = step + 1
+    return rounding
+
+
 def _positions(tensor, dim: str) -> list[int]:
     return [j for j, expr in enumerate(tensor.indices) if expr.coef(dim)]
 
