@@ -79,7 +79,7 @@ def _f(x, spec):
     return "-" if x is None else format(x, spec)
 
 
-def run_arch(arch, layers, before, after, args, console) -> dict:
+def run_arch(arch, label: str, layers, before, after, args, console) -> dict:
     """Time both versions layer by layer on ``arch``; print the table; return the rows and totals."""
     rows = []
     for w in layers:
@@ -92,7 +92,7 @@ def run_arch(arch, layers, before, after, args, console) -> dict:
             console.print(w.name, {k: {kk: vv for kk, vv in v.items() if kk != "mapping"}
                                    for k, v in row.items() if k != "layer"})
     sides = (["before"] if before is not None else []) + ["after"]
-    table = Table(title=f"CoSA MIP on {arch.name}, {args.network}: seconds and cost-model cycles per layer "
+    table = Table(title=f"CoSA MIP on {label}, {args.network}: seconds and cost-model cycles per layer "
                         f"(time limit {args.time_limit:g} s)")
     table.add_column("layer", justify="left")
     for side in sides:
@@ -130,7 +130,7 @@ def run_arch(arch, layers, before, after, args, console) -> dict:
     table.add_row(*cells)
     console.print(table)
     slowest = max(rows, key=lambda r: r["after"]["wall_s"])
-    console.print(f"after on {arch.name}: slowest layer {slowest['layer']} {slowest['after']['wall_s']:.2f} s wall, "
+    console.print(f"after on {label}: slowest layer {slowest['layer']} {slowest['after']['wall_s']:.2f} s wall, "
                   f"{slowest['after']['cpu_s']:.2f} s CPU; total {totals['after']['wall_s']:.1f} s wall, "
                   f"{totals['after']['cpu_s']:.1f} s CPU over {len(rows)} layers")
     return {"rows": rows, "totals": totals}
@@ -164,7 +164,7 @@ def main(argv=None) -> int:
         before = None if args.no_before else load_before(args.before, Path(tmp))
         for arch_name in [a.strip() for a in args.arch.split(",") if a.strip()]:
             arch = load_arch(arch_name)
-            runs[arch_name] = run_arch(arch, layers, before, mip_schedule, args, console)
+            runs[arch_name] = run_arch(arch, Path(arch_name).name, layers, before, mip_schedule, args, console)
 
     command = (f"python bench/mip_speed.py --arch {args.arch} --time-limit {args.time_limit:g}"
                + (f" --mip-gap {args.mip_gap:g}" if args.mip_gap is not None else "")
