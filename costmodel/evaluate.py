@@ -183,7 +183,9 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
     v3.0.3): a parent multicasts a word to the children of a fan-out only
     across spatial loops of dims the tensor does not depend on (identical
     tiles); children whose windows merely overlap (a sliding window unrolled
-    over P or Q) are each sent their own words; operand words for the MAC units
+    over P or Q) are each sent their own words, and a tile whose inner window loop
+    wraps around is loaded whole (deltas only between steps that reset no loop
+    the tensor depends on); operand words for the MAC units
     merge where identical among the units of the lowest fan-out level only.
     Outputs: a child writing its
     tile back is not charged a read, and every child instance reloads its own
@@ -203,13 +205,15 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
         for p, c in zip(chain, chain[1:]):
             steps = groups.temporal_above(c)
             slide = delta and not t.is_output
-            inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(c), delta=slide)
+            wrap = not timeloop_counts  # Timeloop reloads the whole tile when an inner window loop wraps
+            inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(c), delta=slide,
+                               delta_across_resets=wrap)
             mc, separate = groups.fan(p, c)
             if timeloop_counts and not t.is_output:  # multicast identical tiles only
                 separate = separate + [lp for lp in mc if lp.dim in t.dims]
                 mc = [lp for lp in mc if lp.dim not in t.dims]
             grp = tile_counts(t, steps, groups.spatial_between(0, p) + separate, groups.at_or_below(c) + mc,
-                              member_loops=mc, delta=slide)
+                              member_loops=mc, delta=slide, delta_across_resets=wrap)
             foot[c][t.name] = inst.max_words
             resident[c] = inst.changes
             if t.is_output:

@@ -185,7 +185,8 @@ def _axis_groups(tensor) -> tuple[tuple[int, ...], ...]:
 
 def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence[NestLoop],
                 set_loops: Sequence[NestLoop], reuse: bool = True,
-                member_loops: Sequence[NestLoop] = (), delta: bool = False) -> TileCounts:
+                member_loops: Sequence[NestLoop] = (), delta: bool = False,
+                delta_across_resets: bool = True) -> TileCounts:
     """Exact sums of tile sizes over a run (see the module docstring).
 
     With ``reuse=False`` every iteration of every step loop counts (operands
@@ -205,6 +206,8 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
     when the member loops index one component of the tensor (the product over
     components of the words kept is then exact); with members in several
     components each component's kept words are taken on their own.
+    ``delta_across_resets=False`` (Timeloop's accounting): a step at which an
+    inner loop the tensor depends on wraps around loads the whole tile.
     """
     relevant = tensor.dims
     comps = components(tensor, set_loops)
@@ -244,6 +247,7 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
             outer = list(instance_loops) + steps[:j]
             mult = free(outer) * (lj.factor - 1 if lj.dim not in relevant else 1)
             prod = mult
+            slide = delta and (delta_across_resets or not any(lp.dim in relevant for lp in inner))
             for comp, comp_own in zip(comps, own):
                 moved = [lp for lp in inner if lp.dim in comp.dims]
                 if lj.dim not in comp.dims and not moved:
@@ -258,7 +262,7 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
                     bump = lj.stride * comp.coef[lj.dim]
                 else:
                     bump = np.zeros(len(comp.axes), dtype=np.int64)
-                if delta:  # words kept from the previous tile (members: the union's words no member needs anew)
+                if slide:  # words kept from the previous tile (members: the union's words no member needs anew)
                     mine = [lp for lp in members if lp.dim in comp.dims]
                     prod *= _kept_words(comp, comp_own, grid, mine, reset, bump)
                     if prod == 0:

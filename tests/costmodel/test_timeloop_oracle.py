@@ -14,17 +14,17 @@ Our counts on a Timeloop/CoSA arch file follow Timeloop's accounting
 mappings (both runs agree), and every cycle count is within one cycle of
 Timeloop's (its per-word bandwidth check rounds up).
 
-Known differences (asserted as an exact list, ``KNOWN``; in every one
-Timeloop moves more input words than we count):
+Known differences (asserted as exact lists, ``KNOWN`` and
+``KNOWN_SCHEDULES``):
 
-* ``strided``: a stride-2 layer (res4a_branch1, 1x1, and res4a_branch2b, 3x3):
-  Timeloop's tiles are axis-aligned boxes, so the rows and columns a stride
-  skips inside a tile are fetched too (x2.25 DRAM input words on the 1x1
-  layer, +1.1% on the 3x3 one); we fetch the words the layer reads.
-* ``window-wrap``: a sliding window whose inner loop wraps while an outer
-  loop steps (07_OCR: R at the GlobalBuffer under K at DRAM; res3 3x3
-  _outputs_input.46: +1.9% DRAM input words): Timeloop refetches more than the
-  words the new tile lacks; we fetch only those.  Measured, not modelled.
+* ``strided``: a 1x1 stride-2 layer (res3a_branch1, res4a_branch1):
+  Timeloop's tiles are axis-aligned boxes, so the rows and columns the stride
+  skips inside a tile are fetched too (x2.25 DRAM input words for tiles of 2 x
+  2 outputs: 3 x 3 box rows and columns); we fetch the words the layer reads.
+* ``strided-window``: two 3x3 stride-2 layers of today's schedules
+  (res4a_branch2b, res5a_branch2b): Timeloop moves 29% fewer input words into
+  the InputBuffer than the words each new tile lacks (our count, equal to the
+  literal trace's in delta mode).  Measured, not explained yet.
 * Energy: PAT prices each vector access, so its per-word energy depends on the
   mapping; priced with each layer's own per-access energies
   (``bench.peers.timeloop_energy_table``) our energy is within 5% of
@@ -59,12 +59,18 @@ KNOWN = {  # (layer, level, tensor, count) -> why Timeloop's count differs (see 
     ("_outputs_input.77", "GlobalBuffer", "Inputs", "fills"): "strided",
     ("_outputs_input.77", "GlobalBuffer", "Inputs", "reads"): "strided",
     ("_outputs_input.77", "InputBuffer", "Inputs", "fills"): "strided",
-    ("_outputs_input.73", "GlobalBuffer", "Inputs", "reads"): "strided",
-    ("_outputs_input.73", "InputBuffer", "Inputs", "fills"): "strided",
-    ("_outputs_input.46", "DRAM", "Inputs", "reads"): "window-wrap",
-    ("_outputs_input.46", "GlobalBuffer", "Inputs", "fills"): "window-wrap",
-    ("07_OCR", "GlobalBuffer", "Inputs", "reads"): "window-wrap",
-    ("07_OCR", "InputBuffer", "Inputs", "fills"): "window-wrap",
+}
+KNOWN_SCHEDULES = {
+    ("_outputs_input.40", "DRAM", "Inputs", "reads"): "strided",
+    ("_outputs_input.40", "GlobalBuffer", "Inputs", "fills"): "strided",
+    ("_outputs_input.77", "DRAM", "Inputs", "reads"): "strided",
+    ("_outputs_input.77", "GlobalBuffer", "Inputs", "fills"): "strided",
+    ("_outputs_input.77", "GlobalBuffer", "Inputs", "reads"): "strided",
+    ("_outputs_input.77", "InputBuffer", "Inputs", "fills"): "strided",
+    ("_outputs_input.73", "GlobalBuffer", "Inputs", "reads"): "strided-window",
+    ("_outputs_input.73", "InputBuffer", "Inputs", "fills"): "strided-window",
+    ("_outputs_input.128", "GlobalBuffer", "Inputs", "reads"): "strided-window",
+    ("_outputs_input.128", "InputBuffer", "Inputs", "fills"): "strided-window",
 }
 
 
@@ -120,7 +126,7 @@ def test_access_counts_equal_timeloops_but_for_the_known_differences():
     for entry in LAYERS:
         differing.update(differing_counts(entry))
     assert set(differing) == set(KNOWN)
-    assert all(theirs > mine for mine, theirs in differing.values())  # Timeloop moves more words in each
+    assert all(theirs > mine for mine, theirs in differing.values())  # Timeloop fetches the stride gaps
     dram_77 = differing["_outputs_input.77", "DRAM", "Inputs", "reads"]
     assert dram_77[1] == pytest.approx(2.25 * dram_77[0])  # 3 box rows for 2 strided rows, squared
 
@@ -180,3 +186,12 @@ def test_our_resnet50_schedules_sit_on_timeloops_floor():
         total += tl * entry["occurrences"]
         floor += bound * entry["occurrences"]
     assert total <= 5.20e6 and total <= floor * 1.001
+
+
+def test_todays_schedules_counts_equal_timeloops_but_for_the_known_differences():
+    differing = {}
+    for entry in SCHEDULES["layers"]:
+        differing.update(differing_counts(entry))
+    assert set(differing) == set(KNOWN_SCHEDULES)
+    for key, (mine, theirs) in differing.items():
+        assert (theirs > mine) == (KNOWN_SCHEDULES[key] == "strided"), key
