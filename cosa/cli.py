@@ -164,8 +164,9 @@ def _print_cost(console, cost) -> None:
 def _schedule_one(workload, arch, args):
     from cosa.scheduler import schedule
 
+    extra = {"order_levels": args.order_levels} if getattr(args, "order_levels", "outer") != "outer" else {}
     return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
-                    time_limit_s=args.time_limit, seed=args.seed)
+                    time_limit_s=args.time_limit, seed=args.seed, **extra)
 
 
 def schedule_to_dict(sched) -> dict:
@@ -438,6 +439,8 @@ def _add_sched_opts(p, default_scheduler="cosa"):
     p.add_argument("--solver", default="highs", choices=["highs", "gurobi"])
     p.add_argument("--time-limit", type=float, default=30.0, help="solver time limit, seconds")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--order-levels", choices=["outer", "all"], default="outer",
+                   help="cosa: the levels whose loop order the MIP decides (all: a larger, slower model)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -142,7 +142,7 @@ def run_chipyard(elf, *, simulator: str | os.PathLike | None = None, max_cycles:
     if d["cycle_limit"]:
         raise SimulationError(f"{elf.name} did not finish within its cycle limit ({max_cycles:,} cycles); "
                               f"log: {log}", source=SOURCE, field="max_cycles")
-    if proc.returncode != 0 and not d["check"]:
+    if not d["check"]:  # the program did not get to its check (a crash, a signal, a simulator error)
         raise SimulationError(f"the Chipyard simulator failed (exit {proc.returncode}: "
                               f"{_last_line(stderr or stdout)}); log: {log}", source=SOURCE, field="simulator")
     core = d["core_cycles"]

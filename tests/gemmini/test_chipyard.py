@@ -108,6 +108,12 @@ def test_failing_simulator_names_its_last_line_and_log(tmp_path):
         run_chipyard(_elf(tmp_path), simulator=sim, timeout_s=60)
 
 
+def test_simulator_ending_without_the_programs_check_fails(tmp_path):
+    sim = _fake(tmp_path, "print('[UART] UART0 is here (stdin/stdout).')")  # e.g. stopped by a signal, exit 0
+    with pytest.raises(SimulationError, match="simulator failed .*log: "):
+        run_chipyard(_elf(tmp_path), simulator=sim, timeout_s=60)
+
+
 def test_missing_simulator(tmp_path, monkeypatch):
     monkeypatch.delenv("CHIPYARD_SIM", raising=False)
     with pytest.raises(SimulationError, match="CHIPYARD_SIM"):
