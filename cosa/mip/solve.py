@@ -124,6 +124,13 @@ class _HighsWithStart(Highs):
         return super()._solve()
 
 
+def _objective_value(model) -> float:
+    """Value of ``model``'s active objective at the variables' current values."""
+    import pyomo.environ as pe
+
+    return float(pe.value(next(model.component_data_objects(pe.Objective, active=True))))
+
+
 def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: float = 0.01, seed: int = 0,
           source: str = "", size: tuple[int, int, int] | None = None, warm_start: bool = False) -> SolveResult:
     """Solve ``model`` in place; load the incumbent when there is one.
@@ -173,5 +180,11 @@ def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: flo
     objective = result.incumbent_objective if has_solution else None
     bound = result.objective_bound
     bound = float(bound) if bound is not None else None
+    if has_solution:
+        # the model's own objective at the loaded point: HiGHS's interface reports its objective without the
+        # expression's constant term (Gurobi's with it), which the bound lacks as well
+        offset = _objective_value(model) - float(objective)
+        objective = float(objective) + offset
+        bound = bound + offset if bound is not None else None
     gap = 0.0 if status == "optimal" and has_solution and mip_gap == 0 else _gap(objective, bound)
     return SolveResult(solver, status, has_solution, objective, bound, gap, elapsed)
