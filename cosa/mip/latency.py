@@ -145,6 +145,10 @@ def cycles_expr(b: "Terms", tag: str):
         if not (rbw or wbw):
             continue
         parts = []
+        # separate read and write channels (Level.separate_channels, Timeloop's rule): the level's time is the
+        # slower channel's, so its reads and writes are also summed apart (levels with per-row costs keep the sum)
+        split = bool(getattr(lv, "separate_channels", False)) and not lv.row_transfer_costed
+        reads, writes = [], []
         for (t, p, c) in pairs:
             if lvl not in (p, c):
                 continue
@@ -181,6 +185,16 @@ def cycles_expr(b: "Terms", tag: str):
             y = _exp_tangents(m, f"{tag}traffic_{lvl}_{t.name}_{c}", x - ideal_log, -10, 20)
             form.terms[f"{tag}{lv.name}:{t.name}:{c}"] = y
             pair = [coef * y + const / 2.0 ** ideal_log]
+            if split:
+                if t.is_output and lvl == p == 0:
+                    reads.append(psum_bytes * rr * y + (-size * psum_bytes * rr + size * init_bytes * rr)
+                                 / 2.0 ** ideal_log)
+                    writes.append(psum_bytes * ww * y + (-size * psum_bytes * ww + size * bpw * ww) / 2.0 ** ideal_log)
+                elif t.is_output:
+                    reads.append(read_c * y)
+                    writes.append(write_c * y)
+                else:
+                    (reads if lvl == p else writes).append(coef * y)
             rows = row_log(b, t, p, c) if lvl == p else None
             if rows is not None:
                 # per-row DMA cycles: rows = words moved / 2**r, each costing a fixed number of cycles
@@ -253,12 +267,21 @@ def cycles_expr(b: "Terms", tag: str):
                  + sum(log_s(k, d) for k in range(lvl, L) for d in dims if d in t.dims))
             y = _exp_tangents(m, f"{tag}mac_{lvl}_{t.name}", x - ideal_log, -10, 20)
             parts.append(coef * y)
+            if split:
+                reads.append(bpw / rbw * y if rbw else 0.0)
+                writes.append(bpw / wbw * y if (wbw and t.is_output) else 0.0)
         if not parts:
             continue
+        level_time = sum(parts)
+        if split:
+            level_time = pe.Var(bounds=(0, None))
+            m.add_component(f"{tag}channels_{lvl}", level_time)
+            _add(lat, level_time >= sum(reads))
+            _add(lat, level_time >= sum(writes))
         if lv.double_buffered:
-            _add(lat, peak >= sum(parts))
+            _add(lat, peak >= level_time)
         else:
-            stalls.append(sum(parts))
+            stalls.append(level_time)
     for h in form.runs:
         # a double-buffered run level refills its held tiles while the computes of the previous
         # tile drain: the computes cannot run faster than half the iterations plus every fill
