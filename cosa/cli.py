@@ -342,6 +342,13 @@ def _gemmini_program(args):
 
     workload = _workload(args.workload)
     config, arch = _gemmini_arch(args)
+    if getattr(args, "lower", False) and not args.mapping:
+        # the layer as written and its rewrites (im2col folding, packed groups), the cheapest kept
+        from gemmini.lowering import schedule as schedule_lowered
+
+        sched = schedule_lowered(workload, arch, scheduler=args.scheduler, objective=args.objective,
+                                 solver=args.solver, time_limit_s=args.time_limit, seed=args.seed, bound=False)
+        return codegen.generate(sched.workload, sched.mapping, arch, dataflow=args.dataflow, scale=args.scale)
     mapping = _gemmini_schedule(args, workload, arch)
     return codegen.generate(workload, mapping, arch, dataflow=args.dataflow, scale=args.scale)
 
@@ -394,6 +401,9 @@ def cmd_run(args) -> int:
     from gemmini.run import run_program
 
     status = cli_targets.integer_status(args)          # --exceptions: Gemmini's types are int8/int32
+    if getattr(args, "lower", False) and args.sim not in ("isa", "rtl"):
+        raise FrameworkError(f"--lower runs on --sim isa or rtl only: a lowered program has no C form yet "
+                             f"(--sim {args.sim} builds C)", field="--lower")
     program = _gemmini_program(args)
     name = program.name
     if args.sim == "spike":
@@ -527,6 +537,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="output scale (float32), or 'auto': about 1%% of the example outputs saturate")
         p.add_argument("--style", choices=["isa", "gemmini-h"], default="isa",
                        help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library")
+        if name == "run":
+            p.add_argument("--lower", action="store_true",
+                           help="also schedule the layer's rewrites (im2col folding of thin layers, packed "
+                                "groups: gemmini.lowering) and run the cheapest (--sim isa or rtl)")
         if name == "emit":
             p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")
             p.add_argument("-o", "--output", default="-")
