@@ -122,3 +122,14 @@ def test_emit_gemmini_writes_self_checking_c(capsys, tmp_path):
     assert code == 0 and out_c.exists()
     source = out_c.read_text()
     assert '#include "gemmini_cosa.h"' in source and "int main" in source
+
+
+def test_run_gemmini_lower_runs_the_cheapest_rewrite(capsys, tmp_path):
+    path = tmp_path / "thin.yaml"
+    path.write_text("kind: conv2d\nname: thin\nC: 3\nK: 16\nH: 20\nW: 20\nR: 7\nS: 7\nstride: 2\npadding: 3\n")
+    code, out, _ = run(capsys, "run", "gemmini", str(path), "--lower", "--scheduler", "gemmini-default", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["verified"] and doc["mismatches"] == 0
+    code, out, err = run(capsys, "run", "gemmini", str(path), "--lower", "--sim", "spike")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--lower" in err
