@@ -120,6 +120,19 @@ def recalibrate(args, console: Console) -> dict:
         vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
         r["streams"] = {"cosa": program.commands, "vendor": isa.decode_stream(stream(vendor))}
         rows.append(r)
+    table = Table(title="Real Gemmini RTL cycles (the programs' rdcycle) and vendor / cosa (> 1: cosa faster)")
+    for col in ("layer", "cosa", "vendor", "vendor / cosa"):
+        table.add_column(col, justify="left" if col == "layer" else "right")
+    for r in rows:
+        cells = []
+        for name in PROGRAMS:
+            real = r["progs"][name]["real"]
+            cells.append(f"{real['cycles']:,}" if real.get("verified") else
+                         (real.get("check") or real.get("error") or "no result")[:48])
+        c, v = (r["progs"][n]["real"] for n in PROGRAMS)
+        ratio = v["cycles"] / c["cycles"] if c.get("verified") and v.get("verified") else None
+        table.add_row(r["layer"], *cells, fmt(ratio, ".3f"))
+    console.print(table)
     out = calibrate(rows, console, args)
     for r in rows:
         r.pop("streams")
