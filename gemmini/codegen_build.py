@@ -515,8 +515,9 @@ class _Builder:
                     more = Cmd("preload", (Garbage(), out_addr, rows, bk, rows, bk))
                     cidx = (kh3 * e3["kw"] + kw3) * -(-e3["c"] // w) + c3 // w
                     moves = interleave(self, cidx) if self.hooks else []
-                    return moves + when(first, [start, Cmd("compute_preloaded", (SpAddr(a), SpAddr(b), rows, w, w, bk))],
-                                [more, Cmd("compute_accumulated", (SpAddr(a), SpAddr(b), rows, w, w, bk))])
+                    return moves + when(first,
+                                        [start, Cmd("compute_preloaded", (SpAddr(a), SpAddr(b), rows, w, w, bk))],
+                                        [more, Cmd("compute_accumulated", (SpAddr(a), SpAddr(b), rows, w, w, bk))])
                 return loop("c3", e3["c"], per_c, step=w)
             return loop("kw3", e3["kw"], per_kw)
         return loop("kh3", e3["kh"], per_kh)
