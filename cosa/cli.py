@@ -395,6 +395,23 @@ def _run_on_spike(args, program) -> dict:
             "spike": result.spike, "output": result.output.strip()}
 
 
+def _run_on_chipyard(args, program) -> int:
+    from gemmini.chipyard import run_program_chipyard
+
+    r = run_program_chipyard(program, style=args.style, seed=args.seed, simulator=args.simulator)
+    if args.json:
+        _print_json({"sim": "chipyard", "style": args.style, **r.to_dict()})
+    else:
+        speed = f"{r.cycles_per_s:,.0f}" if r.cycles_per_s else "n/a"
+        print(f"{program.name}: {'verified by its own check' if r.verified else 'FAILED'} on the Chipyard "
+              f"simulator ({args.style} style), {r.cycles or 0:,} cycles (rdcycle), simulator {r.wall_s:.1f} s at "
+              f"{speed} cycles/s: {r.check}")
+    if not r.verified:
+        raise RunFailed(f"{program.name}: the program's check failed on the Chipyard simulator "
+                        f"(exit {r.exit_code}); log: {r.log}")
+    return 0
+
+
 def cmd_run(args) -> int:
     if args.target in cli_targets.TARGETS:
         return cli_targets.cmd_run(args)
@@ -419,6 +436,8 @@ def cmd_run(args) -> int:
         if not d["verified"]:
             raise RunFailed(f"{name}: the program's check failed on Spike (exit {d['exit_code']})")
         return 0
+    if args.sim == "chipyard":
+        return _run_on_chipyard(args, program)
     d = run_program(program, sim=args.sim, seed=args.seed).to_dict()
     d["exception_status"] = status
     if args.json:
@@ -547,8 +566,10 @@ def build_parser() -> argparse.ArgumentParser:
         elif name == "build":
             p.add_argument("-o", "--output", required=True, help="the ELF to write (the C source goes beside it)")
         else:
-            p.add_argument("--sim", choices=["isa", "rtl", "spike"], default="isa",
-                           help="spike: build the ELF and run it on GEMMINI_SPIKE (Spike + libgemmini)")
+            p.add_argument("--sim", choices=["isa", "rtl", "spike", "chipyard"], default="isa",
+                           help="spike: build the ELF and run it on GEMMINI_SPIKE (Spike + libgemmini); "
+                                "chipyard: on a Chipyard Verilator simulator of a Rocket + Gemmini SoC")
+            p.add_argument("--simulator", help="the Chipyard simulator for --sim chipyard (default: CHIPYARD_SIM)")
             p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
     return ap
