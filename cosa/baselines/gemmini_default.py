@@ -77,9 +77,7 @@ each difference biases a comparison against it:
 * Other calls.  resnet50.c runs two of its three 1x1 stride-2 branches
   through ``tiled_conv_downsample`` (one ``tiled_matmul_auto`` per output
   row); the Mapping models ``tiled_conv_auto``'s downsample path for all of
-  them.  Fused pooling has a stream in ``gemmini.vendor`` but no Mapping;
-  nor do grouped (not depthwise) layers on the gemmini preset, which cannot
-  unroll channels indexed through the group: they are refused.
+  them.  Fused pooling has a stream in ``gemmini.vendor`` but no Mapping.
 * Depthwise layers use one PE in the Mapping; the library's loop unroller
   packs up to DIM / 1 kernel columns of one channel into the array rows
   (``max_pixels_per_row``), so a few rows work: biased against the vendor.
