@@ -27,7 +27,8 @@ class _Parser(argparse.ArgumentParser):
         raise CasgdError(message, source="cosa run casgd")
 
 
-def _number(text: str) -> float:
+def finite_number(text: str) -> float:
+    """argparse type: a finite float (the command lines of casgd and serve)."""
     try:
         v = float(text)
     except ValueError:
@@ -45,25 +46,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ranks", type=int, default=1, help="MPI ranks (features split in column blocks)")
     p.add_argument("--b", type=int, default=8, help="batch size")
     p.add_argument("--s", type=int, default=4, help="iterations per allreduce (CA-SGD)")
-    p.add_argument("--eta", type=_number, default=1.0, help="step size")
+    p.add_argument("--eta", type=finite_number, default=1.0, help="step size")
     p.add_argument("--iters", type=int, default=100, help="iterations H")
     p.add_argument("--method", choices=["sgd", "casgd"], default="casgd")
     p.add_argument("--seed", type=int, default=0, help="seed of the sampling (and of --synthetic data)")
-    p.add_argument("--cond", type=_number, default=10.0, help="--synthetic: column-norm spread")
+    p.add_argument("--cond", type=finite_number, default=10.0, help="--synthetic: column-norm spread")
     p.add_argument("--kernels", choices=["cosa", "numpy"], default="cosa",
                    help="cosa: Gram, Y x, Y^T u scheduled by the MIP on the cpu preset and compiled")
     p.add_argument("--threads", type=int, default=1, help="threads per rank of the compiled kernels")
-    p.add_argument("--latency", type=_number, default=0.0, help="injected seconds per message sent")
+    p.add_argument("--latency", type=finite_number, default=0.0, help="injected seconds per message sent")
     p.add_argument("--no-check", action="store_true", help="do not run SGD beside CA-SGD (no iterate diff)")
     p.add_argument("--explain", action="store_true", help="print each kernel's mapping as a tiled loop nest")
     p.add_argument("--sklearn", action="store_true", help="also fit scikit-learn on the same data")
     p.add_argument("--arch", default=None,
                    help="model: alpha, beta, gamma from a cluster arch (the YAML `cosa arch calibrate cluster` "
                         "writes, or a preset); --alpha/--beta/--gamma override")
-    p.add_argument("--alpha", type=_number, default=None, help="model: seconds per message")
-    p.add_argument("--beta", type=_number, default=None, help="model: seconds per word")
-    p.add_argument("--gamma", type=_number, default=None, help="model: seconds per flop")
-    p.add_argument("--timeout", type=_number, default=600.0, help="seconds before a hung job is ended")
+    p.add_argument("--alpha", type=finite_number, default=None, help="model: seconds per message")
+    p.add_argument("--beta", type=finite_number, default=None, help="model: seconds per word")
+    p.add_argument("--gamma", type=finite_number, default=None, help="model: seconds per flop")
+    p.add_argument("--timeout", type=finite_number, default=600.0, help="seconds before a hung job is ended")
     p.add_argument("--json", action="store_true")
     return p
 

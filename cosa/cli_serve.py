@@ -26,6 +26,8 @@ import json
 import math
 import re
 
+from .cli_casgd import finite_number
+
 _BYTES = re.compile(r"^\s*(\d+(?:\.\d*)?(?:e\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
           "tib": 2**40}
@@ -40,16 +42,6 @@ def _error(message: str, field: str | None = None):
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (through cosa.cli.guarded), not argparse's usage block
         raise _error(message)
-
-
-def _number(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"{text!r} is not finite")
-    return v
 
 
 def parse_bytes(text: str) -> float:
@@ -78,18 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("simulate", help="discrete-event simulation")
     s.add_argument("--models", type=int, default=3)
     s.add_argument("--model-bytes", type=parse_bytes, default=OPT13B_BYTES, help="bytes per model (26GB)")
-    s.add_argument("--link-gbps", type=_number, default=LINK_GBPS, help="GB/s of one GPU's host link (25)")
-    s.add_argument("--swap-latency", type=_number, default=0.0, help="fixed seconds added to every swap")
-    s.add_argument("--host-gbps", type=_number, default=None, help="cap on the links' summed GB/s")
+    s.add_argument("--link-gbps", type=finite_number, default=LINK_GBPS, help="GB/s of one GPU's host link (25)")
+    s.add_argument("--swap-latency", type=finite_number, default=0.0, help="fixed seconds added to every swap")
+    s.add_argument("--host-gbps", type=finite_number, default=None, help="cap on the links' summed GB/s")
     s.add_argument("--max-loaded", type=int, default=2)
     s.add_argument("--tp", type=int, default=1)
     s.add_argument("--pp", type=int, default=1)
-    s.add_argument("--cv", type=_number, default=1.0, help="coefficient of variation of inter-arrival times")
+    s.add_argument("--cv", type=finite_number, default=1.0, help="coefficient of variation of inter-arrival times")
     s.add_argument("--rates", default=None, help="requests/s per model, r1,r2,... (default 1 each)")
-    s.add_argument("--seconds", type=_number, default=60.0, help="arrivals in [0, S)")
+    s.add_argument("--seconds", type=finite_number, default=60.0, help="arrivals in [0, S)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--max-batch", type=int, default=8)
-    s.add_argument("--exec-s", type=_number, default=None, help="per-batch seconds (default: cost model)")
+    s.add_argument("--exec-s", type=finite_number, default=None, help="per-batch seconds (default: cost model)")
     s.add_argument("--arch", default="gpu-h200", help="preset for the cost model's batch time")
     s.add_argument("--cold", action="store_true", help="start with no model loaded")
     s.add_argument("--json", action="store_true")
@@ -101,11 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--shards", default="1,2,3,4", help="shard counts (worker processes), each 1..16")
     r.add_argument("--repeats", type=int, default=5)
     r.add_argument("--rates", default="2,1,1", help="requests/s per model for the engine run")
-    r.add_argument("--cv", type=_number, default=1.0)
-    r.add_argument("--seconds", type=_number, default=10.0)
-    r.add_argument("--exec-s", type=_number, default=0.05)
+    r.add_argument("--cv", type=finite_number, default=1.0)
+    r.add_argument("--seconds", type=finite_number, default=10.0)
+    r.add_argument("--exec-s", type=finite_number, default=0.05)
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--link-limit-gbps", type=_number, default=None,
+    r.add_argument("--link-limit-gbps", type=finite_number, default=None,
                    help="pace each worker to this GB/s (an emulated link slower than the memory system)")
     r.add_argument("--gpu", action="store_true", help="also CuPy pinned host-to-device copies")
     r.add_argument("--json", action="store_true")
