@@ -10,7 +10,6 @@ then the alpha/beta rules.  OpenBLAS's behaviour on the GEMM/GEMV cases is in
 from __future__ import annotations
 
 import random
-import shutil
 import zlib
 
 import numpy as np
@@ -327,7 +326,6 @@ def test_opencl(opencl, family, size, dtype, rule):
                                    "out": pos[w.output.name]})
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("family,size,dtype", GPU_CASES, ids=["-".join(c) for c in GPU_CASES])
 def test_cuda_compiles_with_epilogue(family, size, dtype):
     from targets.gpu import emit
