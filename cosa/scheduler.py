@@ -6,7 +6,7 @@ import dataclasses
 
 from .schedule import Schedule, SchedulingError
 
-SCHEDULERS = ("cosa", "cosa-cold", "gemmini-default", "random", "exhaustive")
+SCHEDULERS = ("cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper")
 
 
 def _attach_bound(result: Schedule) -> Schedule:
@@ -37,7 +37,9 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     known, at first a baseline's (the vendor's on a Gemmini preset); ``extra["warm_start"]`` says which
     start was used and whether the schedule returned is that start), "cosa-cold" (the MIP without a
     start: what it finds on its own), "gemmini-default" (the vendor's tiling),
-    "random" (options ``samples``/``seconds``), "exhaustive" (option ``limit``).
+    "random" (options ``samples``/``seconds``), "exhaustive" (option ``limit``), "timeloop-mapper"
+    (Timeloop's mapper when a binary is available; options ``search_size``, ``binary``, ``mapspace``,
+    ``workdir``: ``cosa.baselines.timeloop_mapper``).
     objective: "latency" (cycles), "energy" (pJ), "edp" (cycles * pJ), or for
     the MIP also "cosa" (CoSA's weighted log-domain objective).
     bound: attach ``lowerbounds.bound_for_arch`` as ``Schedule.bound`` (False
@@ -82,6 +84,15 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
             raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'exhaustive'; known: {sorted(allowed)}",
                                   source=src, field="options")
         result = exhaustive(workload, arch, objective=objective, **options)
+    elif scheduler == "timeloop-mapper":
+        from .baselines.timeloop_mapper import timeloop_mapper
+
+        allowed = {"search_size", "binary", "mapspace", "workdir"}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'timeloop-mapper'; known: "
+                                  f"{sorted(allowed)}", source=src, field="options")
+        result = timeloop_mapper(workload, arch, time_limit_s=time_limit_s, seed=seed, **options)
     else:
         raise SchedulingError(f"unknown scheduler '{scheduler}'; choose one of {list(SCHEDULERS)}", source=src,
                               field="scheduler")

@@ -358,3 +358,59 @@ def run_timeloop_model(binary: str | Path, arch_file: str | Path, workload, mapp
         raise TimeloopRunError(f"timeloop-model failed (exit {proc.returncode}): {tail[0][:160]}; log: {log}",
                                source=str(binary))
     return parse_timeloop_stats(stats.read_text(errors="replace"))
+
+
+def mapspace_constraints(workload, arch) -> dict:
+    """Timeloop's mapspace for our arch: per level below DRAM, keep the tensors whose role it may hold and
+    bypass the others (CoSA's mapspace; spatial and order choices are left to the mapper)."""
+    constraints = []
+    for lv in arch.levels[1:]:
+        keep = [t.name for t in workload.tensors if lv.may_hold(t)]
+        skip = [t.name for t in workload.tensors if not lv.may_hold(t)]
+        if skip:
+            constraints.append({"target": lv.name, "type": "datatype", "keep": keep, "bypass": skip})
+    return {"mapspace": {"constraints": constraints}}
+
+
+def run_timeloop_mapper(binary: str | Path, arch_file: str | Path, workload, arch, workdir: str | Path,
+                        search_size: int, timeout_s: float, mapspace_file: str | Path | None = None,
+                        algorithm: str = "random-pruned", seed: int = 0) -> tuple[Mapping, dict, float]:
+    """Run ``binary ARCH PROBLEM MAPSPACE MAPPER`` in ``workdir``: its best mapping (ours), its stats, its seconds.
+
+    The mapper stops after ``search_size`` valid mappings (one thread; its own ``timeout``, invalid mappings
+    in a row, set high so that the search size decides).  ``mapspace_file``: Timeloop constraints; by
+    default ``mapspace_constraints`` of ``arch``.  A missing binary, a run past ``timeout_s`` or a failed run
+    raise TimeloopRunError with one line naming the log.
+    """
+    import subprocess
+    import time
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "problem.yaml").write_text(yaml.safe_dump(timeloop_problem(workload), sort_keys=False))
+    if mapspace_file is None:
+        mapspace_file = workdir / "mapspace.yaml"
+        Path(mapspace_file).write_text(yaml.safe_dump(mapspace_constraints(workload, arch), sort_keys=False))
+    (workdir / "mapper.yaml").write_text(yaml.safe_dump({"mapper": {
+        "algorithm": algorithm, "optimization-metrics": ["delay", "energy"], "num-threads": 1,
+        "search-size": int(search_size), "timeout": 100000, "victory-condition": 0,
+        "max-permutations-per-if-visit": 16, "live-status": False, "diagnostics": False}}))
+    log = workdir / "timeloop-mapper.log"
+    cmd = [str(binary), str(Path(arch_file).resolve()), "problem.yaml", str(Path(mapspace_file).resolve()),
+           "mapper.yaml"]
+    t0 = time.perf_counter()
+    try:
+        with open(log, "w") as fh:
+            proc = subprocess.run(cmd, cwd=workdir, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout_s)
+    except FileNotFoundError:
+        raise TimeloopRunError(f"timeloop-mapper binary not found: {binary}", source=str(binary)) from None
+    except subprocess.TimeoutExpired:
+        raise TimeloopRunError(f"timeloop-mapper ran past {timeout_s:.0f} s; log: {log}", source=str(binary)) from None
+    seconds = time.perf_counter() - t0
+    found, stats = workdir / "timeloop-mapper.map.yaml", workdir / "timeloop-mapper.stats.txt"
+    if proc.returncode != 0 or not found.exists() or not stats.exists():
+        tail = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-1:] or ["(empty)"]
+        raise TimeloopRunError(f"timeloop-mapper failed (exit {proc.returncode}): {tail[0][:160]}; log: {log}",
+                               source=str(binary))
+    mapping = from_timeloop(found, workload, arch)
+    return mapping, parse_timeloop_stats(stats.read_text(errors="replace")), seconds
