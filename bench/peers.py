@@ -164,35 +164,12 @@ def summary(args) -> int:
 
 def run_mapper(binary: str, arch_file: str, mapspace_file: str, problem: dict, workdir: Path, search_size: int,
                algorithm: str = "random-pruned", timeout_s: float = 900.0) -> dict:
-    """timeloop-mapper on one problem: its best mapping's stats and its wall time (s).
+    """timeloop-mapper on one recorded problem (``mappings.timeloop.run_timeloop_mapper_files``): its best
+    mapping's cycles and energy and its wall time (s)."""
+    from mappings.timeloop import run_timeloop_mapper_files
 
-    It stops after ``search_size`` valid mappings (one thread); Timeloop's own ``timeout`` (invalid
-    mappings in a row) is set high so that the search size decides.  A failed run raises
-    TimeloopRunError naming its log.
-    """
-    import subprocess
-
-    import yaml
-
-    from mappings.timeloop import TimeloopRunError, parse_timeloop_stats
-
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "problem.yaml").write_text(yaml.safe_dump({"problem": problem}, sort_keys=False))
-    (workdir / "mapper.yaml").write_text(yaml.safe_dump({"mapper": {
-        "algorithm": algorithm, "optimization-metrics": ["delay", "energy"], "num-threads": 1,
-        "search-size": search_size, "timeout": 100000, "victory-condition": 0,
-        "max-permutations-per-if-visit": 16, "live-status": False, "diagnostics": False}}))
-    log = workdir / "timeloop-mapper.log"
-    t0 = time.time()
-    with open(log, "w") as fh:
-        proc = subprocess.run([binary, str(Path(arch_file).resolve()), "problem.yaml",
-                               str(Path(mapspace_file).resolve()), "mapper.yaml"], cwd=workdir, stdout=fh,
-                              stderr=subprocess.STDOUT, timeout=timeout_s)
-    wall = time.time() - t0
-    stats = workdir / "timeloop-mapper.stats.txt"
-    if proc.returncode != 0 or not stats.exists():
-        raise TimeloopRunError(f"timeloop-mapper failed (exit {proc.returncode}); log: {log}", source=binary)
-    out = parse_timeloop_stats(stats.read_text(errors="replace"))
+    _, out, wall = run_timeloop_mapper_files(binary, arch_file, {"problem": problem} if "problem" not in problem
+                                             else problem, mapspace_file, workdir, search_size, timeout_s, algorithm)
     return {"cycles": out["cycles"], "energy_pj": out["energy_pj"], "wall_s": wall}
 
 

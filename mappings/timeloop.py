@@ -372,31 +372,32 @@ def mapspace_constraints(workload, arch) -> dict:
     return {"mapspace": {"constraints": constraints}}
 
 
-def run_timeloop_mapper(binary: str | Path, arch_file: str | Path, workload, arch, workdir: str | Path,
-                        search_size: int, timeout_s: float, mapspace_file: str | Path | None = None,
-                        algorithm: str = "random-pruned", seed: int = 0) -> tuple[Mapping, dict, float]:
-    """Run ``binary ARCH PROBLEM MAPSPACE MAPPER`` in ``workdir``: its best mapping (ours), its stats, its seconds.
+def run_timeloop_mapper_files(binary: str | Path, arch_file: str | Path, problem: dict, mapspace: dict | str | Path,
+                              workdir: str | Path, search_size: int, timeout_s: float,
+                              algorithm: str = "random-pruned") -> tuple[Path, dict, float]:
+    """Run ``binary ARCH PROBLEM MAPSPACE MAPPER`` in ``workdir`` on Timeloop's own documents: the path of its best
+    mapping (Timeloop's format), its parsed stats and its seconds.
 
-    The mapper stops after ``search_size`` valid mappings (one thread; its own ``timeout``, invalid mappings
-    in a row, set high so that the search size decides).  ``mapspace_file``: Timeloop constraints; by
-    default ``mapspace_constraints`` of ``arch``.  A missing binary, a run past ``timeout_s`` or a failed run
-    raise TimeloopRunError with one line naming the log.
+    ``problem``: Timeloop's problem document (``timeloop_problem``); ``mapspace``: a constraints document or a
+    file.  The mapper stops after ``search_size`` valid mappings (one thread; its own ``timeout``, invalid
+    mappings in a row, set high so that the search size decides).  A missing binary, a run past
+    ``timeout_s`` or a failed run raise TimeloopRunError with one line naming the log.
     """
     import subprocess
     import time
 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "problem.yaml").write_text(yaml.safe_dump(timeloop_problem(workload), sort_keys=False))
-    if mapspace_file is None:
-        mapspace_file = workdir / "mapspace.yaml"
-        Path(mapspace_file).write_text(yaml.safe_dump(mapspace_constraints(workload, arch), sort_keys=False))
+    (workdir / "problem.yaml").write_text(yaml.safe_dump(problem, sort_keys=False))
+    if isinstance(mapspace, dict):
+        (workdir / "mapspace.yaml").write_text(yaml.safe_dump(mapspace, sort_keys=False))
+        mapspace = workdir / "mapspace.yaml"
     (workdir / "mapper.yaml").write_text(yaml.safe_dump({"mapper": {
         "algorithm": algorithm, "optimization-metrics": ["delay", "energy"], "num-threads": 1,
         "search-size": int(search_size), "timeout": 100000, "victory-condition": 0,
         "max-permutations-per-if-visit": 16, "live-status": False, "diagnostics": False}}))
     log = workdir / "timeloop-mapper.log"
-    cmd = [str(binary), str(Path(arch_file).resolve()), "problem.yaml", str(Path(mapspace_file).resolve()),
+    cmd = [str(binary), str(Path(arch_file).resolve()), "problem.yaml", str(Path(mapspace).resolve()),
            "mapper.yaml"]
     t0 = time.perf_counter()
     try:
@@ -412,5 +413,16 @@ def run_timeloop_mapper(binary: str | Path, arch_file: str | Path, workload, arc
         tail = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-1:] or ["(empty)"]
         raise TimeloopRunError(f"timeloop-mapper failed (exit {proc.returncode}): {tail[0][:160]}; log: {log}",
                                source=str(binary))
-    mapping = from_timeloop(found, workload, arch)
-    return mapping, parse_timeloop_stats(stats.read_text(errors="replace")), seconds
+    return found, parse_timeloop_stats(stats.read_text(errors="replace")), seconds
+
+
+def run_timeloop_mapper(binary: str | Path, arch_file: str | Path, workload, arch, workdir: str | Path,
+                        search_size: int, timeout_s: float, mapspace_file: str | Path | None = None,
+                        algorithm: str = "random-pruned") -> tuple[Mapping, dict, float]:
+    """timeloop-mapper on ``workload``: its best mapping as ours, its stats, its seconds
+    (``run_timeloop_mapper_files``; the mapspace: ``mapspace_file``, else ``mapspace_constraints`` of ``arch``)."""
+    found, stats, seconds = run_timeloop_mapper_files(
+        binary, arch_file, timeloop_problem(workload),
+        mapspace_file if mapspace_file is not None else mapspace_constraints(workload, arch), workdir,
+        search_size, timeout_s, algorithm)
+    return from_timeloop(found, workload, arch), stats, seconds
