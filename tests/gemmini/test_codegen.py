@@ -17,20 +17,14 @@ from gemmini.run import example_inputs, reference_output, run_program
 from mappings import Mapping
 from workloads import FrameworkError, conv2d, einsum, matmul
 
-from gemmini_mappings import check, check_or_refused_for_capacity, lm, random_gemmini_mapping
+from gemmini_mappings import (MM, MM_OS, MM_WS, MM_WS_SPILL, check, check_or_refused_for_capacity, lm,
+                              random_gemmini_mapping)
 
 CFG = SMALL_CONFIG  # DIM 4, 1024 scratchpad rows, 128 accumulator rows
 
 
 # --- hand-built mappings ---------------------------------------------------------------------
 
-MM = matmul("mm", M=12, N=8, K=16)
-MM_WS = Mapping((lm({"M": 3}, order=("M", "N", "K")), lm({"K": 2}),
-                 lm({"N": 2, "K": 2}, {"K": 4, "N": 4}, ("N", "K")), lm({"M": 4})))
-MM_WS_SPILL = Mapping((lm({"M": 3, "K": 2}, order=("K", "M", "N")), lm(),
-                       lm({"N": 2, "K": 2}, {"K": 4, "N": 4}, ("N", "K")), lm({"M": 4})))
-MM_OS = Mapping((lm({"M": 3}, order=("N", "M", "K")), lm(),
-                 lm({"N": 2, "K": 2}, {"M": 4, "N": 4}, ("N", "K")), lm({"K": 8})))
 
 
 @pytest.mark.parametrize("mapping,flow", [(MM_WS, "ws"), (MM_WS_SPILL, "ws"), (MM_OS, "os")])

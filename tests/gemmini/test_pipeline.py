@@ -14,19 +14,12 @@ from gemmini.config import DEFAULT_CONFIG, SMALL_CONFIG
 from mappings import Mapping
 from workloads import conv2d, depthwise_conv2d, matmul
 
-from gemmini_mappings import check, lm, random_gemmini_mapping
+from gemmini_mappings import MM, MM_OS, MM_WS, MM_WS_SPILL, check, lm, random_gemmini_mapping
 
 CFG = SMALL_CONFIG  # DIM 4, 1024 scratchpad rows, 128 accumulator rows
 MOVES = {isa.MVIN, isa.MVIN2, isa.MVIN3, isa.MVOUT, isa.PRELOAD, isa.COMPUTE_PRELOADED,
          isa.COMPUTE_ACCUMULATED}
 
-MM = matmul("mm", M=12, N=8, K=16)
-MM_WS = Mapping((lm({"M": 3}, order=("M", "N", "K")), lm({"K": 2}),
-                 lm({"N": 2, "K": 2}, {"K": 4, "N": 4}, ("N", "K")), lm({"M": 4})))
-MM_WS_SPILL = Mapping((lm({"M": 3, "K": 2}, order=("K", "M", "N")), lm(),
-                       lm({"N": 2, "K": 2}, {"K": 4, "N": 4}, ("N", "K")), lm({"M": 4})))
-MM_OS = Mapping((lm({"M": 3}, order=("N", "M", "K")), lm(),
-                 lm({"N": 2, "K": 2}, {"M": 4, "N": 4}, ("N", "K")), lm({"K": 8})))
 CONV = conv2d("conv", N=1, K=8, C=8, H=7, W=7, R=3, S=3, stride=2, padding=1)
 CONV_WS = Mapping((lm({"Q": 2, "K": 2, "C": 2}, order=("C", "Q", "K")), lm({"P": 1}),
                    lm({"S": 3, "R": 3}, {"C": 4, "K": 4}), lm({"Q": 2, "P": 4})))

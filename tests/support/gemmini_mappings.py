@@ -6,10 +6,21 @@ from __future__ import annotations
 from cosa.baselines.mapspace import prime_factors
 from gemmini.run import run_program
 from mappings import LevelMapping, Mapping
+from workloads import matmul
 
 
 def lm(temporal=None, spatial=None, order=()) -> LevelMapping:
     return LevelMapping(temporal or {}, spatial or {}, tuple(order))
+
+
+# a 12x8x16 matmul on DIM 4 mapped by hand: WS, WS with spilled partial sums, OS
+MM = matmul("mm", M=12, N=8, K=16)
+MM_WS = Mapping((lm({"M": 3}, order=("M", "N", "K")), lm({"K": 2}),
+                 lm({"N": 2, "K": 2}, {"K": 4, "N": 4}, ("N", "K")), lm({"M": 4})))
+MM_WS_SPILL = Mapping((lm({"M": 3, "K": 2}, order=("K", "M", "N")), lm(),
+                       lm({"N": 2, "K": 2}, {"K": 4, "N": 4}, ("N", "K")), lm({"M": 4})))
+MM_OS = Mapping((lm({"M": 3}, order=("N", "M", "K")), lm(),
+                 lm({"N": 2, "K": 2}, {"M": 4, "N": 4}, ("N", "K")), lm({"K": 8})))
 
 
 def check(program, seed=0, with_timing=True):
