@@ -142,7 +142,7 @@ def measure_layer(layer: str, dataflow: str, randoms: int, seed: int, search_s: 
     flat = flat_arch(arch)
     workload = load_one(layer)
     try:  # layers the code generator cannot run (batched matmuls) are reported once, not scheduled
-        from gemmini.codegen_tiling import problem_of
+        from gemmini.codegen.tiling import problem_of
         problem_of(workload)
     except Exception as exc:
         return [{"layer": layer, "case": "-", "dataflow": dataflow, "skipped": f"codegen: {exc}"}]

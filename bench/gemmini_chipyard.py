@@ -43,6 +43,7 @@ from gemmini.chipyard import find_simulator, run_chipyard, vendor_elf
 from gemmini.codegen import generate
 from gemmini.config import DEFAULT_CONFIG
 from gemmini.errors import SimulationError
+from gemmini import run_rtl
 from gemmini.sim import rtl
 from gemmini.sim.timing import timing
 from gemmini.vendor import stream
@@ -85,7 +86,7 @@ def prepare(label: str, wl, workdir: Path, args) -> dict:
         if not args.no_rtl:
             try:
                 if name == "cosa":
-                    d["ours"] = rtl.run_program_rtl(program, mem_latency=args.mem_latency).report.cycles
+                    d["ours"] = run_rtl.run_program_rtl(program, mem_latency=args.mem_latency).report.cycles
                 else:
                     row = vendor_rtl_row(wl, scale=program.scale, mem_latency=args.mem_latency,
                                          relu=program.relu)

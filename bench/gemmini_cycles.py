@@ -68,7 +68,7 @@ QUICK_LAYERS = {"resnet50": ["res2a_branch2b", "res3a_branch2a", "res3a_branch2c
                 "mobilenet_v2": ["b14_dw", "b14_project", "b15_expand"],
                 "shufflenet_v1": ["stage3.unit2.gconv1", "stage3.unit2.dwconv", "stage3.unit2.gconv2"]}
 COLUMNS = ("cosa", "vendor", "approx")
-#: --lower: the cosa column also schedules the layer's rewrites (gemmini.lowering: im2col folding of thin
+#: --lower: the cosa column also schedules the layer's rewrites (gemmini.codegen.lowering: im2col folding of thin
 #: layers, packed groups) and keeps whichever has the fewest cost-model cycles
 LOWER = False
 SCALE = 1.0 / 256  # output requantization scale used for every layer
@@ -80,9 +80,10 @@ def _mapping_row(wl, scheduler: str, time_limit_s: float, seed: int) -> dict:
     t0 = time.perf_counter()
     try:
         if scheduler == "cosa" and LOWER:
-            from gemmini.lowering import schedule as schedule_lowered
+            from gemmini.codegen.lowering import schedule as schedule_lowered
 
-            sched = schedule_lowered(wl, arch, scheduler="cosa", time_limit_s=time_limit_s, seed=seed, bound=False)
+            sched = schedule_lowered(wl, arch, schedule, scheduler="cosa", time_limit_s=time_limit_s, seed=seed,
+                                     bound=False)
         else:
             sched = schedule(wl, arch, scheduler=scheduler, time_limit_s=time_limit_s, seed=seed, bound=False) \
                 if scheduler == "cosa" else schedule(wl, arch, scheduler=scheduler, bound=False)
@@ -279,7 +280,7 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=60.0, help="MIP time limit per layer (s)")
     ap.add_argument("--seed", type=int, default=0, help="MIP seed and input data seed")
     ap.add_argument("--lower", action="store_true", help="cosa also schedules each layer's rewrites "
-                    "(gemmini.lowering: im2col folding, packed groups) and keeps the cheapest")
+                    "(gemmini.codegen.lowering: im2col folding, packed groups) and keeps the cheapest")
     ap.add_argument("--jobs", type=int, default=1, help="programs run in this many processes")
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--results", help="write the printed tables, date and machine to this Markdown file")

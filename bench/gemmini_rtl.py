@@ -49,6 +49,7 @@ from mappings.io import load_mapping
 from gemmini.codegen import generate
 from gemmini.config import DEFAULT_CONFIG
 from gemmini.errors import CodegenError, SimulationError
+from gemmini import run_rtl
 from gemmini.sim import rtl
 from gemmini.sim.timing import timing
 from lowerbounds import roofline
@@ -104,7 +105,7 @@ def run_layer(network: str, name: str, column: str, args) -> dict:
         return row
     t1 = time.perf_counter()
     try:
-        run = rtl.run_program_rtl(program, mode=args.mode, seed=args.seed, mem_latency=args.mem_latency)
+        run = run_rtl.run_program_rtl(program, mode=args.mode, seed=args.seed, mem_latency=args.mem_latency)
     except SimulationError as exc:
         row["error"] = f"rtl: {exc}"
         return row

@@ -8,85 +8,14 @@ a run that fails (time-out without a schedule, a simulation mismatch) exits 1.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from pathlib import Path
 
 from workloads import FrameworkError
 
-from . import cli_randnla, cli_serve, cli_targets
-
-EXIT_BAD_INPUT = 2
-EXIT_FAILED = 1
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
-
-
-class RunFailed(Exception):
-    """A run that completed but failed (mismatch, no schedule in time): exit 1."""
-
-
-def parse_size(text: str) -> int:
-    """'256KiB' / '64K' / '1MiB' / '4096' -> bytes."""
-    m = _SIZE.match(text)
-    if not m:
-        raise FrameworkError(f"cannot parse memory size '{text}' (e.g. 256KiB, 1MiB, 65536)", field="--memory")
-    value = float(m.group(1))
-    unit = (m.group(2) or "B").upper().rstrip("B").rstrip("I")
-    return int(value * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[unit])
-
-
-# --- resolution of names and files ------------------------------------------------------------
-
-def _workloads(sources: list[str]):
-    from workloads import load
-
-    nests = []
-    for src in sources:
-        nests.extend(load(src))
-    return nests
-
-
-def _workload(source: str):
-    from workloads import load_one
-
-    return load_one(source)
-
-
-def _arch(name: str, dataflow: str | None = None):
-    from costmodel import load_arch
-
-    arch = load_arch(name)
-    if dataflow and arch.params.get("dataflow") and arch.params["dataflow"] != dataflow:
-        from costmodel import preset
-
-        p = arch.params
-        arch = preset("gemmini", dim=p["dim"], scratchpad_kib=p["scratchpad_kib"],
-                      accumulator_kib=p["accumulator_kib"], dataflow=dataflow)
-    return arch
-
-
-def _console():
-    from rich.console import Console
-
-    # a pipe or CI log gets a wide, plain table instead of rich's 80-column default
-    return Console() if sys.stdout.isatty() else Console(width=160, color_system=None)
-
-
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=_json_default))
-
-
-def _json_default(obj):
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    if hasattr(obj, "item"):
-        return obj.item()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
+from . import cli_gemmini, cli_randnla, cli_serve, cli_targets
+from .cli_common import _add_sched_opts, _arch, _console, _print_json, _workload, _workloads, guarded
+from .cli_common import parse_size  # noqa: F401  (part of the command line's interface)
 
 # --- commands ---------------------------------------------------------------------------------
 
@@ -306,171 +235,7 @@ def cmd_bound(args) -> int:
     return 0
 
 
-def _gemmini_schedule(args, workload, arch):
-    if args.mapping:
-        from mappings import load_mapping
-
-        return load_mapping(args.mapping, arch, workload)
-    from cosa.scheduler import schedule
-
-    return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
-                    time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping
-
-
-def _gemmini_arch(args):
-    from gemmini import GemminiConfig
-
-    config = GemminiConfig(dim=args.dim) if args.dim else GemminiConfig()
-    return config, config.arch(args.dataflow)
-
-
-def _scale(text: str):
-    """--scale: "auto" (few example outputs saturate) or a positive float32 output scale."""
-    if text == "auto":
-        return "auto"
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"--scale must be 'auto' or a positive number, not {text!r}")
-    return value
-
-
-def _gemmini_program(args):
-    from gemmini import codegen
-
-    workload = _workload(args.workload)
-    config, arch = _gemmini_arch(args)
-    if getattr(args, "lower", False) and not args.mapping:
-        # the layer as written and its rewrites (im2col folding, packed groups), the cheapest kept
-        from gemmini.lowering import schedule as schedule_lowered
-
-        sched = schedule_lowered(workload, arch, scheduler=args.scheduler, objective=args.objective,
-                                 solver=args.solver, time_limit_s=args.time_limit, seed=args.seed, bound=False)
-        return codegen.generate(sched.workload, sched.mapping, arch, dataflow=args.dataflow, scale=args.scale)
-    mapping = _gemmini_schedule(args, workload, arch)
-    return codegen.generate(workload, mapping, arch, dataflow=args.dataflow, scale=args.scale)
-
-
-def cmd_emit(args) -> int:
-    if args.target in cli_targets.TARGETS:
-        return cli_targets.cmd_emit(args)
-    from gemmini.codegen_c import emit_c, emit_gemmini_h
-
-    program = _gemmini_program(args)
-    if args.style == "gemmini-h":
-        source = emit_gemmini_h(program, with_main=args.main, seed=args.seed)
-    else:
-        source = emit_c(program, with_main=args.main, seed=args.seed)
-    if args.output in (None, "-"):
-        sys.stdout.write(source)
-    else:
-        Path(args.output).write_text(source)
-        print(f"wrote {args.output} ({len(source.splitlines())} lines, {len(program.commands):,} commands)",
-              file=sys.stderr)
-    return 0
-
-
-def cmd_build(args) -> int:
-    from gemmini.build import build_elf
-
-    program = _gemmini_program(args)
-    elf = build_elf(program, args.output, style=args.style, seed=args.seed)
-    what = f"{len(program.commands):,} commands" if args.style == "isa" else "one call of Gemmini's library"
-    print(f"wrote {elf} and {Path(elf).with_suffix('.c')} ({args.style} style, {what}; exits 0 when its output "
-          "matches the embedded expectation)", file=sys.stderr)
-    return 0
-
-
-def _run_on_spike(args, program) -> dict:
-    import tempfile
-
-    from gemmini.build import build_elf, run_spike
-
-    with tempfile.TemporaryDirectory() as tmp:
-        elf = build_elf(program, Path(tmp) / f"{program.name}.elf", style=args.style, seed=args.seed)
-        result = run_spike(elf)
-    return {"verified": result.verified, "exit_code": result.exit_code, "sim": "spike", "style": args.style,
-            "spike": result.spike, "output": result.output.strip()}
-
-
-def _run_on_chipyard(args, program) -> int:
-    from gemmini.chipyard import run_program_chipyard
-
-    r = run_program_chipyard(program, style=args.style, seed=args.seed, simulator=args.simulator)
-    if args.json:
-        _print_json({"sim": "chipyard", "style": args.style, **r.to_dict()})
-    else:
-        speed = f"{r.cycles_per_s:,.0f}" if r.cycles_per_s else "n/a"
-        print(f"{program.name}: {'verified by its own check' if r.verified else 'FAILED'} on the Chipyard "
-              f"simulator ({args.style} style), {r.cycles or 0:,} cycles (rdcycle), simulator {r.wall_s:.1f} s at "
-              f"{speed} cycles/s: {r.check}")
-    if not r.verified:
-        raise RunFailed(f"{program.name}: the program's check failed on the Chipyard simulator "
-                        f"(exit {r.exit_code}); log: {r.log}")
-    return 0
-
-
-def cmd_run(args) -> int:
-    if args.target in cli_targets.TARGETS:
-        return cli_targets.cmd_run(args)
-    from gemmini.run import run_program
-
-    status = cli_targets.integer_status(args)          # --exceptions: Gemmini's types are int8/int32
-    if getattr(args, "lower", False) and args.sim not in ("isa", "rtl"):
-        raise FrameworkError(f"--lower runs on --sim isa or rtl only: a lowered program has no C form yet "
-                             f"(--sim {args.sim} builds C)", field="--lower")
-    program = _gemmini_program(args)
-    name = program.name
-    if args.sim == "spike":
-        from gemmini.build import check_line
-
-        d = _run_on_spike(args, program)
-        d["exception_status"] = status
-        if args.json:
-            _print_json(d)
-        else:
-            print(f"{name}: {'verified by its own check' if d['verified'] else 'FAILED'} on Spike + libgemmini "
-                  f"(exit {d['exit_code']}, {args.style} style): {check_line(d['output'])}")
-        if not d["verified"]:
-            raise RunFailed(f"{name}: the program's check failed on Spike (exit {d['exit_code']})")
-        return 0
-    if args.sim == "chipyard":
-        return _run_on_chipyard(args, program)
-    d = run_program(program, sim=args.sim, seed=args.seed).to_dict()
-    d["exception_status"] = status
-    if args.json:
-        _print_json(d)
-    else:
-        cycles = "n/a" if d["cycles"] is None else f"{d['cycles']:,.0f}"
-        util = "n/a" if d["utilization"] is None else f"{d['utilization']:.1%}"
-        units = ("load", "execute", "store")
-        busy = (", busy load/execute/store " + "/".join(f"{d['busy'][u]:,}" for u in units) + " cycles"
-                if d.get("busy") else "")
-        print(f"{name}: {'verified bit-exact' if d['verified'] else 'MISMATCH'} "
-              f"({d['mismatches']} mismatches), {cycles} cycles, ideal {d['ideal_cycles']:,.0f}, "
-              f"utilization {util}, {d['instructions']:,} instructions, {d['dram_bytes']:,} DRAM bytes{busy} "
-              f"[{args.sim}]")
-    if not d["verified"]:
-        raise RunFailed(f"{name}: output differs from the NumPy reference in {d['mismatches']} elements")
-    return 0
-
-
 # --- argument parsing -------------------------------------------------------------------------
-
-def _add_sched_opts(p, default_scheduler="cosa"):
-    p.add_argument("--scheduler", default=default_scheduler,
-                   choices=["cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper"],
-                   help="cosa: the MIP started from the best baseline mapping (stated in the report); "
-                        "cosa-cold: the MIP alone")
-    p.add_argument("--objective", default="latency", choices=["latency", "energy", "edp", "cosa"])
-    p.add_argument("--solver", default="highs", choices=["highs", "gurobi"])
-    p.add_argument("--time-limit", type=float, default=30.0, help="solver time limit, seconds")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--order-levels", choices=["outer", "all"], default="outer",
-                   help="cosa: the levels whose loop order the MIP decides (all: a larger, slower model)")
-
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="cosa", description=__doc__.splitlines()[0] if __doc__ else None)
@@ -540,38 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bound)
 
-    for name, func, helptext in (("emit", cmd_emit, "emit C code for a target"),
-                                 ("build", cmd_build, "build a self-checking bare-metal RISC-V ELF"),
-                                 ("run", cmd_run, "generate, run and verify on a simulator")):
-        p = sub.add_parser(name, help=helptext)
-        p.add_argument("target", choices=["gemmini", *(cli_targets.TARGETS if name in ("emit", "run") else ()),
-                                           *(cli_randnla.DRIVERS if name == "run" else ())])
-        p.add_argument("workload")
-        p.add_argument("--mapping", help="mapping YAML (default: schedule with --scheduler)")
-        _add_sched_opts(p)
-        p.add_argument("--dataflow", choices=["ws", "os"], default="ws")
-        p.add_argument("--dim", type=int, default=None, help="systolic array size (default 16)")
-        cli_targets.add_options(p, name)
-        p.add_argument("--scale", type=_scale, default="auto",
-                       help="output scale (float32), or 'auto': about 1%% of the example outputs saturate")
-        p.add_argument("--style", choices=["isa", "gemmini-h"], default="isa",
-                       help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library")
-        if name == "run":
-            p.add_argument("--lower", action="store_true",
-                           help="also schedule the layer's rewrites (im2col folding of thin layers, packed "
-                                "groups: gemmini.lowering) and run the cheapest (--sim isa or rtl)")
-        if name == "emit":
-            p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")
-            p.add_argument("-o", "--output", default="-")
-        elif name == "build":
-            p.add_argument("-o", "--output", required=True, help="the ELF to write (the C source goes beside it)")
-        else:
-            p.add_argument("--sim", choices=["isa", "rtl", "spike", "chipyard"], default="isa",
-                           help="spike: build the ELF and run it on GEMMINI_SPIKE (Spike + libgemmini); "
-                                "chipyard: on a Chipyard Verilator simulator of a Rocket + Gemmini SoC")
-            p.add_argument("--simulator", help="the Chipyard simulator for --sim chipyard (default: CHIPYARD_SIM)")
-            p.add_argument("--json", action="store_true")
-        p.set_defaults(func=func)
+    cli_gemmini.add_commands(sub)
     return ap
 
 
@@ -586,24 +320,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         args = build_parser().parse_args(argv)
     return guarded(args.func, args)
-
-
-def guarded(func, args) -> int:
-    """Run one command: a user error prints one line and exits 2, a failed run one line and exits 1
-    (no tracebacks); every subcommand module ends in here."""
-    try:
-        return func(args)
-    except RunFailed as exc:
-        print(f"cosa: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except FrameworkError as exc:
-        print(f"cosa: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except BrokenPipeError:  # output piped into `head`
-        return 0
-    except FileNotFoundError as exc:
-        print(f"cosa: {exc.filename or exc}: no such file", file=sys.stderr)
-        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

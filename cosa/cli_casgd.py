@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
     else:
         _print(d)
     if not d["counts_match"] or (d["iterate_diff_vs_sgd"] is not None and d["iterate_diff_vs_sgd"] > 1e-8):
-        from .cli import RunFailed
+        from .cli_common import RunFailed
 
         raise RunFailed(f"casgd: counts match the model: {d['counts_match']}, "
                         f"iterate difference vs SGD {d['iterate_diff_vs_sgd']:.3g}")

@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """``cosa run mpi ...`` (``cosa.cli_targets.TARGETS["mpi"].command``): the exit code."""
-    from .cli import guarded
+    from .cli_common import guarded
 
     return guarded(cmd_run_mpi, parser().parse_args(argv))
 
@@ -147,7 +147,7 @@ def cmd_run_mpi(args) -> int:
     from targets.mpi import under_mpiexec
     from targets.mpi.launch import require_mpi4py
 
-    from .cli import RunFailed, _print_json
+    from .cli_common import RunFailed, _print_json
 
     require_mpi4py()
     _require(args)

@@ -206,7 +206,7 @@ def main(argv: list[str]) -> int:
         print("  ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in d.items()))
     status = d.get("exception_status") or {}
     if status.get("code"):
-        from .cli import RunFailed
+        from .cli_common import RunFailed
 
         raise RunFailed(f"{args.driver}: stopped on Inf/NaN: {status['message']}")
     return 0

@@ -176,7 +176,7 @@ def cmd_emit(args) -> int:
 def cmd_run(args) -> int:
     from workloads import FrameworkError
 
-    from .cli import RunFailed, _print_json
+    from .cli_common import RunFailed, _print_json
 
     if args.threads is not None and args.threads < 1:
         raise FrameworkError(f"must be >= 1, got {args.threads}", field="--threads")
@@ -230,7 +230,7 @@ def cmd_calibrate(args) -> int:
     if args.output:
         print(f"wrote {args.output}: {arch.params}", file=sys.stderr)
     elif args.json:
-        from .cli import _print_json
+        from .cli_common import _print_json
 
         _print_json(arch_to_dict(arch))
     else:

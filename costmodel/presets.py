@@ -32,7 +32,7 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
     (``gemmini.sim.timing`` of the generated programs): with ``pipelined``
     (WS), the code generator issues the next tiles' mvins and the previous
     accumulator tile's mvouts among the current tile's computes
-    (``gemmini.codegen_pipeline``), so DRAM transfers overlap compute (the
+    (``gemmini.codegen.pipeline``), so DRAM transfers overlap compute (the
     DRAM level is double buffered: cycles = max(compute, transfers)); with
     ``pipelined=False`` (and always under OS, whose tiles are single
     buffered) each tile's moves are one burst and DRAM transfers stall the

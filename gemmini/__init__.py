@@ -5,7 +5,7 @@ from .config import DEFAULT_CONFIG, SMALL_CONFIG, GemminiConfig
 from .errors import CodegenError, IsaError, SimulationError
 from .reference import batched_matmul_ref, conv_ref, conv_weights_as_gemm, im2col, matmul_acc, matmul_ref
 from .codegen import Program, generate
-from .codegen_c import emit_c, emit_gemmini_h
+from .codegen.c import emit_c, emit_gemmini_h
 from .run import RunResult, example_inputs, run_program
 
 __all__ = [

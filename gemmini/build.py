@@ -122,7 +122,7 @@ def build_elf(program, output, *, style: str = "isa", seed: int = 0, rocc_tests=
     one call of Gemmini's library, compiled against the user's gemmini-rocc-tests checkout) and build it
     into the bare-metal ELF ``output``.  The C file is kept beside the ELF (``.c``) when ``keep_c``.  The program
     times its layer with ``rdcycle`` and prints the cycles (``timed_source``)."""
-    from .codegen_c import emit_c, emit_gemmini_h
+    from .codegen.c import emit_c, emit_gemmini_h
 
     output = Path(output)
     include_dirs = []

@@ -155,7 +155,7 @@ def vendor_c(program, *, seed: int = 0, name: str | None = None) -> str:
     """A self-checking, timed C program that issues ``program``'s vendor stream (``gemmini.vendor.stream``)
     on embedded example inputs (``vendor.run.example_inputs(program, seed)``) and compares the output with
     the NumPy reference (``vendor.run.reference``)."""
-    from .codegen_c import _C_TYPES, _array, stream_c
+    from .codegen.c import _C_TYPES, _array, stream_c
     from .vendor import stream
     from .vendor.run import _output_name, example_inputs, reference
 

@@ -5,7 +5,8 @@ from .dtypes import DTYPE_BITS, resolve_dtype
 from .errors import FrameworkError, WorkloadError
 from .ir import ROLES, AffineExpr, LoopNest, Tensor, tensor
 from . import zoo
-from .loaders import dump_short, load, load_one
+from .loaders import dump_short
+from .sources import load, load_one
 from .onnx_loader import load_onnx
 from .sparse import fusedmm, sddmm, sparse_matrix, spmm
 

@@ -1,9 +1,7 @@
-"""Load loop nests from workload files, ONNX models and the bundled zoo.
+"""Read loop nests from workload YAML files (``load_yaml_file``) and YAML text.
 
-``load(source)`` returns every layer of ``source``; ``load_one(source)``
-returns its only layer.  ``source`` is a path (``.yaml``/``.yml``/``.onnx``)
-or a zoo name (``resnet50`` for a whole network, ``resnet50/res2a_branch2b``
-for one layer).  The YAML dialect is detected from the document:
+``workloads.sources.load`` is the entry point that also takes ONNX models and zoo names.
+The YAML dialect is detected from the document:
 
 * **cnn-layer (flat)**, as in CoSA's workload files::
 
@@ -56,7 +54,7 @@ N K C P Q R S, data spaces Weights / Inputs / Outputs) comes back as built by
 ``conv2d`` (with its ``op``); other problems keep their own names.
 Malformed input raises ``WorkloadError`` naming the file and field.
 
-This module holds the entry points and the dialect detection; the readers
+This module holds the file reader and the dialect detection; the readers
 are ``loaders_short`` (our short form, and writing it), ``loaders_timeloop``
 (CoSA's flat problems and Timeloop's shapes), ``loaders_values`` (the value
 checks) and ``yamlio`` (YAML parsing with its limits).
@@ -75,41 +73,8 @@ from .loaders_short import SHORT_KINDS, dump_short, short_form, short_form_layer
 from .loaders_timeloop import flat_cnn_layer, timeloop_problem
 from .yamlio import load_yaml, read_text_file, read_yaml as _read_yaml, yaml_error_reason
 
-__all__ = ["SHORT_KINDS", "detect_dialect", "dump_short", "load", "load_one", "load_yaml_file", "parse_document",
+__all__ = ["SHORT_KINDS", "detect_dialect", "dump_short", "load_yaml_file", "parse_document",
            "parse_yaml_text", "read_yaml", "short_form", "short_form_layer"]
-
-
-# --------------------------------------------------------------------------- entry points
-def load(source: str | Path) -> list[LoopNest]:
-    """Every layer of a workload file, ONNX model or zoo name (see the module docstring)."""
-    text = str(source)
-    path = Path(source)
-    if path.suffix.lower() == ".onnx":
-        from .onnx_loader import load_onnx
-
-        nests = load_onnx(path)
-        if not nests:
-            raise WorkloadError("the model has no Conv, Gemm or MatMul node", source=text)
-        return nests
-    if path.is_file():
-        return load_yaml_file(path)
-    if path.suffix.lower() in (".yaml", ".yml"):
-        raise WorkloadError("no such file", source=text)
-    from . import zoo
-
-    if zoo.has(text):
-        return zoo.network(text) if "/" not in text else [zoo.layer(text)]
-    raise WorkloadError(f"not a workload file and not a zoo name; the zoo has {', '.join(zoo.names())}", source=text)
-
-
-def load_one(source: str | Path) -> LoopNest:
-    """The only layer of ``source``; WorkloadError when it holds several."""
-    layers = load(source)
-    if len(layers) != 1:
-        names = ", ".join(layer.name for layer in layers[:8]) + (" ..." if len(layers) > 8 else "")
-        raise WorkloadError(f"holds {len(layers)} layers ({names}); name one (e.g. a zoo name 'network/layer')",
-                            source=str(source))
-    return layers[0]
 
 
 def load_yaml_file(path: str | Path) -> list[LoopNest]:

@@ -137,11 +137,11 @@ def run_through_library(program, *, seed: int = 0, with_timing: bool = True,
                         config: GemminiConfig | None = None) -> VendorRun:
     """A generated ``program``'s mapping executed by Gemmini's own library, as its ``gemmini-h`` style runs
     on Gemmini: the library call Gemmini's networks make for the layer (``calls.from_workload``) with the
-    mapping's scratchpad tile as its tile arguments (``codegen_c.library_tiles``; a 1x1 stride-1
+    mapping's scratchpad tile as its tile arguments (``codegen.c.library_tiles``; a 1x1 stride-1
     convolution, which the library runs as a matmul, gets matmul tiles) instead of the library's own choice.
     The loops, loop orders and array blocks are then the library's (its loop instructions); only the tile
     sizes come from the mapping.  Same inputs (``seed``) and checks as ``run_vendor``."""
-    from ..codegen_c import library_tiles
+    from ..codegen.c import library_tiles
     from .calls import from_workload
 
     vendor = from_workload(program.workload, dataflow=program.dataflow, bias=program.bias, relu=program.relu,

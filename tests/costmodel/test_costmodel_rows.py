@@ -18,7 +18,7 @@ from costmodel import Arch, ArchError, Level, SpatialAxis, arch_from_dict, arch_
 from costmodel.presets import gemmini
 from gemmini import GemminiConfig
 from gemmini.codegen import generate
-from gemmini.codegen_tiling import make_plan, problem_of
+from gemmini.codegen.tiling import make_plan, problem_of
 from mappings import LevelMapping as LM, Mapping, MappingError, tile_bytes, tile_rows, validate, violations
 from mappings.validate import stored_box_words
 

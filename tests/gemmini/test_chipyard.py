@@ -147,7 +147,7 @@ MM16 = workloads.matmul("mm16", M=16, N=16, K=16)
 
 
 def test_timed_source_times_the_layer_call():
-    from gemmini.codegen_c import emit_c
+    from gemmini.codegen.c import emit_c
 
     src = timed_source(emit_c(_program(MM16, "gemmini-default"), with_main=True))
     main = src[src.index("int main(void)"):]

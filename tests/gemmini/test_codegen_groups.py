@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from cosa.schedule import SchedulingError
 from gemmini import isa
 from gemmini.codegen import generate
-from gemmini.codegen_c import emit_gemmini_h
+from gemmini.codegen.c import emit_gemmini_h
 from gemmini.config import SMALL_CONFIG, GemminiConfig
 from gemmini.errors import CodegenError
 from gemmini.reference import batched_matmul_ref, conv_ref

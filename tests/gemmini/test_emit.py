@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gemmini.codegen import generate, relative_stream
-from gemmini.codegen_c import emit_c, emit_gemmini_h, host_logger_c, parse_host_log
+from gemmini.codegen.c import emit_c, emit_gemmini_h, host_logger_c, parse_host_log
 from gemmini.config import DEFAULT_CONFIG, SMALL_CONFIG
 from gemmini.errors import CodegenError
 from mappings import LevelMapping, Mapping

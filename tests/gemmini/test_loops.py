@@ -401,7 +401,7 @@ def test_header_loop_macros_match_isa_loops(tmp_path):
 
 
 def test_stream_with_loops_prints_as_c(tmp_path):
-    from gemmini.codegen_c import stream_c
+    from gemmini.codegen.c import stream_c
 
     cmds, *_ = matmul_case(40, 24, 50, (2, 2, 2), True, a_t=True)
     conv, *_ = conv_case(*CONV_CASES["3x3 stride 2, kernel split"])
@@ -419,7 +419,7 @@ def test_riscv_issues_loop_words_as_rocc(tmp_path):
     from pathlib import Path
 
     import gemmini
-    from gemmini.codegen_c import stream_c
+    from gemmini.codegen.c import stream_c
 
     gcc = "riscv64-unknown-elf-gcc"
     cmds, *_ = matmul_case(16, 16, 16, (1, 1, 1), False)

@@ -1,4 +1,4 @@
-"""Lowered convolutions (gemmini.lowering): im2col folding of thin-channel layers and group packing,
+"""Lowered convolutions (gemmini.codegen.lowering): im2col folding of thin-channel layers and group packing,
 executed on the functional model and checked bit for bit against NumPy's convolution of the original layer."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from cosa.scheduler import schedule as run_scheduler
-from gemmini import DEFAULT_CONFIG, generate, isa, lowering, run_program
+from gemmini import DEFAULT_CONFIG, generate, isa, run_program
+from gemmini.codegen import lowering
 from gemmini.config import SMALL_CONFIG
 from gemmini.reference import conv_ref
 from gemmini.run import example_inputs
@@ -122,18 +123,18 @@ def test_pack_weights_are_block_diagonal():
 
 def test_schedule_keeps_the_cheaper_form():
     thin = conv2d("thin", C=3, K=16, H=20, W=20, R=7, S=7, stride=2, padding=3)
-    sched = lowering.schedule(thin, ARCH, scheduler="gemmini-default", bound=False)
+    sched = lowering.schedule(thin, ARCH, run_scheduler, scheduler="gemmini-default", bound=False)
     assert sched.extra["lowering"] == "fold"
     assert set(sched.extra["alternatives"]) == {"thin", "thin~fold"}
     wide = conv2d("wide", C=32, K=16, H=6, W=6, R=3, S=3, padding=1)
     assert lowering.lowerings(wide) == []
-    assert lowering.schedule(wide, ARCH, scheduler="gemmini-default", bound=False).extra["lowering"] is None
+    assert lowering.schedule(wide, ARCH, run_scheduler, scheduler="gemmini-default", bound=False).extra["lowering"] is None
 
 
 def test_schedule_never_returns_a_lowering_that_does_not_fit(monkeypatch):
     thin = conv2d("thin", C=3, K=16, H=20, W=20, R=7, S=7, stride=2, padding=3)
     monkeypatch.setattr(lowering, "fits", lambda *a: False)
-    sched = lowering.schedule(thin, ARCH, scheduler="gemmini-default", bound=False)
+    sched = lowering.schedule(thin, ARCH, run_scheduler, scheduler="gemmini-default", bound=False)
     assert sched.extra["lowering"] is None and sched.workload is thin
     assert "do not fit" in sched.extra["alternatives"]["thin~fold"]
 
@@ -178,7 +179,7 @@ def test_rewrites_apply_only_where_they_help():
 def test_lowered_programs_run_on_the_rtl(wl):
     # strided mvins, scratchpad mvouts and a fence: no pixel repeats, which the library's first-layer path needs
     # and our RTL does not implement
-    from gemmini.sim.rtl import run_program_rtl
+    from gemmini.run_rtl import run_program_rtl
 
     sched = run_scheduler(wl, ARCH, scheduler="gemmini-default", bound=False)
     program = generate(wl, sched.mapping, ARCH, bias=True, relu=True, scale=SCALE)

@@ -1,4 +1,4 @@
-"""Software-pipelined programs (``gemmini.codegen_pipeline``): the next tiles' moves in and the previous
+"""Software-pipelined programs (``gemmini.codegen.pipeline``): the next tiles' moves in and the previous
 accumulator tile's moves out among the current tile's computes; bit-exact, the same moves, fewer cycles."""
 
 from __future__ import annotations

@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 
 from gemmini import isa
 from gemmini.codegen import generate
-from gemmini.codegen_c import emit_c
+from gemmini.codegen.c import emit_c
 from gemmini.config import SMALL_CONFIG, GemminiConfig
 from gemmini.errors import SimulationError
 from gemmini.numerics import requantize, scale_round
 from gemmini.run import run_program
+from gemmini import run_rtl
 from gemmini.sim import functional, rtl
 from mappings import LevelMapping, Mapping
 from workloads import conv2d, matmul
@@ -44,7 +45,7 @@ MM_MAPPINGS = {
 
 
 def _check_against_functional(program, seed=0, mode="trace"):
-    run = rtl.run_program_rtl(program, mode=mode, seed=seed)
+    run = run_rtl.run_program_rtl(program, mode=mode, seed=seed)
     isa_result = run_program(program, seed=seed)
     assert run.result.verified and run.result.mismatches == 0          # against NumPy
     assert np.array_equal(run.result.outputs, isa_result.outputs)      # against the functional model
@@ -90,8 +91,8 @@ def test_compiled_c_program_drives_the_rtl(flow):
     """The emitted C, compiled natively, pushes the same commands into the model as the trace run."""
     name = "os" if flow == "os" else "ws"
     program = generate(MM, MM_MAPPINGS[name], CFG, dataflow=flow, bias=True, relu=True, scale=0.05)
-    c_run = rtl.run_program_rtl(program, mode="c", seed=3)
-    trace_run = rtl.run_program_rtl(program, mode="trace", seed=3)
+    c_run = run_rtl.run_program_rtl(program, mode="c", seed=3)
+    trace_run = run_rtl.run_program_rtl(program, mode="trace", seed=3)
     assert c_run.result.verified and np.array_equal(c_run.result.outputs, trace_run.result.outputs)
     assert c_run.report.instructions == trace_run.report.instructions == len(program.commands)
     assert c_run.report.cycles == trace_run.report.cycles  # same stream, same timing
@@ -100,7 +101,7 @@ def test_compiled_c_program_drives_the_rtl(flow):
 def test_self_checking_c_program_passes_and_a_corrupted_one_fails():
     program = generate(MM, MM_MAPPINGS["ws"], CFG, dataflow="ws", bias=True, relu=False, scale=0.05)
     source = emit_c(program, with_main=True, seed=1)
-    result = rtl.run_rtl(source, CFG)
+    result = run_rtl.run_rtl(source, CFG)
     assert result.verified and result.instructions == len(program.commands)
     # flip the first expected value: the program's own check must now fail
     marker = "_expected["
@@ -109,7 +110,7 @@ def test_self_checking_c_program_passes_and_a_corrupted_one_fails():
     first_end = min(tail.index(",", body_start), tail.index("}", body_start))
     first = int(tail[body_start:first_end])
     corrupted = head + marker + tail[:body_start] + str(first ^ 1 if first != -128 else 0) + tail[first_end:]
-    assert not rtl.run_rtl(corrupted, CFG).verified
+    assert not run_rtl.run_rtl(corrupted, CFG).verified
 
 
 # --- random command streams against the functional model ------------------------------------------
@@ -342,7 +343,7 @@ def test_bad_arguments_raise_simulation_errors():
     with pytest.raises(SimulationError, match="max_cycles"):
         rtl.run_trace([], np.zeros(4, dtype=np.uint8), CFG, max_cycles=0)
     with pytest.raises(SimulationError, match="mode"):
-        rtl.run_program_rtl(generate(MM, MM_MAPPINGS["ws"], CFG, dataflow="ws"), mode="spike")
+        run_rtl.run_program_rtl(generate(MM, MM_MAPPINGS["ws"], CFG, dataflow="ws"), mode="spike")
 
 
 # --- the build -------------------------------------------------------------------------------------

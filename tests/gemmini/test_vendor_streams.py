@@ -295,7 +295,7 @@ def test_a_generated_programs_tiles_run_through_the_library_bit_exact():
     # the gemmini-h style on our models: the library's call for the layer with the mapping's tiles
     from cosa.scheduler import schedule
     from gemmini import GemminiConfig, codegen
-    from gemmini.codegen_c import library_tiles
+    from gemmini.codegen.c import library_tiles
     from gemmini.vendor import stream
     from gemmini.vendor.calls import from_workload
     from gemmini.vendor.run import run_through_library

@@ -1,4 +1,4 @@
-"""The command program of a tiling plan, as loop IR (see ``codegen_ir``).
+"""The command program of a tiling plan, as loop IR (see ``codegen.ir``).
 
 Structure (outer to inner), following the mapping:
 
@@ -18,7 +18,7 @@ Structure (outer to inner), following the mapping:
   closed at the end of that loop's body (scaled int8 mvout on the last visit,
   full 32-bit spill otherwise);
 * pipelined (``pipeline``, the default for double-buffered plans;
-  ``codegen_pipeline``): the first tiles' moves form a prologue, and the
+  ``codegen.pipeline``): the first tiles' moves form a prologue, and the
   next scratchpad tiles' mvins, the next accumulator tile's bias and the
   previous accumulator tile's mvouts are issued among the current tile's
   computes instead of as bursts where the tile changes (the command
@@ -39,10 +39,10 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 
-from .codegen_ir import (AccAddr, Assign, Cmd, Comment, Const, DramAddr, Expr, For, Garbage, SpAddr, Var,
+from .ir import (AccAddr, Assign, Cmd, Comment, Const, DramAddr, Expr, For, Garbage, SpAddr, Var,
                          all_of, cmp, emax, emin, lit, loop, negate, select, when)
-from .codegen_pipeline import Stream, interleave, pipelined_nest
-from .codegen_tiling import INPUT_DIMS, OUTPUT_DIMS, WEIGHT_DIMS, Plan
+from .pipeline import Stream, interleave, pipelined_nest
+from .tiling import INPUT_DIMS, OUTPUT_DIMS, WEIGHT_DIMS, Plan
 
 ACC_BYTES = 4
 
@@ -51,7 +51,7 @@ class _Builder:
     def __init__(self, plan: Plan, bias: bool, scale: float, relu: bool, pipeline: bool = False):
         self.p = plan
         self.pipeline = pipeline
-        self.hooks: list = []  # moves spread among the computes (codegen_pipeline.Hook)
+        self.hooks: list = []  # moves spread among the computes (codegen.pipeline.Hook)
         self.sub: dict = {}  # loop var -> expression standing for it (another tile's moves)
         self.slots: dict = {}  # slot var -> expression standing for it
         self.pr = plan.problem
@@ -531,7 +531,7 @@ def _rows_per_command(flat: int, dim: int) -> float:
 def build_program(plan: Plan, *, bias: bool, scale: float, relu: bool, pipeline: bool | None = None) -> list:
     """The loop-IR statements of ``plan``'s command stream.  ``pipeline``: spread the next tiles' moves in
     and the previous accumulator tile's moves out among the current tile's computes
-    (``codegen_pipeline``); None: whenever the plan double-buffers a tile; False: each tile's moves as one
+    (``codegen.pipeline``); None: whenever the plan double-buffers a tile; False: each tile's moves as one
     burst where the tile changes."""
     if pipeline is None:
         pipeline = plan.sp_double or plan.acc_double

@@ -23,9 +23,9 @@ import re
 
 import numpy as np
 
-from .codegen import Program
-from .codegen_ir import c_body
-from .errors import CodegenError
+from .program import Program
+from .ir import c_body
+from ..errors import CodegenError
 
 _ARG_NAMES = ("input", "weights", "bias", "output")
 _C_TYPES = {"int8": "elem_t", "int32": "acc_t", "uint8": "elem_t"}
@@ -95,7 +95,7 @@ def _self_check_main(program: Program, fn: str, inputs: dict | None, seed: int) 
     """A ``main`` that runs ``fn`` on embedded inputs (``run.example_inputs(program, seed)`` when None),
     compares its output with the embedded NumPy-computed expectation, prints one line (``PASS`` or
     ``FAIL``) and returns non-zero on a mismatch."""
-    from .run import example_inputs, reference_output
+    from .data import example_inputs, reference_output
 
     inputs = example_inputs(program, seed) if inputs is None else inputs
     expected = reference_output(program, inputs)
@@ -172,7 +172,7 @@ def host_logger_c(program: Program, *, name: str | None = None) -> str:
 
 def parse_host_log(text: str) -> tuple[list, list]:
     """(spans, commands) from a ``host_logger_c`` log: spans are (start, end, buffer) triples."""
-    from . import isa
+    from .. import isa
 
     spans, body = [], []
     for line in text.splitlines():
@@ -324,7 +324,7 @@ def stream_c(commands, *, name: str = "gemmini_stream", spans=None) -> str:
     as its raw operands.  ``spans``: (start, end, buffer) triples of main memory (``codegen.relative_stream``);
     a main-memory address inside one prints as ``GEMMINI_COSA_PTR(buffer) + offset`` and the buffers become
     the function's ``void *`` parameters, in span order."""
-    from . import isa, isa_loops
+    from .. import isa, isa_loops
 
     spans = sorted(spans or [])
     fn = re.sub(r"[^A-Za-z0-9_]", "_", name) or "gemmini_stream"

@@ -1,4 +1,4 @@
-"""Software pipelining of a plan's command program (see ``codegen_build``).
+"""Software pipelining of a plan's command program (see ``codegen.build``).
 
 Gemmini's core issues commands in program order into small per-unit queues
 (load 8, execute 8, store 2 entries): while it stalls on a full load queue,
@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from .codegen_ir import Assign, Cmd, Comment, Const, Expr, For, If, Var, all_of, cmp, negate, select, when
+from .ir import Assign, Cmd, Comment, Const, Expr, For, If, Var, all_of, cmp, negate, select, when
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Stream:
 
     def emit_all(self) -> list:
         """Every point, as nested loops (single-iteration loops inlined)."""
-        from .codegen_ir import loop
+        from .ir import loop
 
         def nest(k, idx):
             if k == len(self.axes):
@@ -137,7 +137,7 @@ def interleave(builder, cidx: Expr) -> list:
 
 
 def pipelined_nest(b) -> list:
-    """The loops of ``b`` (a ``codegen_build._Builder``) with the moves of the next and previous tiles among
+    """The loops of ``b`` (a ``codegen.build._Builder``) with the moves of the next and previous tiles among
     the computes; see the module docstring."""
     loops, n = b.loops, len(b.loops)
     pre = {i: [] for i in range(n + 1)}

@@ -45,8 +45,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .codegen_ir import Cmd, Comment, DramAddr, SpAddr, emin, loop
-from .errors import CodegenError
+from .ir import Cmd, Comment, DramAddr, SpAddr, emin, loop
+from ..errors import CodegenError
 
 #: the original layer's parameters kept in ``op["lowering"]["original"]``
 _ORIGINAL_KEYS = ("N", "C", "K", "H", "W", "P", "Q", "R", "S", "stride", "dilation", "padding", "groups")
@@ -105,7 +105,7 @@ class Lowering:
 
     def reference(self, arrays: dict, bias, scale: float, relu: bool) -> np.ndarray:
         """The NumPy result of the original layer."""
-        from .reference import conv_ref
+        from ..reference import conv_ref
 
         o = self.original
         return conv_ref(arrays["input"], arrays["weights"], bias, o["stride"], o["padding"], o["dilation"], scale,
@@ -206,9 +206,9 @@ def lowerings(workload, dim: int = 16) -> list:
 
 
 def fold_problem(workload):
-    """``codegen_tiling.problem_of`` for a ``fold`` workload: the im2col view of the bordered (or original)
+    """``codegen.tiling.problem_of`` for a ``fold`` workload: the im2col view of the bordered (or original)
     NHWC input -- pixel stride C bytes, Cf contiguous elements per lowered pixel."""
-    from .codegen_tiling import Problem
+    from .tiling import Problem
 
     low = lowering_of(workload)
     o = low.original
@@ -271,9 +271,9 @@ def prologue_cycles(workload, config) -> float:
     statements = prologue(workload, config)
     if not statements:
         return 0.0
-    from .codegen import Buffer, expand
-    from .codegen_tiling import problem_of
-    from .sim.timing import timing
+    from .program import Buffer, expand
+    from .tiling import problem_of
+    from ..sim.timing import timing
 
     buffers, pos = {}, 0
     for name, (shape, dtype) in problem_of(workload).buffer_shapes().items():
@@ -287,8 +287,8 @@ def prologue_cycles(workload, config) -> float:
 
 def fits(workload, mapping, arch) -> bool:
     """Whether the Gemmini generator can place ``mapping``'s tiles (scratchpad, accumulator, block strides)."""
-    from .codegen import _config_of, choose_plan
-    from .codegen_tiling import problem_of
+    from .program import _config_of, choose_plan
+    from .tiling import problem_of
 
     config, _, flow = _config_of(arch, None)
     try:
@@ -300,15 +300,17 @@ def fits(workload, mapping, arch) -> bool:
     return True
 
 
-def schedule(workload, arch, *, scheduler: str = "cosa", lower: bool = True, **options):
+def schedule(workload, arch, run_scheduler, *, lower: bool = True, **options):
     """Schedule ``workload`` as written and as each rewrite (``lowerings``) and return the Schedule with the
     fewest cycles -- the cost model's, plus the timing model's for a rewrite's image copy
     (``prologue_cycles``) -- among those whose tiles the generator can place (``Schedule.workload`` is the
     one to generate from; ``extra["lowering"]``: the rewrite's kind or None, ``extra["alternatives"]``:
-    name -> cycles or the reason it was dropped).  The layer as written is always a candidate."""
-    from cosa.scheduler import schedule as run_scheduler
+    name -> cycles or the reason it was dropped).  The layer as written is always a candidate.
 
-    from .codegen import _config_of
+    ``run_scheduler(workload, arch, **options)`` is the scheduler to use (``cosa.scheduler.schedule``
+    with its ``scheduler=`` name among the options); it is passed in so that the back end does not
+    import the scheduler."""
+    from .program import _config_of
 
     config = _config_of(arch, None)[0]
     dim = config.dim
@@ -316,7 +318,7 @@ def schedule(workload, arch, *, scheduler: str = "cosa", lower: bool = True, **o
     best, best_cycles, notes, first_error = None, None, {}, None
     for cand in candidates:
         try:
-            sched = run_scheduler(cand, arch, scheduler=scheduler, **options)
+            sched = run_scheduler(cand, arch, **options)
         except Exception as exc:  # a rewrite the scheduler cannot handle is dropped, the plain layer decides
             if cand is workload:
                 first_error = exc

@@ -5,8 +5,8 @@
 follows the mapping's tile sizes, array unrolling and loop orders, the
 main-memory buffers it addresses, and the loop-form description from which
 ``emit_c`` prints C over ``gemmini_cosa.h`` (the same commands, issued by
-loops, so the C stays small for big layers).  See ``codegen_tiling`` for the
-scratchpad/accumulator layout and ``codegen_build`` for the command
+loops, so the C stays small for big layers).  See ``codegen.tiling`` for the
+scratchpad/accumulator layout and ``codegen.build`` for the command
 structure.
 
 Main memory (the functional model's byte array, and the C program's
@@ -15,7 +15,7 @@ conv [R_rows, S_cols, C, K] int8 = the GEMM B [R*S*C, K]), ``bias`` (int32
 [N or K]), ``output`` (C [M, N]; conv NHWC int8); a batched matmul's buffers
 lead with the batch ([B, M, K], [B, K, N], bias [B, N], [B, M, N]) and a
 grouped convolution's weights are [R, S, C/groups, K] (see
-``codegen_tiling.problem_of``), plus ``partials`` (int32
+``codegen.tiling.problem_of``), plus ``partials`` (int32
 partial sums, when the mapping leaves an output tile before its reduction
 ends) and ``zeros`` (one zero row, the source of convolution padding).
 """
@@ -29,12 +29,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import isa
-from .codegen_build import build_program
-from .codegen_ir import count_stmts, py_source
-from .codegen_tiling import Plan, Problem, make_plan, problem_of, untransposed
-from .config import GemminiConfig
-from .errors import CodegenError
+from .. import isa
+from .build import build_program
+from .ir import count_stmts, py_source
+from .tiling import Plan, Problem, make_plan, problem_of, untransposed
+from ..config import GemminiConfig
+from ..errors import CodegenError
 
 DRAM_ALIGN = 64
 ZEROS_BYTES = 64
@@ -59,7 +59,7 @@ class Program:
     commands: the expanded command stream.  buffers: name -> Buffer (main
     memory layout; addresses in ``commands`` are ``offset`` + position).
     memory_bytes: size of the main memory the stream addresses.
-    statements: the loop-form program (``codegen_ir``) that ``emit_c`` prints.
+    statements: the loop-form program (``codegen.ir``) that ``emit_c`` prints.
     plan: tile sizes and scratchpad/accumulator layout.
     """
 
@@ -83,7 +83,7 @@ class Program:
 
     @property
     def macs(self) -> int:
-        """MACs of the layer (of the original layer for a lowered workload, ``gemmini.lowering``)."""
+        """MACs of the layer (of the original layer for a lowered workload, ``gemmini.codegen.lowering``)."""
         from .lowering import lowering_of
 
         low = lowering_of(self.workload)
@@ -171,7 +171,7 @@ def _config_of(arch_or_config, dataflow):
 
 def _layout(problem: Problem, plan: Plan) -> tuple[dict, int]:
     shapes = problem.buffer_shapes()
-    from .codegen_build import _Builder  # which scratch buffers the program uses
+    from .build import _Builder  # which scratch buffers the program uses
 
     builder = _Builder(plan, True, 1.0, False)
     if builder.spills:
@@ -223,7 +223,7 @@ def choose_plan(problem: Problem, mapping, config, flow, *, source, double_buffe
     """The plan of ``problem`` or of its transpose (a convolution walked down image columns), whichever
     lets computes stream more rows (ties: whichever moves the accumulator in longer runs);
     ``orientation`` "rows" or "columns" forces one."""
-    from .codegen_build import _Builder
+    from .build import _Builder
 
     if orientation not in ("auto", "rows", "columns"):
         raise CodegenError(f"orientation must be auto, rows or columns, got {orientation!r}", source=source,
@@ -272,7 +272,7 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
     takes the one whose computes stream more rows (the mapping's loops and
     tiles are the same either way).  pipeline: issue the next tiles' mvins and
     the previous accumulator tile's mvouts among the current tile's computes
-    (``codegen_pipeline``: the decoupled queues then overlap the transfers
+    (``codegen.pipeline``: the decoupled queues then overlap the transfers
     with compute); None = whenever the plan double-buffers a tile, False =
     each tile's moves as one burst where it changes.  Raises CodegenError (a SimulationError,
     hence a FrameworkError) for unsupported workloads and mappings.
@@ -296,7 +296,7 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
     if pipeline is None and arch is not None and arch.params.get("pipelined") is False:
         pipeline = False  # the preset (and so the cost model) asks for the serial stream
     if scale == "auto":
-        from .run import self_check_scale
+        from .data import self_check_scale
 
         scale = self_check_scale(problem)
     statements = tuple(build_program(plan, bias=bias, scale=scale, relu=relu, pipeline=pipeline))

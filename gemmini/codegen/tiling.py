@@ -47,8 +47,8 @@ from dataclasses import dataclass, field, replace
 
 from workloads.divisors import largest_divisor_at_most as _largest_divisor_at_most
 
-from .config import GemminiConfig
-from .errors import CodegenError
+from ..config import GemminiConfig
+from ..errors import CodegenError
 
 DIMS = ("g", "n", "k", "c", "oh", "ow", "kh", "kw")
 INPUT_DIMS = frozenset({"g", "n", "c", "oh", "ow", "kh", "kw"})
@@ -187,7 +187,7 @@ def problem_of(workload) -> Problem:
         return Problem("matmul", workload.name, bounds, names, in_hw=(1, m), shapes=shapes, row_elems=n,
                        g_strides=(m * k, k * n, m * n, n) if batched else (0, 0, 0, 0),
                        **_strided("matmul", bounds, (1, m)))
-    if kind == "conv2d" and (op.get("lowering") or {}).get("kind") == "fold":  # im2col view (gemmini.lowering)
+    if kind == "conv2d" and (op.get("lowering") or {}).get("kind") == "fold":  # im2col view (gemmini.codegen.lowering)
         from .lowering import fold_problem
 
         return fold_problem(workload)

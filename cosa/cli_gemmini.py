@@ -1,0 +1,204 @@
+"""``cosa emit|build|run gemmini``: generate a Gemmini program from a schedule, build it as a RISC-V ELF,
+or run it on a simulator (our functional and timing models, our RTL, Spike + libgemmini, Chipyard).
+
+Like ``cosa/cli.py`` this module may import ``gemmini``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from workloads import FrameworkError
+
+from . import cli_randnla, cli_targets
+from .cli_common import RunFailed, _add_sched_opts, _print_json, _workload
+
+
+def _gemmini_schedule(args, workload, arch):
+    if args.mapping:
+        from mappings import load_mapping
+
+        return load_mapping(args.mapping, arch, workload)
+    from cosa.scheduler import schedule
+
+    return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
+                    time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping
+
+
+def _gemmini_arch(args):
+    from gemmini import GemminiConfig
+
+    config = GemminiConfig(dim=args.dim) if args.dim else GemminiConfig()
+    return config, config.arch(args.dataflow)
+
+
+def _scale(text: str):
+    """--scale: "auto" (few example outputs saturate) or a positive float32 output scale."""
+    if text == "auto":
+        return "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"--scale must be 'auto' or a positive number, not {text!r}")
+    return value
+
+
+def _gemmini_program(args):
+    from gemmini import codegen
+
+    workload = _workload(args.workload)
+    config, arch = _gemmini_arch(args)
+    if getattr(args, "lower", False) and not args.mapping:
+        # the layer as written and its rewrites (im2col folding, packed groups), the cheapest kept
+        from cosa.scheduler import schedule as run_scheduler
+        from gemmini.codegen.lowering import schedule as schedule_lowered
+
+        sched = schedule_lowered(workload, arch, run_scheduler, scheduler=args.scheduler, objective=args.objective,
+                                 solver=args.solver, time_limit_s=args.time_limit, seed=args.seed, bound=False)
+        return codegen.generate(sched.workload, sched.mapping, arch, dataflow=args.dataflow, scale=args.scale)
+    mapping = _gemmini_schedule(args, workload, arch)
+    return codegen.generate(workload, mapping, arch, dataflow=args.dataflow, scale=args.scale)
+
+
+def cmd_emit(args) -> int:
+    if args.target in cli_targets.TARGETS:
+        return cli_targets.cmd_emit(args)
+    from gemmini.codegen.c import emit_c, emit_gemmini_h
+
+    program = _gemmini_program(args)
+    if args.style == "gemmini-h":
+        source = emit_gemmini_h(program, with_main=args.main, seed=args.seed)
+    else:
+        source = emit_c(program, with_main=args.main, seed=args.seed)
+    if args.output in (None, "-"):
+        sys.stdout.write(source)
+    else:
+        Path(args.output).write_text(source)
+        print(f"wrote {args.output} ({len(source.splitlines())} lines, {len(program.commands):,} commands)",
+              file=sys.stderr)
+    return 0
+
+
+def cmd_build(args) -> int:
+    from gemmini.build import build_elf
+
+    program = _gemmini_program(args)
+    elf = build_elf(program, args.output, style=args.style, seed=args.seed)
+    what = f"{len(program.commands):,} commands" if args.style == "isa" else "one call of Gemmini's library"
+    print(f"wrote {elf} and {Path(elf).with_suffix('.c')} ({args.style} style, {what}; exits 0 when its output "
+          "matches the embedded expectation)", file=sys.stderr)
+    return 0
+
+
+def _run_on_spike(args, program) -> dict:
+    import tempfile
+
+    from gemmini.build import build_elf, run_spike
+
+    with tempfile.TemporaryDirectory() as tmp:
+        elf = build_elf(program, Path(tmp) / f"{program.name}.elf", style=args.style, seed=args.seed)
+        result = run_spike(elf)
+    return {"verified": result.verified, "exit_code": result.exit_code, "sim": "spike", "style": args.style,
+            "spike": result.spike, "output": result.output.strip()}
+
+
+def _run_on_chipyard(args, program) -> int:
+    from gemmini.chipyard import run_program_chipyard
+
+    r = run_program_chipyard(program, style=args.style, seed=args.seed, simulator=args.simulator)
+    if args.json:
+        _print_json({"sim": "chipyard", "style": args.style, **r.to_dict()})
+    else:
+        speed = f"{r.cycles_per_s:,.0f}" if r.cycles_per_s else "n/a"
+        print(f"{program.name}: {'verified by its own check' if r.verified else 'FAILED'} on the Chipyard "
+              f"simulator ({args.style} style), {r.cycles or 0:,} cycles (rdcycle), simulator {r.wall_s:.1f} s at "
+              f"{speed} cycles/s: {r.check}")
+    if not r.verified:
+        raise RunFailed(f"{program.name}: the program's check failed on the Chipyard simulator "
+                        f"(exit {r.exit_code}); log: {r.log}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    if args.target in cli_targets.TARGETS:
+        return cli_targets.cmd_run(args)
+    from gemmini.run import run_program
+
+    status = cli_targets.integer_status(args)          # --exceptions: Gemmini's types are int8/int32
+    if getattr(args, "lower", False) and args.sim not in ("isa", "rtl"):
+        raise FrameworkError(f"--lower runs on --sim isa or rtl only: a lowered program has no C form yet "
+                             f"(--sim {args.sim} builds C)", field="--lower")
+    program = _gemmini_program(args)
+    name = program.name
+    if args.sim == "spike":
+        from gemmini.build import check_line
+
+        d = _run_on_spike(args, program)
+        d["exception_status"] = status
+        if args.json:
+            _print_json(d)
+        else:
+            print(f"{name}: {'verified by its own check' if d['verified'] else 'FAILED'} on Spike + libgemmini "
+                  f"(exit {d['exit_code']}, {args.style} style): {check_line(d['output'])}")
+        if not d["verified"]:
+            raise RunFailed(f"{name}: the program's check failed on Spike (exit {d['exit_code']})")
+        return 0
+    if args.sim == "chipyard":
+        return _run_on_chipyard(args, program)
+    d = run_program(program, sim=args.sim, seed=args.seed).to_dict()
+    d["exception_status"] = status
+    if args.json:
+        _print_json(d)
+    else:
+        cycles = "n/a" if d["cycles"] is None else f"{d['cycles']:,.0f}"
+        util = "n/a" if d["utilization"] is None else f"{d['utilization']:.1%}"
+        units = ("load", "execute", "store")
+        busy = (", busy load/execute/store " + "/".join(f"{d['busy'][u]:,}" for u in units) + " cycles"
+                if d.get("busy") else "")
+        print(f"{name}: {'verified bit-exact' if d['verified'] else 'MISMATCH'} "
+              f"({d['mismatches']} mismatches), {cycles} cycles, ideal {d['ideal_cycles']:,.0f}, "
+              f"utilization {util}, {d['instructions']:,} instructions, {d['dram_bytes']:,} DRAM bytes{busy} "
+              f"[{args.sim}]")
+    if not d["verified"]:
+        raise RunFailed(f"{name}: output differs from the NumPy reference in {d['mismatches']} elements")
+    return 0
+
+
+def add_commands(sub) -> None:
+    """The ``emit``, ``build`` and ``run`` subcommands (Gemmini, and the targets of ``cli_targets``)."""
+    for name, func, helptext in (("emit", cmd_emit, "emit C code for a target"),
+                                 ("build", cmd_build, "build a self-checking bare-metal RISC-V ELF"),
+                                 ("run", cmd_run, "generate, run and verify on a simulator")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("target", choices=["gemmini", *(cli_targets.TARGETS if name in ("emit", "run") else ()),
+                                           *(cli_randnla.DRIVERS if name == "run" else ())])
+        p.add_argument("workload")
+        p.add_argument("--mapping", help="mapping YAML (default: schedule with --scheduler)")
+        _add_sched_opts(p)
+        p.add_argument("--dataflow", choices=["ws", "os"], default="ws")
+        p.add_argument("--dim", type=int, default=None, help="systolic array size (default 16)")
+        cli_targets.add_options(p, name)
+        p.add_argument("--scale", type=_scale, default="auto",
+                       help="output scale (float32), or 'auto': about 1%% of the example outputs saturate")
+        p.add_argument("--style", choices=["isa", "gemmini-h"], default="isa",
+                       help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library")
+        if name == "run":
+            p.add_argument("--lower", action="store_true",
+                           help="also schedule the layer's rewrites (im2col folding of thin layers, packed "
+                                "groups: gemmini.codegen.lowering) and run the cheapest (--sim isa or rtl)")
+        if name == "emit":
+            p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")
+            p.add_argument("-o", "--output", default="-")
+        elif name == "build":
+            p.add_argument("-o", "--output", required=True, help="the ELF to write (the C source goes beside it)")
+        else:
+            p.add_argument("--sim", choices=["isa", "rtl", "spike", "chipyard"], default="isa",
+                           help="spike: build the ELF and run it on GEMMINI_SPIKE (Spike + libgemmini); "
+                                "chipyard: on a Chipyard Verilator simulator of a Rocket + Gemmini SoC")
+            p.add_argument("--simulator", help="the Chipyard simulator for --sim chipyard (default: CHIPYARD_SIM)")
+            p.add_argument("--json", action="store_true")
+        p.set_defaults(func=func)
