@@ -95,7 +95,6 @@ from workloads import LoopNest
 from ..schedule import Schedule, SchedulingError, SolverStats
 from .gemmini_mapping import (CONV_ORDER, check_preset, conv_mapping, matmul_mapping, pointwise_mapping,
                               unrollable, row_extents, tile_extent)
-from .gemmini_mapping import largest_divisor_at_most  # noqa: F401  (part of this module's interface)
 
 ACC_BYTES_PER_ENTRY = 4
 """The accumulator stores int32 partial sums: one row is DIM * 4 bytes."""

@@ -34,7 +34,7 @@ from typing import Iterator
 
 from mappings import LevelMapping, Mapping
 from workloads import LoopNest
-from workloads.divisors import divisors, prime_factors
+from workloads.divisors import divisors, prime_factor_counts, prime_factors
 
 from ..schedule import SchedulingError
 
@@ -60,7 +60,7 @@ def _compositions(n: int, slots: int) -> Iterator[tuple[int, ...]]:
 
 
 def _count_compositions(n: int, slots: int) -> int:
-    return math.prod(math.comb(e + slots - 1, slots - 1) for e in Counter(prime_factors(n)).values())
+    return math.prod(math.comb(e + slots - 1, slots - 1) for e in prime_factor_counts(n).values())
 
 
 class MapSpace:

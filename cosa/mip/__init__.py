@@ -2,7 +2,9 @@
 
 from .driver import mip_schedule
 from .formulation import OBJECTIVES, CosaWeights, Formulation, build
-from .problem import Problem, build_problem, divisors, prime_factors
+from workloads.divisors import divisors, prime_factor_counts as prime_factors  # re-exported: prime -> multiplicity
+
+from .problem import Problem, build_problem
 from .solve import SOLVERS, SolveResult, gurobi_available, solve
 
 __all__ = [

@@ -7,6 +7,7 @@ import math
 import pyomo.environ as pe
 
 from mappings import LevelMapping, Mapping
+from workloads.divisors import multiplicity
 
 from .formulation import Formulation
 from .reuse import reuse_order, reuse_sets
@@ -103,7 +104,7 @@ def fix_to_mapping(form: Formulation, mapping: Mapping) -> bool:
     """
     problem = form.problem
     for (k, d, p), var in form.nT.items():
-        var.fix(_exponent(mapping.levels[k].temporal_factor(d), p))
+        var.fix(multiplicity(mapping.levels[k].temporal_factor(d), p))
     for var in form.nS.values():
         var.fix(0)
     for k, lm in enumerate(mapping.levels):
@@ -114,7 +115,7 @@ def fix_to_mapping(form: Formulation, mapping: Mapping) -> bool:
             if not homes:
                 return False
             for p in problem.primes[d]:
-                e = _exponent(factor, p)
+                e = multiplicity(factor, p)
                 if e and (homes[0], d, p) not in form.nS:
                     return False
                 if e:
@@ -143,10 +144,3 @@ def unfix_all(form: Formulation) -> None:
     for runs in form.runs.values():
         unfix_runs(runs)
 
-
-def _exponent(n: int, p: int) -> int:
-    e = 0
-    while n % p == 0 and n > 1:
-        n //= p
-        e += 1
-    return e

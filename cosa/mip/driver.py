@@ -7,13 +7,14 @@ import math
 import time
 
 from mappings.validate import violations
+from workloads.divisors import prime_factor_counts
 
 from ..schedule import Schedule, SchedulingError, SolverStats
 from .decode import add_capacity_cut, decode
 from .formulation import OBJECTIVES, CosaWeights, build
 from .polish import objective_value, polish_orders
 from .predict import baseline_mappings, load_start
-from .problem import build_problem, prime_factors
+from .problem import build_problem
 from .solve import SOLVERS, solve
 
 MAX_CUT_ROUNDS = 16
@@ -43,7 +44,7 @@ def _check_min_utilization(problem, min_utilization: float, src: str) -> None:
         fits = [p for d in slot.dims for p, mult in problem.primes[d].items() for _ in range(mult) if p <= slot.size]
         best += min(math.log2(slot.size), sum(math.log2(p) for p in fits))
     if best + 1e-9 < need:
-        too_big = sorted({(p, d) for d in problem.dims for p in prime_factors(problem.bounds[d])
+        too_big = sorted({(p, d) for d in problem.dims for p in prime_factor_counts(problem.bounds[d])
                           if all(p > s.size for s in problem.slots)}, key=lambda x: (-x[0], x[1]))
         why = ("; prime factors larger than every spatial axis: "
                + ", ".join(f"{p} of {d}" for p, d in too_big)) if too_big else ""

@@ -78,10 +78,11 @@ from dataclasses import dataclass, field
 import pyomo.environ as pe
 
 from mappings.validate import group_dims
+from workloads.divisors import multiplicity
 
 from .latency import Terms, cycles_expr
 from .linear import EPS, add as _add, exp_tangents as _exp_tangents
-from .problem import Problem, WindowAxis, exponent
+from .problem import Problem, WindowAxis
 from .reuse import build_order, reload_log
 from .runs import build_runs, run_levels
 
@@ -233,7 +234,7 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
                 for p in problem.primes[d]:
                     total = sum(m.nT[k, d, p] for k in range(i, L)) + sum(
                         m.nS[a, d, p] for a, slot in enumerate(problem.slots) if slot.level >= i and (a, d, p) in m.nS)
-                    _add(m.link, sum(exponent(c[pos], p) * u[n] for n, c in enumerate(combos)) == total)
+                    _add(m.link, sum(multiplicity(c[pos], p) * u[n] for n, c in enumerate(combos)) == total)
             expr = sum(log2(axis.extent(dict(zip(names, c)))) * u[n] for n, c in enumerate(combos))
             stored_expr = sum(log2(axis.stored_extent(dict(zip(names, c)), groups)) * u[n]
                               for n, c in enumerate(combos))

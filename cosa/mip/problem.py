@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from mappings.validate import stored_span
-from workloads.divisors import divisors, multiplicity as exponent, prime_factor_counts as prime_factors  # noqa: F401
+from workloads.divisors import divisors, prime_factor_counts
 
 from ..schedule import SchedulingError
 
@@ -117,7 +117,7 @@ def build_problem(workload, arch, order_levels: str | tuple[int, ...] = "all") -
     src = f"schedule of {workload.name} on {arch.name}"
     bounds = dict(workload.dims)
     dims = tuple(d for d, b in bounds.items() if b > 1)
-    primes = {d: prime_factors(bounds[d]) for d in dims}
+    primes = {d: prime_factor_counts(bounds[d]) for d in dims}
     holders = {t.name: tuple(i for i, lv in enumerate(arch.levels) if i == 0 or lv.may_hold(t)) for t in workload.tensors}
     capacity = []
     for i, lv in enumerate(arch.levels):

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 
 import pyomo.environ as pe
 
-from .problem import divisors
+from workloads.divisors import divisors
 
 MAX_RUN_VALUES = 96
 """Up to this many achievable run lengths get one binary each (exact rounding and last-command rows);

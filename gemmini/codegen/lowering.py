@@ -167,13 +167,14 @@ def pack(workload, dim: int = 16):
     and the channel as separate tensor axes (input [N, G, C, H, W], output [N, G, K, Q, P]) and puts m
     groups' channels on the array rows and columns at once (block-diagonal weights), which a group with
     fewer channels than DIM cannot fill alone."""
+    from workloads.divisors import largest_divisor_at_most
     from workloads.ir import AffineExpr, LoopNest, Tensor
 
     o = _original(workload)
     if o is None or o["groups"] < 2:
         return None
     cg, kg = o["C"] // o["groups"], o["K"] // o["groups"]
-    m = max(d for d in range(1, o["groups"] + 1) if o["groups"] % d == 0 and d * cg <= max(dim, cg))
+    m = largest_divisor_at_most(o["groups"], max(dim, cg) // cg)
     groups = o["groups"] // m
     (sh, sw), (dh, dw), (ph, pw) = o["stride"], o["dilation"], o["padding"]
     dims = {"N": o["N"]}

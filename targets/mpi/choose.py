@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from workloads.divisors import divisors
+
 from . import model
 from .launch import MpiError
 
@@ -58,7 +60,7 @@ def candidates(kernel: str, m: int, n: int, r: int, nnz: int, p: int, machine: m
     machine = machine or model.Machine()
     out = []
     for alg in algorithms or model.ALGORITHMS:
-        for c in cs or [d for d in range(1, p + 1) if p % d == 0]:
+        for c in cs or divisors(p):
             for elide in elides or model.ELIDES:
                 if model.check(alg, kernel, elide, m, n, r, p, c):
                     continue

@@ -7,7 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 from cosa import SchedulingError
 from cosa.baselines import GemminiTileConfig, tiled_conv_auto_tiles, tiled_matmul_auto_tiles
-from cosa.baselines.gemmini_default import conv_rows, largest_divisor_at_most, matmul_acc_rows, matmul_spad_rows
+from cosa.baselines.gemmini_default import conv_rows, matmul_acc_rows, matmul_spad_rows
+from workloads.divisors import largest_divisor_at_most
 
 DEFAULT = GemminiTileConfig()  # DIM 16, 4 banks x 4096 rows, 1024 accumulator rows
 

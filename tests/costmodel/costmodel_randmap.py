@@ -5,13 +5,8 @@ from __future__ import annotations
 import random
 
 from costmodel import Arch, Level
-from cosa.mip import prime_factors as prime_factor_counts
 from mappings import LevelMapping, Mapping
-
-
-def primes(n: int) -> list[int]:
-    """Prime factors of n with multiplicity, ascending."""
-    return [p for p, k in sorted(prime_factor_counts(n).items()) for _ in range(k)]
+from workloads.divisors import prime_factors as primes
 
 
 def small_arch(levels: int = 4, fanout: int = 64, multicast: bool = True) -> Arch:

@@ -13,6 +13,7 @@ from costmodel.compute_runs import address_strides, compute_runs, compute_work
 from costmodel.evaluate import quantized_iterations
 from gemmini import GemminiConfig, codegen
 from mappings import LevelMapping as LM, Mapping
+from workloads.divisors import divisors
 
 DIM = 4
 # a per-compute overhead of 3 cycles exercises the mechanism (the preset's default is 0)
@@ -143,9 +144,9 @@ def rows_arch(rows: int | None, overhead: int, fanout: int = 1) -> Arch:
 
 def factor_splits(bound: int):
     """Strategy: (outer, middle, inner) with product ``bound``."""
-    divisors = [d for d in range(1, bound + 1) if bound % d == 0]
-    return st.sampled_from(divisors).flatmap(
-        lambda a: st.sampled_from([d for d in divisors if (bound // a) % d == 0]).map(
+    ds = divisors(bound)
+    return st.sampled_from(ds).flatmap(
+        lambda a: st.sampled_from([d for d in ds if (bound // a) % d == 0]).map(
             lambda b: (a, b, bound // a // b)))
 
 

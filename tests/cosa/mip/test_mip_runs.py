@@ -18,7 +18,7 @@ from cosa.baselines import random_mapping
 from cosa.mip import build, build_problem, mip_schedule, solve
 from cosa.mip.decode import decode, fix_to_mapping, unfix_all
 from cosa.mip.predict import predict
-from cosa.mip.problem import prime_factors
+from workloads.divisors import prime_factor_counts
 from cosa.mip.runs import candidates, ceil_steps, merge_options, run_chain
 from mappings import LevelMapping, Mapping, validate
 
@@ -56,7 +56,7 @@ def nest_and_mapping(draw):
     temporal = [dict() for _ in arch.levels]
     spatial = [dict() for _ in arch.levels]
     for d, bound in nest.dims.items():
-        for p, e in prime_factors(bound).items():
+        for p, e in prime_factor_counts(bound).items():
             for _ in range(e):
                 # the run level gets most factors, so that merges are common
                 slot = draw(st.sampled_from(["T0", "T1", "T2", "S2", "T3", "T3", "T3"]))
