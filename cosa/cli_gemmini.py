@@ -64,9 +64,85 @@ def _gemmini_program(args):
     return codegen.generate(workload, mapping, arch, dataflow=args.dataflow, scale=args.scale)
 
 
+# --- --style loops: the library's loop-instruction calls with cosa's tile arguments (gemmini.loop_schedule) --
+def _loop_schedule(args):
+    from gemmini.loop_schedule import tune_tiles
+
+    if args.dataflow != "ws":
+        raise FrameworkError("--style loops runs weight-stationary (the library's convolutions are WS only)",
+                             field="--dataflow")
+    workload = _workload(args.workload)
+    _, arch = _gemmini_arch(args)
+    mapping = _gemmini_schedule(args, workload, arch)
+    return tune_tiles(workload, mapping, arch, scale=args.scale)
+
+
+def _loops_text(ls) -> str:
+    tiles = "the library's own tiles" if ls.tiles is None else f"tiles {tuple(ls.tiles)}"
+    return (f"{tiles} ({ls.evaluated} streams timed; timing model {ls.cycles:,.0f} cycles, the library's own "
+            f"{ls.library_cycles:,.0f})")
+
+
+def _loops_elf(args, ls, output):
+    from gemmini.chipyard import vendor_elf
+
+    return vendor_elf(ls.vendor, output, seed=args.seed, tiles=ls.tiles)
+
+
+def _run_loops(args) -> int:
+    import tempfile
+
+    ls = _loop_schedule(args)
+    name = ls.vendor.name
+    if args.sim == "isa":
+        from gemmini.vendor.run import run_vendor
+
+        run = run_vendor(ls.vendor, tiles=ls.tiles, with_timing=True, seed=args.seed)
+        d = {"sim": "isa", "style": "loops", "verified": run.verified, "mismatches": run.mismatches,
+             "instructions": run.instructions, **ls.to_dict()}
+        line = f"{'verified bit-exact' if run.verified else 'MISMATCH'} ({run.mismatches} mismatches) [isa]"
+    elif args.sim in ("spike", "chipyard"):
+        with tempfile.TemporaryDirectory(prefix="cosa-loops-") as tmp:
+            elf = _loops_elf(args, ls, Path(tmp) / f"{name}_loops.elf")
+            if args.sim == "spike":
+                from gemmini.build import check_line, run_spike
+
+                r = run_spike(elf)
+                d = {"sim": "spike", "style": "loops", "verified": r.verified, "exit_code": r.exit_code,
+                     **ls.to_dict()}
+                line = f"{'verified by its own check' if r.verified else 'FAILED'} on Spike: {check_line(r.output)}"
+            else:
+                from gemmini.chipyard import run_chipyard
+
+                r = run_chipyard(elf, simulator=args.simulator)
+                d = {"sim": "chipyard", "style": "loops", **r.to_dict(), **ls.to_dict()}
+                line = (f"{'verified by its own check' if r.verified else 'FAILED'} on the Chipyard simulator, "
+                        f"{r.cycles or 0:,} cycles (rdcycle): {r.check}")
+    else:
+        raise FrameworkError(f"--style loops runs on --sim isa, spike or chipyard (not {args.sim})", field="--sim")
+    if args.json:
+        _print_json(d)
+    else:
+        print(f"{name}: {line}; {_loops_text(ls)}")
+    if not d["verified"]:
+        raise RunFailed(f"{name}: the loop-instruction program's check failed on {args.sim}")
+    return 0
+
+
 def cmd_emit(args) -> int:
     if args.target in cli_targets.TARGETS:
         return cli_targets.cmd_emit(args)
+    if args.style == "loops":
+        from gemmini.chipyard import vendor_c
+
+        ls = _loop_schedule(args)
+        source = vendor_c(ls.vendor, seed=args.seed, tiles=ls.tiles)
+        if args.output in (None, "-"):
+            sys.stdout.write(source)
+        else:
+            Path(args.output).write_text(source)
+        print(f"{ls.vendor.name}: {_loops_text(ls)}", file=sys.stderr)
+        return 0
     from gemmini.codegen.c import emit_c, emit_gemmini_h
 
     program = _gemmini_program(args)
@@ -86,6 +162,12 @@ def cmd_emit(args) -> int:
 def cmd_build(args) -> int:
     from gemmini.build import build_elf
 
+    if args.style == "loops":
+        ls = _loop_schedule(args)
+        elf = _loops_elf(args, ls, args.output)
+        print(f"wrote {elf} and {Path(elf).with_suffix('.c')} (loops style: {_loops_text(ls)}; exits 0 when its "
+              "output matches the embedded expectation)", file=sys.stderr)
+        return 0
     program = _gemmini_program(args)
     elf = build_elf(program, args.output, style=args.style, seed=args.seed)
     what = f"{len(program.commands):,} commands" if args.style == "isa" else "one call of Gemmini's library"
@@ -129,6 +211,8 @@ def cmd_run(args) -> int:
     from gemmini.run import run_program
 
     status = cli_targets.integer_status(args)          # --exceptions: Gemmini's types are int8/int32
+    if args.style == "loops":
+        return _run_loops(args)
     if getattr(args, "lower", False) and args.sim not in ("isa", "rtl"):
         raise FrameworkError(f"--lower runs on --sim isa or rtl only: a lowered program has no C form yet "
                              f"(--sim {args.sim} builds C)", field="--lower")
@@ -184,8 +268,11 @@ def add_commands(sub) -> None:
         cli_targets.add_options(p, name)
         p.add_argument("--scale", type=_scale, default="auto",
                        help="output scale (float32), or 'auto': about 1%% of the example outputs saturate")
-        p.add_argument("--style", choices=["isa", "gemmini-h"], default="isa",
-                       help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library")
+        p.add_argument("--style", choices=["isa", "gemmini-h", "loops"], default="isa",
+                       help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library with "
+                            "the mapping's tiles; loops: the library's loop-instruction stream with tile "
+                            "arguments tuned from the mapping's on the timing model (self-checking C, no main "
+                            "option)")
         if name == "run":
             p.add_argument("--lower", action="store_true",
                            help="also schedule the layer's rewrites (im2col folding of thin layers, packed "

@@ -151,10 +151,11 @@ def run_chipyard(elf, *, simulator: str | os.PathLike | None = None, max_cycles:
 
 
 # --- the vendor stream as a self-checking program --------------------------------------------------------
-def vendor_c(program, *, seed: int = 0, name: str | None = None) -> str:
-    """A self-checking, timed C program that issues ``program``'s vendor stream (``gemmini.vendor.stream``)
-    on embedded example inputs (``vendor.run.example_inputs(program, seed)``) and compares the output with
-    the NumPy reference (``vendor.run.reference``)."""
+def vendor_c(program, *, seed: int = 0, name: str | None = None, tiles: tuple | None = None) -> str:
+    """A self-checking, timed C program that issues ``program``'s vendor stream (``gemmini.vendor.stream``;
+    with ``tiles``, the library's calls run with those tile arguments) on embedded example inputs
+    (``vendor.run.example_inputs(program, seed)``) and compares the output with the NumPy reference
+    (``vendor.run.reference``)."""
     from .codegen.c import _C_TYPES, _array, stream_c
     from .vendor import stream
     from .vendor.run import _output_name, example_inputs, reference
@@ -178,7 +179,7 @@ def vendor_c(program, *, seed: int = 0, name: str | None = None) -> str:
             lines.append(f"static {ctype} {fn}_test_{b.name}[{count}] __attribute__((aligned(64))) = {data};")
     size = int(np.prod(out.shape))
     lines.append(f"static const elem_t {fn}_expected[{size}] = {_array(expected)};")
-    lines.append(stream_c(stream(program), name=fn, spans=spans))
+    lines.append(stream_c(stream(program, tiles=tiles), name=fn, spans=spans))
     lines += ["int main(void) {",  # the call's arguments are the embedded arrays (build.timed_source finds it so)
               f"  {fn}({', '.join(buf for _, _, buf in sorted(spans))});",
               "  long mismatches = 0;",
@@ -188,9 +189,9 @@ def vendor_c(program, *, seed: int = 0, name: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def vendor_elf(program, output, *, seed: int = 0, keep_c: bool = True) -> Path:
-    """Build ``vendor_c(program)`` (timed) into the bare-metal ELF ``output``."""
-    return build_source(timed_source(vendor_c(program, seed=seed)), output, keep_c=keep_c)
+def vendor_elf(program, output, *, seed: int = 0, keep_c: bool = True, tiles: tuple | None = None) -> Path:
+    """Build ``vendor_c(program, tiles=tiles)`` (timed) into the bare-metal ELF ``output``."""
+    return build_source(timed_source(vendor_c(program, seed=seed, tiles=tiles)), output, keep_c=keep_c)
 
 
 def run_program_chipyard(program, *, style: str = "isa", seed: int = 0, simulator=None,

@@ -201,12 +201,14 @@ def _library_tiles(tiles: list, fits, limits: list, channel_step: tuple = ()) ->
     return tuple(tiles), shrunk
 
 
-def library_tiles(program: Program, as_matmul: bool = False) -> tuple[tuple, bool]:
-    """(tile arguments, shrunk) for running ``program``'s mapping through Gemmini's library: ``tiled_matmul``'s
-    (tile_I, tile_J, tile_K) in DIM blocks for a matmul (or, ``as_matmul``, a 1x1 convolution run as the
-    [N*H*W, C] x [C, K] matmul the library's ResNet-50 makes of it), else ``tiled_conv``'s (batches, porows,
-    pocols, pochs, krows, kcols, kchs): the mapping's scratchpad tile, shrunk (largest argument first,
-    channels by DIM) until it fits the half of the scratchpad and accumulator the library allows in WS."""
+def library_tile_space(program: Program, as_matmul: bool = False) -> tuple:
+    """The space of tile arguments of the library call that runs ``program``'s layer: (start, fits, limits,
+    channel_step).  start: the mapping's scratchpad tile as those arguments (before any shrinking); fits(tiles):
+    whether the library accepts them (its WS half of the scratchpad and accumulator); limits: each argument's
+    largest useful value; channel_step: (indices of channel arguments, the step they move by) or ().
+    Arguments: ``tiled_matmul``'s (tile_I, tile_J, tile_K) in DIM blocks for a matmul (or, ``as_matmul``, a 1x1
+    convolution run as the [N*H*W, C] x [C, K] matmul the library's ResNet-50 makes of it), else
+    ``tiled_conv``'s (batches, porows, pocols, pochs, krows, kcols, kchs)."""
     cfg, pr = program.config, program.problem
     e1, dim, b = dict(program.plan.extents[1]), cfg.dim, pr.bounds
     if pr.transposed:  # the plan walks image columns: name its tile in image terms
@@ -223,7 +225,7 @@ def library_tiles(program: Program, as_matmul: bool = False) -> tuple[tuple, boo
             ti, tj, tk = t
             return (ti * tk + tk * tj) * dim <= sp_rows and ti * tj * dim <= acc_rows
         limits = [-(-v // dim) for v in (whole, b["k"], b["c"])]
-        return _library_tiles([-(-v // dim) for v in (rows, e1["k"], e1["c"])], fits, limits)
+        return [-(-v // dim) for v in (rows, e1["k"], e1["c"])], fits, limits, ()
     sh, dh = pr.stride[0], pr.dilation[0]
 
     def fits(t):  # the library's footprint of a conv tile (no pooling, no downsample path)
@@ -235,7 +237,15 @@ def library_tiles(program: Program, as_matmul: bool = False) -> tuple[tuple, boo
         return (a_rows + cout * kcols * krows * kchs <= sp_rows
                 and cout * batches * porows * pocols <= acc_rows)
     names = ("n", "oh", "ow", "k", "kh", "kw", "c")
-    return _library_tiles([e1[d] for d in names], fits, [b[d] for d in names], ((3, 6), dim))
+    return [e1[d] for d in names], fits, [b[d] for d in names], ((3, 6), dim)
+
+
+def library_tiles(program: Program, as_matmul: bool = False) -> tuple[tuple, bool]:
+    """(tile arguments, shrunk) for running ``program``'s mapping through Gemmini's library
+    (``library_tile_space``): the mapping's scratchpad tile, shrunk (largest argument first, channels by DIM)
+    until it fits the half of the scratchpad and accumulator the library allows in WS."""
+    start, fits, limits, channel_step = library_tile_space(program, as_matmul)
+    return _library_tiles(start, fits, limits, channel_step)
 
 
 def emit_gemmini_h(program: Program, *, name: str | None = None, with_main: bool = False, inputs: dict | None = None,

@@ -1,0 +1,162 @@
+"""A layer run by Gemmini's own loop instructions, with tile arguments chosen by cosa.
+
+On a Gemmini SoC the core issues every command of an explicit stream itself, one RoCC instruction after
+another, while the loop instructions (LOOP_WS, LOOP_CONV_WS) are unrolled into commands by the
+accelerator.  Measured on Gemmini's real RTL (Chipyard), that issue cost is what makes an explicit stream
+slower than the library's loop-instruction stream for the same layer.  This module therefore schedules
+into the library's form: the library call Gemmini's networks make for the layer
+(``gemmini.vendor.calls.from_workload``) run with tile arguments chosen here instead of the library's own
+(``gemmini.vendor.given_tiles_stream``).  The library's loop order, inner loops and double buffering stay
+the library's; only the tile sizes change, so the library itself is the exact baseline.
+
+``tune_tiles`` starts from the mapping's scratchpad tile (``codegen.c.library_tile_space``; the MIP's when
+the mapping comes from cosa) and from the library's own choice, climbs through neighbouring tile
+arguments that the library accepts (each argument doubled, halved, one more or one less; channel
+arguments by DIM), and keeps the stream with the fewest cycles on our timing model
+(``gemmini.sim.timing``).  The library's own stream is always a candidate, so on the timing model the
+result is never slower than the library; on real hardware that is a measurement, not a guarantee.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import isa
+from .codegen import generate
+from .codegen.c import library_tile_space
+from .config import GemminiConfig
+from .errors import CodegenError
+from .sim.timing import timing
+from .vendor import DEFAULT_PARAMS, LibParams, stream
+from .vendor.calls import VendorProgram, from_workload
+
+#: Library calls whose tile arguments a program may choose (``gemmini.vendor.given_tiles_stream``).
+TILED_CALLS = ("tiled_matmul_auto", "tiled_matmul_nn_auto", "tiled_conv_auto", "tiled_conv_stride_auto")
+DEFAULT_BUDGET = 48
+
+
+@dataclass(frozen=True)
+class LoopSchedule:
+    """The library's calls for a layer with chosen tile arguments.
+
+    vendor: the library's calls (``VendorProgram``; its buffers, inputs and reference are the library's).
+    tiles: the chosen tile arguments (None: the library's own choice won).  cycles: timing-model cycles of
+    the chosen stream; library_cycles: of the library's own choice.  start: the mapping's tile as library
+    arguments (None when the layer's call takes no tile arguments).  evaluated: streams timed.
+    tried: tiles -> cycles of every stream timed (None: the library's own).  params: the library's
+    configuration the streams were generated for (``library_params`` of the hardware's config).
+    """
+
+    vendor: VendorProgram
+    tiles: tuple | None
+    cycles: float
+    library_cycles: float
+    start: tuple | None
+    evaluated: int
+    tried: dict = field(default_factory=dict, compare=False, repr=False)
+    params: LibParams = DEFAULT_PARAMS
+
+    def stream(self) -> list:
+        """The command triples (loop instructions included) the SoC runs."""
+        return stream(self.vendor, self.params, tiles=self.tiles)
+
+    @property
+    def speedup(self) -> float:
+        """Library cycles over chosen cycles on the timing model (>= 1)."""
+        return self.library_cycles / self.cycles
+
+    def to_dict(self) -> dict:
+        return {"layer": self.vendor.name, "tiles": list(self.tiles) if self.tiles else None,
+                "cycles": self.cycles, "library_cycles": self.library_cycles,
+                "start": list(self.start) if self.start else None, "evaluated": self.evaluated}
+
+
+def _neighbours(tiles: tuple, limits: list, channel_step: tuple) -> list:
+    channels, step = channel_step or ((), 1)
+    out = []
+    for i, t in enumerate(tiles):
+        unit = step if i in channels else 1
+        for v in (t * 2, t // 2, t + unit, t - unit):
+            v = min(max(unit if i in channels else 1, v), limits[i])
+            if v != t:
+                out.append(tiles[:i] + (v,) + tiles[i + 1:])
+    return out
+
+
+def _clamp(tiles, limits) -> tuple:
+    return tuple(max(1, min(int(t), lim)) for t, lim in zip(tiles, limits))
+
+
+def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, bias: bool = True,
+               relu: bool = False, scale: float | str = "auto", budget: int = DEFAULT_BUDGET) -> LoopSchedule:
+    """The library's calls for ``workload`` with the tile arguments that give the fewest timing-model
+    cycles among those ``tune_tiles`` visits (module docstring), starting from ``mapping``'s tile.
+
+    ``budget``: the most streams timed (the library's own included).  Deterministic: the same inputs
+    visit the same tiles in the same order.  A layer whose library call takes no tile arguments
+    (depthwise, the downsample path, pooling) gets the library's own stream (``tiles`` None)."""
+    program = generate(workload, mapping, arch, bias=bias, scale=scale)
+    config = config or program.config
+    vendor = from_workload(workload, dataflow=program.dataflow, bias=program.bias, relu=relu or program.relu,
+                           scale=program.scale)
+    params = library_params(config)
+    if params != DEFAULT_PARAMS:
+        raise CodegenError("the library's streams are reproduced for gemmini_params.h's defaults only (DIM 16, "
+                           "256 KiB scratchpad in 4 banks, 64 KiB accumulator, 64-byte mvin rows)",
+                           source=f"workload {workload.name}", field="config")
+    tried: dict = {}
+
+    def cycles(tiles):
+        if tiles not in tried:
+            tried[tiles] = float(timing(isa.decode_stream(stream(vendor, params, tiles=tiles)), config).cycles)
+        return tried[tiles]
+
+    library = cycles(None)
+    fns = {call.fn for call in vendor.calls}
+    if not fns <= set(TILED_CALLS):
+        return LoopSchedule(vendor, None, library, library, None, len(tried), tried, params)
+    as_matmul = program.kind != "matmul" and fns <= {"tiled_matmul_auto", "tiled_matmul_nn_auto"}
+    start, fits, limits, channel_step = library_tile_space(program, as_matmul)
+    start = _clamp(start, limits)
+    starts = [start] + ([own] if (own := _library_choice(vendor, params)) is not None else [])
+    for point in starts:               # steepest descent from each start, while the budget lasts
+        if not fits(point) or len(tried) >= budget:
+            continue
+        here = _timed(cycles, point)
+        while here is not None and len(tried) < budget:
+            step = None
+            for t in _neighbours(point, limits, channel_step):
+                if len(tried) >= budget:
+                    break
+                if fits(t) and t not in tried and (c := _timed(cycles, t)) is not None and c < (step or (0, here))[1]:
+                    step = (t, c)
+            if step is None:
+                break
+            point, here = step
+    best = min(tried, key=lambda t: (tried[t], t is not None))  # a tie keeps the library's own tiles
+    return LoopSchedule(vendor, best, tried[best], library, start, len(tried), tried, params)
+
+
+def library_params(config: GemminiConfig) -> LibParams:
+    """gemmini_params.h's values for the hardware ``config`` describes (the library's tile arithmetic)."""
+    return LibParams(dim=config.dim, bank_num=config.sp_banks, bank_rows=config.sp_rows // config.sp_banks,
+                     acc_rows=config.acc_rows, max_bytes=config.max_mvin_bytes)
+
+
+def _timed(cycles, tiles) -> float | None:
+    try:
+        return cycles(tiles)
+    except CodegenError:        # the library refuses these tiles (a limit its fit test does not state)
+        return None
+
+
+def _library_choice(vendor: VendorProgram, params: LibParams) -> tuple | None:
+    """The library's own tile arguments for a matmul call (None for convolutions: their search starts
+    from the mapping only, the library's own stream stays a candidate)."""
+    call = vendor.calls[0]
+    if call.fn not in ("tiled_matmul_auto", "tiled_matmul_nn_auto"):
+        return None
+    from .vendor.matmul import auto_tiles
+
+    args = dict(call.args)
+    return tuple(auto_tiles(args["dim_I"], args["dim_J"], args["dim_K"], args["tiled_matmul_type"], params))

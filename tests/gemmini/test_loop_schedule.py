@@ -1,0 +1,109 @@
+"""cosa's tile arguments for the library's loop-instruction calls (gemmini.loop_schedule)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cosa.scheduler import schedule
+from gemmini import isa
+from gemmini.config import DEFAULT_CONFIG
+from gemmini.loop_schedule import tune_tiles
+from gemmini.sim.timing import timing
+from gemmini.vendor import stream
+from gemmini.vendor.run import run_vendor
+from workloads import conv2d, depthwise_conv2d, matmul
+
+ARCH = DEFAULT_CONFIG.arch("ws")
+
+LAYERS = {
+    "matmul": matmul("mm", M=48, N=96, K=64),
+    "conv3x3": conv2d("c3", C=32, K=32, H=6, W=6, R=3, S=3, padding=1),
+    "conv1x1": conv2d("c1", C=32, K=48, H=6, W=6, R=1, S=1),
+}
+
+
+def _tuned(wl, budget=12):
+    mapping = schedule(wl, ARCH, scheduler="gemmini-default", bound=False).mapping
+    return tune_tiles(wl, mapping, ARCH, budget=budget)
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_tuned_stream_is_bit_exact_and_never_slower_than_the_library(name):
+    ls = _tuned(LAYERS[name])
+    assert ls.cycles <= ls.library_cycles
+    assert ls.evaluated <= 12 and ls.evaluated == len(ls.tried)
+    run = run_vendor(ls.vendor, tiles=ls.tiles, with_timing=True, seed=3)
+    assert run.verified, f"{run.mismatches} mismatches"
+    assert run.cycles == ls.cycles                      # the reported cycles are the chosen stream's
+    assert ls.cycles == min(ls.tried.values())
+    if ls.tiles is None:
+        assert ls.cycles == ls.library_cycles
+    else:
+        assert ls.cycles < ls.library_cycles
+
+
+def test_the_search_is_deterministic_and_times_each_stream_once():
+    a, b = _tuned(LAYERS["matmul"]), _tuned(LAYERS["matmul"])
+    assert (a.tiles, a.cycles, list(a.tried)) == (b.tiles, b.cycles, list(b.tried))
+    for tiles, cycles in a.tried.items():
+        assert timing(isa.decode_stream(stream(a.vendor, tiles=tiles)), DEFAULT_CONFIG).cycles == cycles
+
+
+def test_a_call_without_tile_arguments_keeps_the_library_stream():
+    wl = depthwise_conv2d("dw", C=32, H=6, W=6, R=3, S=3, padding=1)
+    ls = _tuned(wl)
+    assert ls.tiles is None and ls.start is None and ls.evaluated == 1
+    assert run_vendor(ls.vendor, with_timing=False).verified
+
+
+def test_other_array_sizes_are_refused_in_one_line():
+    from gemmini.config import GemminiConfig
+    from gemmini.errors import CodegenError
+
+    small = GemminiConfig(dim=4, sp_kib=16, acc_kib=8)
+    wl = matmul("mm", M=8, N=8, K=8)
+    mapping = schedule(wl, small.arch("ws"), scheduler="gemmini-default", bound=False).mapping
+    with pytest.raises(CodegenError, match="defaults only"):
+        tune_tiles(wl, mapping, small.arch("ws"))
+
+
+def _cli(capsys, *argv):
+    from cosa.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_runs_the_loops_style_and_refuses_simulators_without_it(capsys, tmp_path):
+    import json
+
+    path = tmp_path / "mm.yaml"
+    path.write_text("kind: matmul\nname: mm\nM: 32\nN: 48\nK: 32\n")
+    code, out, _ = _cli(capsys, "run", "gemmini", str(path), "--style", "loops", "--scheduler", "gemmini-default",
+                        "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["verified"] and doc["style"] == "loops" and doc["cycles"] <= doc["library_cycles"]
+    code, _, err = _cli(capsys, "run", "gemmini", str(path), "--style", "loops", "--sim", "rtl",
+                        "--scheduler", "gemmini-default")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--sim" in err
+    code, _, err = _cli(capsys, "run", "gemmini", str(path), "--style", "loops", "--dim", "4",
+                        "--scheduler", "gemmini-default")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "defaults only" in err
+    out_c = tmp_path / "mm.c"
+    code, _, err = _cli(capsys, "emit", "gemmini", str(path), "--style", "loops", "--scheduler", "gemmini-default",
+                        "-o", str(out_c))
+    assert code == 0 and "int main" in out_c.read_text() and "streams timed" in err
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("GEMMINI_SPIKE"),
+                    reason="GEMMINI_SPIKE (Spike with libgemmini) is not set")
+@pytest.mark.parametrize("name", ["matmul", "conv1x1", "conv3x3"])
+def test_tuned_programs_pass_on_spike(name, tmp_path):
+    from gemmini.build import run_spike
+    from gemmini.chipyard import vendor_elf
+
+    ls = _tuned(LAYERS[name])
+    elf = vendor_elf(ls.vendor, tmp_path / f"{name}.elf", tiles=ls.tiles)
+    result = run_spike(elf)
+    assert result.verified, result.output
