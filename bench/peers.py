@@ -197,7 +197,42 @@ def mapper(args) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({"mapper": f"{args.algorithm}, search-size {args.search_size}, "
                                                          "1 thread", "rows": rows}, indent=1) + "\n")
+    if args.results:
+        from results_section import run_stamp, save_outputs
+
+        date, machine = run_stamp()
+        save_outputs(name="peers", title="Timeloop peers: cosa against timeloop-mapper", date=date, machine=machine,
+                     command=f"TIMELOOP_MAPPER=... python bench/peers.py mapper --arch {Path(args.arch).name} "
+                             f"--mapspace {Path(args.mapspace).name} --search-size {args.search_size} "
+                             f"--algorithm {args.algorithm}",
+                     console=mapper_table(rows), data={"timeloop": doc.get("timeloop"), "rows": rows},
+                     json_path=None, results_path=args.results, notes=mapper_notes(doc.get("timeloop", ""), args),
+                     summary=SUMMARY)
     return 0
+
+
+SUMMARY = [{"table": 0, "column": "mapper / cosa", "what": "timeloop-mapper's cycles over cosa's",
+            "stats": ["geomean", "min", "max", "below:1"]}]
+
+
+def mapper_table(rows: list[dict]) -> str:
+    """The mapper comparison as a Markdown table, one row per layer and a total row."""
+    lines = ["| layer | cosa cycles | cosa s | timeloop-mapper cycles | mapper s | mapper / cosa |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['layer']} | {r['cosa_cycles']:,.0f} | {r['cosa_s'] or 0:.1f} | {r['mapper_cycles']:,.0f} | "
+                     f"{r['mapper_s']:.1f} | {r['mapper_cycles'] / r['cosa_cycles']:.2f} |")
+    cosa, mapped = sum(r["cosa_cycles"] for r in rows), sum(r["mapper_cycles"] for r in rows)
+    lines.append(f"| total ({len(rows)} layers) | {cosa:,.0f} | {sum(r['cosa_s'] or 0 for r in rows):.1f} | "
+                 f"{mapped:,.0f} | {sum(r['mapper_s'] for r in rows):.1f} | {mapped / cosa:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def mapper_notes(timeloop: str, args) -> str:
+    return (f"Layers of the recorded data on CoSA's Simba-like arch ({Path(args.arch).name}), every mapping priced "
+            f"by timeloop-model ({timeloop}).  cosa: the recorded schedules; timeloop-mapper: {args.algorithm} over "
+            f"CoSA's mapspace constraints ({Path(args.mapspace).name}), stopped after `--search-size` valid "
+            "mappings, one thread.  `mapper / cosa` > 1: cosa's schedule is faster.")
 
 
 def main(argv=None) -> int:
@@ -224,6 +259,7 @@ def main(argv=None) -> int:
     p.add_argument("--algorithm", default="random-pruned")
     p.add_argument("--workdir")
     p.add_argument("--json")
+    p.add_argument("--results", help="record the table in this results file (bench/RESULTS.md)")
     p.set_defaults(func=mapper)
     p = sub.add_parser("summary")
     p.add_argument("file")
