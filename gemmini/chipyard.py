@@ -14,7 +14,11 @@ A missing or failing simulator, a time-out or a program that runs past its cycle
 ``SimulationError`` with one line naming which and the path of the full log (exit 1 on the command line).
 
 ``vendor_elf(program)`` builds the faithful vendor stream (``gemmini.vendor``: what Gemmini's C library issues
-for a layer, loop instructions included) into the same kind of self-checking, timed ELF.
+for a layer, loop instructions included) into the same kind of self-checking, timed ELF, with its
+LOOP_CONV_WS words in ``layout`` (default "180c468", gemmini.h's, as Spike + libgemmini decode them).  A
+Chipyard simulator's Gemmini decodes ``loop_conv_layout()``: "f13847e", the square-image words of Chipyard
+1.10.0's Gemmini (f13847e), unless ``CHIPYARD_LOOP_CONV_LAYOUT`` says "180c468" (a Gemmini of commit 16a9d3f
+or later); pass that to ``vendor_elf`` for a program that runs on the simulator.
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ from .errors import SimulationError
 
 ENV = "CHIPYARD_SIM"
 SOURCE = "chipyard"
+#: The simulator's LOOP_CONV_WS encoding (``gemmini.config.LOOP_CONV_LAYOUTS``) and its default: Chipyard
+#: 1.10.0 generates Gemmini f13847e.
+LAYOUT_ENV = "CHIPYARD_LOOP_CONV_LAYOUT"
+DEFAULT_LOOP_CONV_LAYOUT = "f13847e"
 #: The simulator's cycle limit (harness clock cycles, start-up included) and wall time-out of one run.
 DEFAULT_MAX_CYCLES = 3_000_000
 DEFAULT_TIMEOUT_S = 3600.0
@@ -151,13 +159,35 @@ def run_chipyard(elf, *, simulator: str | os.PathLike | None = None, max_cycles:
 
 
 # --- the vendor stream as a self-checking program --------------------------------------------------------
-def vendor_c(program, *, seed: int = 0, name: str | None = None, tiles: tuple | None = None) -> str:
-    """A self-checking, timed C program that issues ``program``'s vendor stream (``gemmini.vendor.stream``;
-    with ``tiles``, the library's calls run with those tile arguments) on embedded example inputs
-    (``vendor.run.example_inputs(program, seed)``) and compares the output with the NumPy reference
-    (``vendor.run.reference``)."""
-    from .codegen.c import _C_TYPES, _array, stream_c
+def loop_conv_layout() -> str:
+    """The LOOP_CONV_WS encoding the Chipyard simulator's Gemmini decodes: ``CHIPYARD_LOOP_CONV_LAYOUT``, else
+    ``DEFAULT_LOOP_CONV_LAYOUT`` (an unknown name raises ``SimulationError`` naming the variable)."""
+    from .config import LOOP_CONV_LAYOUTS
+
+    named = os.environ.get(LAYOUT_ENV) or DEFAULT_LOOP_CONV_LAYOUT
+    if named not in LOOP_CONV_LAYOUTS:
+        raise SimulationError(f"unknown LOOP_CONV_WS layout {named!r} (one of {', '.join(LOOP_CONV_LAYOUTS)})",
+                              source=SOURCE, field=LAYOUT_ENV)
+    return named
+
+
+def vendor_stream(program, *, tiles: tuple | None = None, layout: str = "180c468") -> list:
+    """``gemmini.vendor.stream(program, tiles=tiles)`` with its LOOP_CONV_WS words in ``layout``."""
+    from dataclasses import replace
+
     from .vendor import stream
+    from .vendor.params import DEFAULT_PARAMS
+
+    return stream(program, replace(DEFAULT_PARAMS, loop_conv_layout=layout), tiles=tiles)
+
+
+def vendor_c(program, *, seed: int = 0, name: str | None = None, tiles: tuple | None = None,
+             layout: str = "180c468") -> str:
+    """A self-checking, timed C program that issues ``program``'s vendor stream (``vendor_stream``; with
+    ``tiles``, the library's calls run with those tile arguments; LOOP_CONV_WS words in ``layout``, the one
+    the hardware decodes) on embedded example inputs (``vendor.run.example_inputs(program, seed)``) and
+    compares the output with the NumPy reference (``vendor.run.reference``)."""
+    from .codegen.c import _C_TYPES, _array, stream_c
     from .vendor.run import _output_name, example_inputs, reference
 
     fn = re.sub(r"[^A-Za-z0-9_]", "_", name or program.name) or "vendor"
@@ -166,7 +196,8 @@ def vendor_c(program, *, seed: int = 0, name: str | None = None, tiles: tuple | 
     expected = np.asarray(reference(program, inputs)).reshape(out.shape)
     spans = [(program.base + b.offset, program.base + b.offset + b.nbytes, f"{fn}_test_{b.name}")
              for b in program.buffers]
-    lines = [f"/* Gemmini's library stream for {program.name} (gemmini.vendor), self-checking. */",
+    lines = [f"/* Gemmini's library stream for {program.name} (gemmini.vendor; LOOP_CONV_WS words as Gemmini "
+             f"{layout} decodes them), self-checking. */",
              "#include <stdint.h>", "#include <stdio.h>", '#include "gemmini_cosa.h"',
              "typedef int8_t elem_t;", "typedef int32_t acc_t;", ""]
     for b in program.buffers:
@@ -179,7 +210,7 @@ def vendor_c(program, *, seed: int = 0, name: str | None = None, tiles: tuple | 
             lines.append(f"static {ctype} {fn}_test_{b.name}[{count}] __attribute__((aligned(64))) = {data};")
     size = int(np.prod(out.shape))
     lines.append(f"static const elem_t {fn}_expected[{size}] = {_array(expected)};")
-    lines.append(stream_c(stream(program, tiles=tiles), name=fn, spans=spans))
+    lines.append(stream_c(vendor_stream(program, tiles=tiles, layout=layout), name=fn, spans=spans))
     lines += ["int main(void) {",  # the call's arguments are the embedded arrays (build.timed_source finds it so)
               f"  {fn}({', '.join(buf for _, _, buf in sorted(spans))});",
               "  long mismatches = 0;",
@@ -189,9 +220,11 @@ def vendor_c(program, *, seed: int = 0, name: str | None = None, tiles: tuple | 
     return "\n".join(lines) + "\n"
 
 
-def vendor_elf(program, output, *, seed: int = 0, keep_c: bool = True, tiles: tuple | None = None) -> Path:
-    """Build ``vendor_c(program, tiles=tiles)`` (timed) into the bare-metal ELF ``output``."""
-    return build_source(timed_source(vendor_c(program, seed=seed, tiles=tiles)), output, keep_c=keep_c)
+def vendor_elf(program, output, *, seed: int = 0, keep_c: bool = True, tiles: tuple | None = None,
+               layout: str = "180c468") -> Path:
+    """Build ``vendor_c(program, tiles=tiles, layout=layout)`` (timed) into the bare-metal ELF ``output``."""
+    return build_source(timed_source(vendor_c(program, seed=seed, tiles=tiles, layout=layout)), output,
+                        keep_c=keep_c)
 
 
 def run_program_chipyard(program, *, style: str = "isa", seed: int = 0, simulator=None,

@@ -18,6 +18,10 @@ from .errors import SimulationError
 
 #: Row addresses live in bits [28:0] of a local address; bits 29-31 are flags.
 LOCAL_ROW_BITS = 29
+#: LOOP_CONV_WS configuration-word encodings (field positions in ``gemmini.isa_loops``): "180c468", gemmini.h
+#: of gemmini-rocc-tests 180c468 (rectangular images), and "f13847e", the older square-image words that
+#: Gemmini f13847e (Chipyard 1.10.0's) decodes.
+LOOP_CONV_LAYOUTS = ("180c468", "f13847e")
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,8 @@ class GemminiConfig:
     follows the RTL, charges the rows only).  acc_bits / input_bits: accumulator and input/weight
     word sizes (bits).  issue_cycles: core cycles between two commands the core itself issues (timing model
     only; 1 as in our RTL's harness; a Rocket core running a program's C loops needs more; commands that
-    Gemmini's loop unrollers issue are not affected).
+    Gemmini's loop unrollers issue are not affected).  loop_conv_layout: how the hardware decodes the
+    LOOP_CONV_WS configuration words (``LOOP_CONV_LAYOUTS``; the models decode and encode them so).
     """
 
     dim: int = 16
@@ -61,9 +66,13 @@ class GemminiConfig:
     acc_bits: int = 32
     input_bits: int = 8
     issue_cycles: int = 1
+    loop_conv_layout: str = LOOP_CONV_LAYOUTS[0]
 
     def __post_init__(self):
         src = "GemminiConfig"
+        if self.loop_conv_layout not in LOOP_CONV_LAYOUTS:
+            raise SimulationError(f"unknown layout {self.loop_conv_layout!r} (one of {', '.join(LOOP_CONV_LAYOUTS)})",
+                                  source=src, field="loop_conv_layout")
         positive = ("dim", "sp_kib", "acc_kib", "sp_banks", "acc_banks", "ld_queue", "ex_queue",
                     "st_queue", "dma_bytes_per_cycle", "dma_request_bytes", "max_mvin_bytes", "dma_max_inflight",
                     "issue_cycles")
@@ -248,7 +257,7 @@ _TYPEDEF = re.compile(r"^\s*typedef\s+([\w\s]+?)\s+(\w+)\s*;")
 def read_params(path, **overrides) -> GemminiParams:
     """Read a ``gemmini_params.h``-style file: DIM, BANK_NUM, BANK_ROWS, ACC_ROWS, MAX_BYTES (optional) and
     the elem_t / acc_t typedefs.  ``overrides``: GemminiConfig fields the header does not give (acc_banks,
-    queues, DMA).  A missing or malformed field raises ``ParamsError`` naming the file and the field."""
+    queues, DMA, loop_conv_layout: Gemmini f13847e and its successors generate the same header).  A missing or malformed field raises ``ParamsError`` naming the file and the field."""
     from pathlib import Path
 
     path = Path(path)

@@ -36,6 +36,30 @@ loop_conv_ws                      15     [0] no_bias [1] wrot180 [2] trans_outpu
                                          [19:18] a_spad_id
 ================================  =====  ===========================================  ===========================================
 
+LOOP_CONV_WS has two encodings (``GemminiConfig.loop_conv_layout``): the
+table's ("180c468": rectangular images, decoded by Gemmini's LoopConv from
+its commit 16a9d3f on) and "f13847e", the square-image words of Gemmini
+f13847e (Chipyard 1.10.0) and of the gemmini.h it pins (gemmini-rocc-tests
+ab748c5).  They differ in three words only, every field 16 bits wide:
+
+================================  ===========================================  ===========================================
+f13847e                           rs1                                          rs2
+================================  ===========================================  ===========================================
+loop_conv_ws_config_1             as 180c468 (in_row_dim is the hardware's     [15:0] out_dim [31:16] pool_out_dim
+                                  in_dim, for rows and columns)                [47:32] stride [63:48] padding
+loop_conv_ws_config_2             [15:0] pool_padding [31:16] pool_stride      as 180c468
+                                  [47:32] pool_size [63:48] kernel_dim
+loop_conv_ws_config_3             as 180c468                                   [15:0] plpad [31:16] dpad [47:32] upad
+                                                                               [63:48] rpad
+================================  ===========================================  ===========================================
+
+So an f13847e stream has no in_col_dim, out_col_dim or pool_out_col_dim:
+they are the row dims (``SQUARE_DIMS``); encoding a column dim that differs
+from its row dim is refused (``IsaError`` naming it), and decoding gives
+them the row dims.  Every bit an f13847e word uses lies inside a 180c468
+field, so decoding one with the 180c468 layout and encoding the fields back
+gives the same word.
+
 Encoders check every field against its width (``IsaError`` naming the
 field), and the rules the header and the unrollers assert: pads below DIM,
 not both transposes, spad ids 0..2.  What the unrollers issue for a fired
@@ -44,7 +68,7 @@ loop is ``gemmini.sim.loops``.
 
 from __future__ import annotations
 
-from .config import DEFAULT_CONFIG, GemminiConfig
+from .config import DEFAULT_CONFIG, LOOP_CONV_LAYOUTS, GemminiConfig
 from .errors import IsaError
 
 LOOP_WS = 8
@@ -97,6 +121,25 @@ LAYOUTS: dict[int, list[tuple[str, str, int, int]]] = {
                    ("activation", "rs2", 3, 2)],
 }
 
+#: Gemmini f13847e's LoopConv decode of the words that differ (the rest are as in ``LAYOUTS``)
+_F13847E = {
+    LOOP_CONV_WS_CONFIG_1: [("batch_size", "rs1", 0, 16), ("in_row_dim", "rs1", 16, 16), ("in_channels", "rs1", 32, 16),
+                            ("out_channels", "rs1", 48, 16), ("out_row_dim", "rs2", 0, 16),
+                            ("pool_out_row_dim", "rs2", 16, 16), ("stride", "rs2", 32, 16), ("padding", "rs2", 48, 16)],
+    LOOP_CONV_WS_CONFIG_2: [("pool_padding", "rs1", 0, 16), ("pool_stride", "rs1", 16, 16), ("pool_size", "rs1", 32, 16),
+                            ("kernel_dim", "rs1", 48, 16), ("pochs", "rs2", 0, 16), ("pocols", "rs2", 16, 16),
+                            ("porows", "rs2", 32, 16), ("batches", "rs2", 48, 16)],
+    LOOP_CONV_WS_CONFIG_3: [("lpad", "rs1", 0, 16), ("kchs", "rs1", 16, 16), ("kcols", "rs1", 32, 16),
+                            ("krows", "rs1", 48, 16), ("plpad", "rs2", 0, 16), ("dpad", "rs2", 16, 16),
+                            ("upad", "rs2", 32, 16), ("rpad", "rs2", 48, 16)],
+}
+#: conv layout -> funct -> fields (``LAYOUTS`` is the "180c468" one)
+CONV_LAYOUT_TABLES = {"180c468": LAYOUTS, "f13847e": {**LAYOUTS, **_F13847E}}
+assert set(CONV_LAYOUT_TABLES) == set(LOOP_CONV_LAYOUTS)
+DEFAULT_LAYOUT = LOOP_CONV_LAYOUTS[0]
+#: the "f13847e" layout's square images: column dim -> the row dim it equals (both in its first word)
+SQUARE_DIMS = {"in_col_dim": "in_row_dim", "out_col_dim": "out_row_dim", "pool_out_col_dim": "pool_out_row_dim"}
+
 FUNCT_NAMES = {
     LOOP_WS: "loop_ws", LOOP_WS_CONFIG_BOUNDS: "loop_ws_config_bounds", LOOP_WS_CONFIG_ADDRS_AB: "loop_ws_config_addrs_ab",
     LOOP_WS_CONFIG_ADDRS_DC: "loop_ws_config_addrs_dc", LOOP_WS_CONFIG_STRIDES_AB: "loop_ws_config_strides_ab",
@@ -133,29 +176,60 @@ def _as_int(value, field: str, source: str) -> int:
     return out
 
 
-def encode_word(funct: int, fields: dict, source: str | None = None) -> tuple[int, int]:
-    """(rs1, rs2) of configuration or start word ``funct`` from its named fields (missing fields are 0);
-    a field that does not fit its bits raises ``IsaError`` naming it."""
+def _table(layout: str, source: str) -> dict:
+    try:
+        return CONV_LAYOUT_TABLES[layout]
+    except KeyError:
+        raise IsaError(f"unknown layout {layout!r} (one of {', '.join(LOOP_CONV_LAYOUTS)})", source=source,
+                       field="loop_conv_layout") from None
+
+
+def layout_of(funct: int, layout: str = DEFAULT_LAYOUT) -> list:
+    """[(field, "rs1"/"rs2", low bit, width)] of loop word ``funct`` in conv ``layout``."""
+    return _table(layout, "isa_loops")[funct]
+
+
+def word_fields(funct: int, layout: str = DEFAULT_LAYOUT) -> tuple:
+    """The field names word ``funct`` takes: its layout's, and in "f13847e" the column dims its first word
+    gives as the row dims."""
+    names = tuple(name for name, *_ in layout_of(funct, layout))
+    if layout == "f13847e" and funct == LOOP_CONV_WS_CONFIG_1:
+        names += tuple(SQUARE_DIMS)
+    return names
+
+
+def encode_word(funct: int, fields: dict, source: str | None = None, layout: str = DEFAULT_LAYOUT) -> tuple[int, int]:
+    """(rs1, rs2) of configuration or start word ``funct`` from its named fields (missing fields are 0) in conv
+    ``layout``; a field that does not fit its bits, or (f13847e) a column dim other than its row dim, raises
+    ``IsaError`` naming it."""
     src = source or f"isa.{FUNCT_NAMES[funct]}"
     regs = {"rs1": 0, "rs2": 0}
-    known = set()
-    for name, reg, lo, width in LAYOUTS[funct]:
-        known.add(name)
+    for name, reg, lo, width in _table(layout, src)[funct]:
         value = _as_int(fields.get(name, 0), name, src)
         if not 0 <= value < (1 << width):
             raise IsaError(f"{value} does not fit the {width}-bit field (0..{(1 << width) - 1})", source=src,
                            field=name)
         regs[reg] |= value << lo
-    unknown = set(fields) - known
+    known = word_fields(funct, layout)
+    unknown = set(fields) - set(known)
     if unknown:
         raise IsaError(f"unknown field(s) {sorted(unknown)}", source=src, field=sorted(unknown)[0])
+    for col, row in SQUARE_DIMS.items() if layout == "f13847e" else ():
+        if col in fields and _as_int(fields[col], col, src) != _as_int(fields.get(row, 0), row, src):
+            raise IsaError(f"{fields[col]} differs from {row} = {fields.get(row, 0)}: Gemmini f13847e's "
+                           "LOOP_CONV_WS takes square images only (one in_dim / out_dim / pool_out_dim)",
+                           source=src, field=col)
     return regs["rs1"], regs["rs2"]
 
 
-def decode_word(funct: int, rs1: int, rs2: int) -> dict:
-    """The named fields of loop word ``funct`` (bits outside every field are ignored, as the hardware does)."""
+def decode_word(funct: int, rs1: int, rs2: int, layout: str = DEFAULT_LAYOUT) -> dict:
+    """The named fields of loop word ``funct`` in conv ``layout`` (bits outside every field are ignored, as the
+    hardware does; "f13847e": the column dims are the row dims)."""
     regs = {"rs1": rs1, "rs2": rs2}
-    return {name: (regs[reg] >> lo) & ((1 << width) - 1) for name, reg, lo, width in LAYOUTS[funct]}
+    out = {name: (regs[reg] >> lo) & ((1 << width) - 1) for name, reg, lo, width in layout_of(funct, layout)}
+    if layout == "f13847e" and funct == LOOP_CONV_WS_CONFIG_1:
+        out.update({col: out[row] for col, row in SQUARE_DIMS.items()})
+    return out
 
 
 def check_fields(funct: int, fields: dict, config: GemminiConfig | None = None, source: str | None = None) -> None:
@@ -179,11 +253,12 @@ def _commands(pairs):
 
 
 def _words(functs, args: dict, config, source) -> tuple:
+    layout = (config or DEFAULT_CONFIG).loop_conv_layout
     pairs = []
     for funct in functs:
-        mine = {name: args[name] for name, *_ in LAYOUTS[funct] if name in args}
+        mine = {name: args[name] for name in word_fields(funct, layout) if name in args}
         check_fields(funct, mine, config, source)
-        pairs.append((funct, *encode_word(funct, mine, source)))
+        pairs.append((funct, *encode_word(funct, mine, source, layout)))
     return _commands(pairs)
 
 
@@ -215,7 +290,8 @@ def loop_ws(*values, config: GemminiConfig | None = None, **kwargs) -> tuple:
 
 def loop_conv_ws(*values, config: GemminiConfig | None = None, **kwargs) -> tuple:
     """The seven commands of ``gemmini_loop_conv_ws(...)`` with the macro's arguments (``CONV_ARGS``, positional
-    in that order or by name; omitted ones are 0): six configuration words and the start word."""
+    in that order or by name; omitted ones are 0): six configuration words and the start word, in
+    ``config.loop_conv_layout``."""
     src = "isa.loop_conv_ws"
     args = _collect(CONV_ARGS, values, kwargs, src)
     for need in ("batches", "porows", "pocols", "pochs", "krows", "kcols", "kchs", "orows", "ocols", "stride",
@@ -232,13 +308,13 @@ def decode_fields(funct: int, rs1: int, rs2: int) -> dict:
 
 def validate(funct: int, rs1: int, rs2: int, config: GemminiConfig, source: str) -> None:
     """Raise ``IsaError`` when a loop command breaks a rule of ``check_fields``."""
-    check_fields(funct, decode_word(funct, rs1, rs2), config, source)
+    check_fields(funct, decode_word(funct, rs1, rs2, config.loop_conv_layout), config, source)
 
 
-def disassemble(funct: int, rs1: int, rs2: int) -> str:
-    """One readable line: the command's name and its nonzero fields (addresses in hex)."""
+def disassemble(funct: int, rs1: int, rs2: int, layout: str = DEFAULT_LAYOUT) -> str:
+    """One readable line: the command's name and its nonzero fields in conv ``layout`` (addresses in hex)."""
     parts = [FUNCT_NAMES[funct]]
-    for name, value in decode_word(funct, rs1, rs2).items():
+    for name, value in decode_word(funct, rs1, rs2, layout).items():
         if value:
             parts.append(f"{name}=0x{value:x}" if name in _ADDRESS_FIELDS else f"{name}={value}")
     return " ".join(parts)

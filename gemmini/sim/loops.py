@@ -32,11 +32,12 @@ whose main-memory address is 0 finishes at once (Gemmini spends one cycle);
 a sub-unroller that finishes is marked done, and may take the next loop, in
 the same cycle (Gemmini's registers take a cycle or two), so the order can
 differ from the hardware's by a command or two at loop boundaries.
-LOOP_CONV_WS follows gemmini.h 180c468's rectangular encoding and addressing
-(in_row_dim / in_col_dim, out_row_dim / out_col_dim), which Gemmini's Scala
-decodes from its commit 8c3f992 on; Gemmini f13847e's LoopConv still decodes
-square images with the older field positions (padding, stride and pool
-fields of the first three configuration words differ).
+LOOP_CONV_WS words are decoded in the config's ``loop_conv_layout``
+(``isa_loops``): gemmini.h 180c468's rectangular encoding (in_row_dim /
+in_col_dim, out_row_dim / out_col_dim), which Gemmini's Scala decodes from
+its commit 16a9d3f on, or Gemmini f13847e's square-image one (one in_dim,
+out_dim, pool_out_dim; other positions for stride, padding, the pool fields
+and plpad / dpad); the addressing is the same for square images.
 Not modelled (a ``SimulationError`` naming the loop instruction): LOOP_WS
 resadd and layernorm/softmax stores; LOOP_CONV_WS transposed or rotated
 operands and input dilation.
@@ -138,7 +139,7 @@ class _LoopFsm:
         slot = self.config_slot()
         if slot.configured:
             return False
-        slot.fields.update(L.decode_word(cmd.funct, cmd.rs1, cmd.rs2))
+        slot.fields.update(L.decode_word(cmd.funct, cmd.rs1, cmd.rs2, self.cfg.loop_conv_layout))
         if cmd.funct == self.start_funct:
             _refuse_unmodelled(self.kind, slot.fields, origin)
             slot.configured, slot.origin = True, origin

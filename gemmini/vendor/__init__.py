@@ -10,7 +10,9 @@ macros redirected and records the real stream for comparison.
 
 The stream contains Gemmini's loop instructions (LOOP_WS, functs 8-13;
 LOOP_CONV_WS, functs 15-21) and, at the end of every matmul call, the fence
-pseudo-command (funct 128, ``gemmini.isa.FENCE``).
+pseudo-command (funct 128, ``gemmini.isa.FENCE``).  ``params.loop_conv_layout``
+"f13847e" gives the LOOP_CONV_WS words of gemmini-rocc-tests ab748c5 (the
+header Gemmini f13847e pins; square images only), the rest being the same.
 """
 
 from __future__ import annotations

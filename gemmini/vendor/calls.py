@@ -256,17 +256,18 @@ def _conv_buffers(batch, rows, cols, C, K, orows, ocols, k, bias, weight_shape=N
 
 def conv(name: str, batch: int, rows: int, cols: int, C: int, K: int, kernel: int, *, stride: int = 1,
          padding: int = 0, dilation: int = 1, bias: bool = True, relu: bool = False, scale: float = 1.0,
-         pool: tuple | None = None, downsample_call: bool = False) -> VendorProgram:
+         pool: tuple | None = None, downsample_call: bool = False, conv_call: bool = False) -> VendorProgram:
     """A dense convolution as resnet50.c runs it.
 
     ``pool``: (size, stride, padding) of a max-pool fused into the call, or
     None.  ``downsample_call``: run a 1x1 stride-2 layer through
     ``tiled_conv_downsample`` (else a 1x1 stride-2 layer goes to
-    ``tiled_conv_auto``).  A 1x1 stride-1 layer goes to ``tiled_matmul_nn_auto``.
+    ``tiled_conv_auto``).  A 1x1 stride-1 layer goes to ``tiled_matmul_nn_auto``, or with ``conv_call`` to
+    ``tiled_conv_auto`` (as a program calling that directly does: one LOOP_CONV_WS per tile).
     """
     orows, ocols = _conv_out(rows, kernel, stride, padding, dilation), _conv_out(cols, kernel, stride, padding, dilation)
     layer = _conv_layer("conv", bias, relu, scale, stride, padding, dilation, 1, pool)
-    if kernel == 1 and stride == 1 and padding == 0 and pool is None:
+    if kernel == 1 and stride == 1 and padding == 0 and pool is None and not conv_call:
         bufs = _conv_buffers(batch, rows, cols, C, K, orows, ocols, kernel, bias)
         call = LibCall.make("tiled_matmul_nn_auto", dim_I=batch * rows * cols, dim_J=K, dim_K=C, A=Ptr("input"),
                             B=Ptr("weights"), D=Ptr("bias") if bias else None, C=Ptr("output"), act=_act(relu),

@@ -216,7 +216,7 @@ def sp_tiled_conv(t: dict, params: LibParams = DEFAULT_PARAMS) -> list:
                 activation=t["act"], no_bias=int(t["no_bias"]), no_pool=int(t["no_pool"]),
                 downsample=int(t["downsample"]), dw=int(t["dw"]), wrot180=0, input_dilated=0, trans_output_1203=0,
                 trans_weight_1203=0, trans_weight_0132=0, trans_input_3120=0)
-    return E.loop_conv_ws(args)
+    return E.loop_conv_ws(args, params.loop_conv_layout)
 
 
 def tiled_conv_dw_auto(a: dict, params: LibParams = DEFAULT_PARAMS) -> list:

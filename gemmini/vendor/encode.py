@@ -5,7 +5,8 @@ integers) built with exactly the shifts and ORs of the corresponding macro in
 gemmini.h (ucb-bar/gemmini-rocc-tests 180c468): ``config_ex``,
 ``config_ld``, ``config_st``, ``mvin``/``mvout``, ``preload``,
 ``compute_*``, and the loop instructions ``gemmini_loop_ws`` (functs 9-13,
-then 8) and ``gemmini_loop_conv_ws`` (functs 16-21, then 15).
+then 8) and ``gemmini_loop_conv_ws`` (functs 16-21, then 15; its field
+layout is ``gemmini.isa_loops``', in either of its conv layouts).
 
 The macros OR fields together without masking, so a value too wide for its
 field would silently spill into the next one.  Here every field is checked
@@ -141,35 +142,26 @@ def loop_ws(I, J, K, pad_I, pad_J, pad_K, A, B, D, C, A_stride, B_stride, D_stri
     ]
 
 
-def loop_conv_ws(a: dict) -> list:
+def loop_conv_ws(a: dict, layout: str = "180c468") -> list:
     """``gemmini_loop_conv_ws`` from its named arguments: six configuration words and the start command.
 
-    Field positions are gemmini.h's; widths are those of Gemmini's LoopConv
-    configuration decode (16-bit dims, 8-bit stride/padding/pool fields, ...)."""
-    i = "gemmini_loop_conv_ws"
+    Field positions and widths are ``gemmini.isa_loops``' for the conv ``layout`` ("180c468": this header's;
+    "f13847e": the square-image words of gemmini-rocc-tests ab748c5, which Gemmini f13847e decodes; a
+    rectangular image is refused there, naming the column dim)."""
+    from .. import isa_loops as L
+    from ..errors import IsaError
 
-    def w(*names_lsb_width):
-        return word(i, *((n, a[n], lsb, width) for n, lsb, width in names_lsb_width))
+    out = []
+    for funct in L.CONV_FUNCTS:
+        fields = {name: ptr(a[name]) if name in _POINTERS else a[name] for name in L.word_fields(funct, layout)}
+        try:
+            out.append((funct, *L.encode_word(funct, fields, layout=layout)))
+        except IsaError as exc:
+            raise CodegenError(exc.reason, source="gemmini.h gemmini_loop_conv_ws", field=exc.field) from None
+    return out
 
-    return [
-        (16, w(("out_channels", 48, 16), ("in_channels", 32, 16), ("in_row_dim", 16, 16), ("batch_size", 0, 16)),
-         w(("padding", 56, 8), ("stride", 48, 8), ("out_col_dim", 32, 16), ("pool_out_row_dim", 16, 16),
-           ("out_row_dim", 0, 16))),
-        (17, w(("kernel_dim", 48, 16), ("pool_out_col_dim", 32, 16), ("pool_size", 16, 16), ("pool_stride", 8, 8),
-               ("pool_padding", 0, 8)),
-         w(("batches", 48, 16), ("porows", 32, 16), ("pocols", 16, 16), ("pochs", 0, 16))),
-        (18, w(("krows", 48, 16), ("kcols", 32, 16), ("kchs", 16, 16), ("lpad", 0, 16)),
-         w(("rpad", 48, 16), ("upad", 32, 16), ("dpad", 24, 8), ("plpad", 16, 8), ("in_col_dim", 0, 16))),
-        (19, w(("orows", 48, 16), ("prpad", 32, 16), ("pupad", 21, 11), ("pdpad", 10, 11), ("kernel_dilation", 0, 10)),
-         w(("in_stride", 48, 16), ("weight_stride", 32, 16), ("out_stride", 16, 16), ("ocols", 0, 16))),
-        (20, ptr(a["weights"]), ptr(a["output"])),
-        (21, ptr(a["bias"]), ptr(a["input"])),
-        (LOOP_CONV_WS,
-         w(("a_spad_id", 18, 2), ("b_spad_id", 16, 2), ("max_pixels_per_row", 8, 8), ("dw", 6, 1),
-           ("trans_input_3120", 5, 1), ("trans_weight_0132", 4, 1), ("trans_weight_1203", 3, 1),
-           ("trans_output_1203", 2, 1), ("wrot180", 1, 1), ("no_bias", 0, 1)),
-         w(("activation", 3, 2), ("input_dilated", 2, 1), ("downsample", 1, 1), ("no_pool", 0, 1))),
-    ]
+
+_POINTERS = ("weights", "output", "bias", "input")
 
 
 def disassemble(cmd) -> str:

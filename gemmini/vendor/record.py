@@ -11,9 +11,10 @@ addresses are the ones ``gemmini.vendor.stream`` computes.
 
 Command line (writes the committed test data)::
 
-    python -m gemmini.vendor.record --checkout PATH [--out FILE] [--cc CC]
+    python -m gemmini.vendor.record --checkout PATH [--out FILE] [--cc CC] [--cases all|square-conv]
+        [--commit SHA]
 
-records every case of ``cases()`` and writes one JSON document:
+records every case of ``cases()`` (or ``square_conv_cases()``) and writes one JSON document:
 ``{"gemmini_rocc_tests_commit": ..., "cases": [{"program": ..., "stream": [[f, rs1, rs2], ...]}]}``.
 """
 
@@ -154,6 +155,25 @@ def cases() -> list:
     ]
 
 
+def square_conv_cases() -> list:
+    """Small square-image convolutions (LOOP_CONV_WS), whose streams from gemmini-rocc-tests ab748c5 (the
+    header Gemmini f13847e pins: ``loop_conv_layout`` "f13847e") are committed as test data."""
+    from . import calls as C
+
+    return [
+        C.conv("sq_conv_3x3", 1, 8, 8, 16, 16, 3, padding=1, relu=True, scale=0.1),
+        C.conv("sq_conv_3x3_s2", 1, 10, 10, 16, 16, 3, stride=2, padding=1, scale=0.1),
+        C.conv("sq_conv_1x1_s2_downsample", 1, 8, 8, 32, 48, 1, stride=2, scale=0.1),
+        C.conv("sq_conv_3x3_maxpool", 1, 12, 12, 16, 16, 3, padding=1, relu=True, scale=0.1, pool=(3, 2, 1)),
+        C.conv("sq_conv_7x7_s2_first_layer", 1, 20, 20, 3, 16, 7, stride=2, padding=3, relu=True, scale=0.1),
+        C.conv("sq_conv_28x28_c64_tiled", 1, 28, 28, 64, 64, 3, padding=1, scale=0.1),
+        C.depthwise("sq_dw_3x3_s2", 1, 10, 10, 20, 3, stride=2, padding=1, relu=True, scale=0.1),
+    ]
+
+
+CASE_SETS = {"all": cases, "square-conv": square_conv_cases}
+
+
 def dumps(doc: dict) -> str:
     """The test-data JSON: one case per line (program, then stream), compact within a line."""
     head = {k: v for k, v in doc.items() if k != "cases"}
@@ -167,12 +187,14 @@ def main(argv=None) -> int:
                     help="a gemmini-rocc-tests checkout (default: $GEMMINI_ROCC_TESTS)")
     ap.add_argument("--out", default="-", help="output JSON file (default: stdout)")
     ap.add_argument("--cc", default=None, help="host C compiler (default: $CC, cc, gcc)")
+    ap.add_argument("--cases", choices=sorted(CASE_SETS), default="all", help="which layer shapes (default: all)")
+    ap.add_argument("--commit", default=None, help="the checkout's commit, for a checkout that is not a git work tree")
     ns = ap.parse_args(argv)
     if not ns.checkout:
         print("record: give --checkout or set GEMMINI_ROCC_TESTS", file=sys.stderr)
         return 2
-    doc = {"gemmini_rocc_tests_commit": checkout_commit(ns.checkout), "cases": []}
-    for program in cases():
+    doc = {"gemmini_rocc_tests_commit": ns.commit or checkout_commit(ns.checkout), "cases": []}
+    for program in CASE_SETS[ns.cases]():
         doc["cases"].append({"program": program.to_dict(), "stream": [list(c) for c in record(program, ns.checkout,
                                                                                             ns.cc)]})
     text = dumps(doc)

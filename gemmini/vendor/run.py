@@ -110,14 +110,19 @@ def reference(program: VendorProgram, inputs: dict) -> np.ndarray:
 def run_vendor(program: VendorProgram, inputs: dict | None = None, *, seed: int = 0, with_timing: bool = False,
                config: GemminiConfig | None = None, tiles: tuple | None = None) -> VendorRun:
     """Execute ``program``'s stream on the functional model (and timing model) and verify it; ``tiles``: the
-    calls run with these tile arguments instead of the library's own (``gemmini.vendor.stream``)."""
+    calls run with these tile arguments instead of the library's own (``gemmini.vendor.stream``).  The
+    stream's LOOP_CONV_WS words are in ``config.loop_conv_layout``, as the modelled hardware decodes them."""
+    from dataclasses import replace
+
     from .. import isa
     from ..sim.functional import execute
     from . import stream
+    from .params import DEFAULT_PARAMS
 
     inputs = example_inputs(program, seed) if inputs is None else inputs
     expected = reference(program, inputs)
-    commands = isa.decode_stream(stream(program, tiles=tiles))
+    params = DEFAULT_PARAMS if config is None else replace(DEFAULT_PARAMS, loop_conv_layout=config.loop_conv_layout)
+    commands = isa.decode_stream(stream(program, params, tiles=tiles))
     memory = memory_image(program, inputs)
     execute(commands, memory, config)
     out_buf = program.buffer(_output_name(program))

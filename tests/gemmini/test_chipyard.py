@@ -21,7 +21,8 @@ from cosa.cli import main as cli_main
 from cosa.scheduler import schedule
 from gemmini import DEFAULT_CONFIG, codegen
 from gemmini.build import build_elf, parse_cycles, timed_source
-from gemmini.chipyard import (ChipyardRun, find_simulator, parse_run, run_chipyard, vendor_c, vendor_elf)
+from gemmini.chipyard import (ChipyardRun, find_simulator, loop_conv_layout, parse_run, run_chipyard, vendor_c,
+                              vendor_elf)
 from gemmini.config import ParamsError, read_params
 from gemmini.errors import SimulationError
 from gemmini.vendor.calls import from_workload
@@ -166,6 +167,26 @@ def test_vendor_c_embeds_the_stream_and_a_check():
     assert "GEMMINI_COSA_PTR(mm16_test_A)" in src and "GEMMINI_COSA_PTR(mm16_test_C)" in src
 
 
+def test_vendor_c_encodes_the_conv_loop_words_for_the_hardware(monkeypatch):
+    from gemmini import isa_loops as L
+    from gemmini.chipyard import LAYOUT_ENV, vendor_stream
+
+    prog = from_workload(workloads.conv2d("c3", C=16, K=16, H=8, W=8, R=3, S=3, padding=1), scale=0.01)
+    old, new = vendor_stream(prog, layout="f13847e"), vendor_stream(prog)
+    assert [c[0] for c in old] == [c[0] for c in new] and old != new
+    cfg1 = next(c for c in old if c[0] == L.LOOP_CONV_WS_CONFIG_1)
+    assert L.decode_word(*cfg1, layout="f13847e")["in_col_dim"] == 8
+    assert "Gemmini f13847e decodes" in vendor_c(prog, layout="f13847e")
+    monkeypatch.delenv(LAYOUT_ENV, raising=False)
+    assert loop_conv_layout() == "f13847e"  # Chipyard 1.10.0's Gemmini
+    monkeypatch.setenv(LAYOUT_ENV, "180c468")
+    assert loop_conv_layout() == "180c468"
+    monkeypatch.setenv(LAYOUT_ENV, "newest")
+    with pytest.raises(SimulationError) as err:
+        loop_conv_layout()
+    assert err.value.field == LAYOUT_ENV and "180c468" in str(err.value)
+
+
 # --- gemmini_params.h ------------------------------------------------------------------------------------
 def test_read_params_of_the_soc():
     params = read_params(DATA / "custom_gemmini_soc_params.h")
@@ -221,7 +242,7 @@ def test_live_layer_passes_on_the_real_rtl(tmp_path, label, scheduler):
         elf = build_elf(program, tmp_path / f"{wl.name}.elf")
     else:
         vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
-        elf = vendor_elf(vendor, tmp_path / f"{wl.name}_vendor.elf")
+        elf = vendor_elf(vendor, tmp_path / f"{wl.name}_vendor.elf", layout=loop_conv_layout())
     run = run_chipyard(elf, max_cycles=2_000_000, timeout_s=1800)
     assert run.verified, f"{label} {scheduler}: {run.check} (exit {run.exit_code}); log {run.log}"
     assert run.cycles and run.cycles >= program.config.ideal_cycles(wl.macs)

@@ -314,3 +314,53 @@ def test_a_generated_programs_tiles_run_through_the_library_bit_exact():
             expected = math.prod(-(-n // t) for n, t in zip(blocks, tiles))
             loops = [c for c in stream(from_workload(wl, scale=program.scale), tiles=tiles) if c[0] == 8]
             assert len(loops) == expected
+
+
+# --- Gemmini f13847e's LOOP_CONV_WS words (LibParams.loop_conv_layout "f13847e") ------------------------------
+# tests/data/gemmini_h/streams_ab748c5.json was recorded with ``python -m gemmini.vendor.record --checkout
+# <gemmini-rocc-tests at ab748c5, the commit Gemmini f13847e pins> --cases square-conv --commit ab748c5...``.
+OLD_DOC = json.loads((DATA.parent / "streams_ab748c5.json").read_text())
+OLD_PARAMS = V.LibParams(loop_conv_layout="f13847e")
+
+
+@pytest.mark.parametrize("case", OLD_DOC["cases"], ids=[c["program"]["name"] for c in OLD_DOC["cases"]])
+def test_f13847e_streams_equal_the_ab748c5_recording(case):
+    assert OLD_DOC["gemmini_rocc_tests_commit"] == "ab748c525a1152b7205c74aee0c24aa0463cf124"
+    program = V.VendorProgram.from_dict(case["program"])
+    old, new = V.stream(program, OLD_PARAMS), V.stream(program)
+    assert first_difference(case["stream"], old) is None
+    # the newer header differs in the first three conv configuration words only
+    changed = {o[0] for o, n in zip(old, new) if o != n}
+    assert len(old) == len(new) and changed == {16, 17, 18}
+
+
+SQUARE_RUNNABLE = [p for p in RUNNABLE if p.name in ("run_3x3_s2_nobias", "run_1x1_s2_hw_downsample",
+                                                     "run_first_layer_7x7_s2", "run_fused_maxpool", "run_dw_5x5")]
+SQUARE_RUNNABLE.append(C.conv("run_1x1_conv_call", 1, 6, 6, 24, 40, 1, relu=True, scale=0.0015, conv_call=True))
+
+
+@pytest.mark.parametrize("program", SQUARE_RUNNABLE, ids=[p.name for p in SQUARE_RUNNABLE])
+def test_f13847e_vendor_stream_runs_bit_exact(program):
+    import dataclasses
+
+    from gemmini.config import DEFAULT_CONFIG
+    from gemmini.vendor.run import run_vendor
+
+    old = dataclasses.replace(DEFAULT_CONFIG, loop_conv_layout="f13847e")
+    assert any(c[0] == E.LOOP_CONV_WS for c in V.stream(program, OLD_PARAMS))
+    result = run_vendor(program, seed=3, config=old, with_timing=True)
+    assert result.verified, f"{program.name}: {result.mismatches} of {result.outputs.size} outputs differ"
+    assert result.cycles == run_vendor(program, seed=3, with_timing=True).cycles
+    assert len(np.unique(result.outputs)) > 8
+
+
+def test_f13847e_refuses_rectangular_images_and_unknown_layouts():
+    for prog in (C.conv("rect", 1, 9, 7, 16, 16, 3, padding=1), C.depthwise("rect_dw", 1, 10, 9, 20, 3, padding=1)):
+        V.stream(prog)
+        with pytest.raises(CodegenError) as err:
+            V.stream(prog, OLD_PARAMS)
+        assert err.value.field == "in_col_dim" and "square" in str(err.value) and "\n" not in str(err.value)
+        assert "gemmini_loop_conv_ws" in str(err.value) and err.value.exit_code == 2
+    with pytest.raises(CodegenError) as err:
+        V.LibParams(loop_conv_layout="v0.7.2")
+    assert err.value.field == "loop_conv_layout"
