@@ -84,9 +84,10 @@ def _loops_text(ls) -> str:
 
 
 def _loops_elf(args, ls, output):
-    from gemmini.chipyard import vendor_elf
+    from gemmini.chipyard import loop_conv_layout, vendor_elf
 
-    return vendor_elf(ls.vendor, output, seed=args.seed, tiles=ls.tiles)
+    layout = loop_conv_layout() if getattr(args, "sim", None) == "chipyard" else "180c468"  # what it decodes
+    return vendor_elf(ls.vendor, output, seed=args.seed, tiles=ls.tiles, layout=layout)
 
 
 def _run_loops(args) -> int:
