@@ -62,6 +62,17 @@ def sweep(p: int, b: int, s_list: list, args, data_kw: dict) -> list:
     return cr.run_many(cfgs, keep_x=True)
 
 
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
+    {"table": 1, "column": "measured speedup", "label": ["p", "b"], "what": "Best CA-SGD over SGD, measured", "stats": ["min", "max"]},
+    {"table": 1, "column": "model speedup", "label": ["p", "b"],
+     "what": "Best CA-SGD over SGD, modelled at the measured machine",
+     "stats": ["min", "max"]},
+    {"table": 1, "column": "cluster-like speedup", "label": ["p", "b"],
+     "what": "Best CA-SGD over SGD, modelled at the cluster-like one",
+     "stats": ["min", "max"]},
+]
+
+
 def main() -> int:
     from rich.console import Console
     from rich.table import Table
@@ -196,7 +207,7 @@ def main() -> int:
                  machine=machine_text, console=console,
                  data={"rows": rows, "summary": summary, "measured_machine": meas, "cluster_machine": cluster,
                        "latency_s": args.latency, "iters": args.iters, "data": data.name},
-                 json_path=args.json, results_path=args.results, notes=notes)
+                 json_path=args.json, results_path=args.results, notes=notes, summary=SUMMARY)
     return 0
 
 

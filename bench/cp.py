@@ -94,6 +94,14 @@ def dist_words(sizes, js, ranks: int = 4, rank: int = 8) -> list[dict]:
     return out
 
 
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
+    {"table": 0, "column": "fit / ALS", "label": ["R", "method"], "what": "Final fit over ALS's", "stats": ["min", "max"]},
+    {"table": 0, "column": "time / ALS", "label": ["R", "method"], "what": "Sweep time over ALS's", "stats": ["min", "max"]},
+    {"table": 2, "column": "vs TensorLy", "what": "Seconds per sweep over TensorLy's", "stats": ["min", "max"]},
+    {"table": 3, "column": "equal", "what": "STS-CP words equal to the model", "stats": ["equal:yes"]},
+]
+
+
 def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -176,7 +184,7 @@ def main(argv=None) -> int:
     save_outputs(name="cp", title="CP decomposition: ALS, ARLS-LEV, STS-CP; KRP leverage sampler", command=command,
                  date=date, machine=machine, console=console,
                  data={"fit_vs_time": rows, "sampler": srows, "dense": d, "distributed": drows}, json_path=args.json,
-                 results_path=args.results)
+                 results_path=args.results, summary=SUMMARY)
     return 0
 
 

@@ -211,6 +211,15 @@ def rank_study(w, arch, samples, time_limit, threads, repeat, seed):
             "model_best_rank": 1 + [p[0] for p in by_time].index(min(points, key=lambda p: p[1])[0])}
 
 
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
+    {"table": 0, "column": "ours/numpy", "rows": {"threads": "1"}, "what": "Ours over NumPy, one thread",
+     "stats": ["geomean", "min", "max", "above:1"]},
+    {"table": 0, "column": "ours/numpy", "rows": {"threads": "2"}, "what": "Ours over NumPy, two threads",
+     "stats": ["geomean", "min", "max", "above:1"]},
+    {"table": 0, "column": "ours/naive", "what": "Ours over the naive loop", "stats": ["geomean", "min"]},
+]
+
+
 def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -285,11 +294,13 @@ def main(argv=None) -> int:
     command = "python bench/cpu_kernels.py" + (" --quick" if args.quick else "") + \
         (f" --arch {args.arch}" if args.arch else "")
     save_outputs(name="cpu_kernels", title="Generated CPU kernels", command=command, date=date, machine=machine,
-                 console=console, data={"args": vars(args), "rows": rows, "rank": studies, "arch": base.params},
+                 console=console, data={"args": vars(args), "rows": rows, "rank": studies, "arch": base.params,
+                                            "load_average": {"before": load_before, "after": load_after}},
                  json_path=args.json, results_path=args.results,
                  notes=f"Arch: {base.params}.  Ratios > 1 mean ours is faster.  Load average (1, 5, 15 min) "
                        f"before {tuple(round(x, 1) for x in load_before)}, after "
-                       f"{tuple(round(x, 1) for x in load_after)} on {cores} cores: other jobs shared the machine.")
+                       f"{tuple(round(x, 1) for x in load_after)} on {cores} cores: other jobs shared the machine.",
+                 summary=SUMMARY)
     return 0
 
 

@@ -83,6 +83,13 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
+    {"each": True, "column": "= model", "what": "Words and messages equal to the model", "stats": ["equal:yes"]},
+    {"each": True, "column": "verified", "what": "Results verified", "stats": ["equal:yes"]},
+    {"each": True, "column": "over SciPy", "what": "Local kernel over SciPy's", "stats": ["min", "max"]},
+]
+
+
 def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -178,7 +185,8 @@ def main(argv=None) -> int:
                        f"with {args.ranks} ranks on {os.cpu_count()} cores the measured seconds (the slowest rank's "
                        "kernel, best of --repeat) are dominated by ranks waiting for a core and by Python overhead, "
                        "so they rank the configurations only roughly, while words and messages are exact.  The CPU "
-                       "target's SpMM row times its own random matrix of the block's shape and density.")
+                       "target's SpMM row times its own random matrix of the block's shape and density.",
+                 summary=SUMMARY)
     return 0
 
 

@@ -271,6 +271,24 @@ def calibrate(rows, console: Console, args) -> dict:
             "median_before": med[0], "median_after": med[1]}
 
 
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
+    {"table": 0, "column": "check", "what": "Programs on the real RTL", "stats": ["equal:PASS"]},
+    {"table": 0, "column": "err", "rows": {"program": "cosa"}, "what": "Timing model error against the real RTL, cosa",
+     "stats": ["absmedian", "absmax"]},
+    {"table": 0, "column": "err", "rows": {"program": "vendor"},
+     "what": "Timing model error against the real RTL, vendor", "stats": ["absmedian", "absmax"]},
+    {"title": "vendor / cosa", "column": "vendor / cosa", "what": "The vendor's real cycles over cosa's",
+     "stats": ["geomean", "min", "max", "below:1"]},
+]
+CALIBRATION_SUMMARY = [
+    {"table": 0, "column": "vendor / cosa", "what": "The vendor's real cycles over cosa's",
+     "stats": ["geomean", "min", "max", "below:1"]},
+    {"table": 1, "column": "error before", "what": "Timing model error against the real RTL before calibration",
+     "stats": ["absmedian", "absmax"]},
+    {"table": 1, "column": "error after", "what": "After calibration", "stats": ["absmedian", "absmax"]},
+]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--simulator", help="the Chipyard simulator (default: CHIPYARD_SIM)")
@@ -304,7 +322,8 @@ def main(argv=None) -> int:
         save_outputs(name="gemmini_chipyard_calibration", title="Timing model calibrated against the real Gemmini RTL",
                      command=f"python bench/gemmini_chipyard.py --calibrate-from RUN.json --mem-latency {args.mem_latency}",
                      date=date, machine=machine, console=console, data=data, json_path=args.json,
-                     results_path=args.results, notes=f"Simulator: {args.provenance}." if args.provenance else "")
+                     results_path=args.results, notes=f"Simulator: {args.provenance}." if args.provenance else "",
+                     summary=CALIBRATION_SUMMARY)
         return 0
     data = run(args, console)
     command = "CHIPYARD_SIM=... python bench/gemmini_chipyard.py" + (" --quick" if args.quick else "") + \
@@ -316,7 +335,7 @@ def main(argv=None) -> int:
         f"command stream at {args.mem_latency}-cycle main-memory latency; err = (model - real) / real.")
     save_outputs(name="gemmini_chipyard", title="Gemmini on the real RTL (Chipyard Verilator simulator)",
                  command=command, date=date, machine=machine, console=console, data=data, json_path=args.json,
-                 results_path=args.results, notes=notes)
+                 results_path=args.results, notes=notes, summary=SUMMARY)
     return 0 if data["passed"] == data["total"] else 1
 
 

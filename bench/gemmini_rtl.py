@@ -230,6 +230,17 @@ NOTES = (
     "they are not a measurement of Gemmini's LoopMatmul / LoopConv hardware.\n")
 
 
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
+    {"each": True, "column": "vendor/x", "rows": {"program": "cosa"}, "what": "The vendor's RTL cycles over cosa's",
+     "stats": ["geomean", "min", "max", "below:1"]},
+    {"each": True, "column": "err", "rows": {"program": "cosa"},
+     "what": "Timing model error against the RTL, cosa's programs", "stats": ["absmedian", "absmax"]},
+    {"each": True, "column": "err", "rows": {"program": "vendor"},
+     "what": "Timing model error against the RTL, the vendor's streams", "stats": ["absmedian", "absmax"]},
+    {"each": True, "column": "ok", "what": "Runs bit-exact", "stats": ["equal:yes"]},
+]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--networks", default="resnet50,bert_base_128")
@@ -259,7 +270,7 @@ def main(argv=None) -> int:
     save_outputs(name="gemmini_rtl", title="Gemmini RTL cycles", date=date, machine=machine, console=console,
                  command="python bench/gemmini_rtl.py " + " ".join(sys.argv[1:] if argv is None else argv),
                  data={"args": vars(args), "runs": runs}, json_path=args.json, results_path=args.results,
-                 notes=NOTES)
+                 notes=NOTES, summary=SUMMARY)
     return 0 if all(r["summary"]["all_verified"] for r in runs) else 1
 
 

@@ -104,6 +104,12 @@ def run(args, console: Console) -> dict:
     return {"rows": rows, "passed": passed, "total": total, "styles": styles}
 
 
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
+    {"table": 0, "column": "Spike", "what": "Programs on Spike", "stats": ["equal:PASS"]},
+    {"table": 0, "column": "our model", "what": "Our functional model against Spike", "stats": ["equal:bit-exact"]},
+]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small layers only")
@@ -125,7 +131,7 @@ def main(argv=None) -> int:
         "Each program embeds its inputs and the NumPy-computed output and checks itself; PASS = exit 0 and a PASS line."
     save_outputs(name="gemmini_spike", title="Gemmini programs on Spike + libgemmini", command=command, date=date,
                  machine=machine, console=console, data=data, json_path=args.json, results_path=args.results,
-                 notes=notes)
+                 notes=notes, summary=SUMMARY)
     return 0 if data["passed"] == data["total"] else 1
 
 

@@ -211,7 +211,7 @@ def mapper(args) -> int:
     return 0
 
 
-SUMMARY = [{"table": 0, "column": "mapper / cosa", "what": "timeloop-mapper's cycles over cosa's",
+SUMMARY = [{"table": 0, "column": "mapper / cosa", "what": "Timeloop-mapper's cycles over cosa's",
             "stats": ["geomean", "min", "max", "below:1"]}]
 
 

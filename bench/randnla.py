@@ -127,6 +127,15 @@ def _table(console, title, rows, cols):
     console.print(table)
 
 
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
+    {"table": 0, "column": "x scipy", "label": ["m", "n", "A", "cond", "sketch"], "what": "Least squares, SciPy's seconds over ours",
+     "stats": ["geomean", "min", "max", "below:1"]},
+    {"table": 0, "column": "err/scipy", "label": ["m", "n", "A", "cond", "sketch"], "what": "Least squares, our error over SciPy's", "stats": ["max"]},
+    {"table": 1, "column": "x svd", "what": "Randomized SVD, scipy.linalg.svd's seconds over ours", "stats": ["min", "max"]},
+    {"table": 2, "column": "errA/eps", "label": ["n", "kind"], "what": "Pencil eigensolver, error over eps", "stats": ["max"]},
+]
+
+
 def main(argv=None) -> int:
     from rich.console import Console
 
@@ -194,7 +203,7 @@ def main(argv=None) -> int:
                  console=console, data=data, json_path=args.json, results_path=args.results,
                  notes="Ours: sketches applied by the scheduled CPU kernels (GEMM / CSR SpMM) or scipy.fft; LSQR "
                        "and QR from SciPy/LAPACK.  err: ||x - x*|| / ||x*|| against the planted solution; bwd err: "
-                       "||A^T r|| / (||A||_2 ||r||).")
+                       "||A^T r|| / (||A||_2 ||r||).", summary=SUMMARY)
     return 0
 
 

@@ -12,7 +12,8 @@ A summary spec is a dict: ``{"table": i, "column": "vendor/cosa", "stats": ["geo
 "below:1"]}``; ``table`` indexes the tables of the section's console output in order, ``what`` (optional)
 names the quantity in words.  Stats: geomean, mean, median, min, max, sum, below:T / above:T (how many
 rows, and which), equal:TEXT (rows whose cell is TEXT); absmedian, absmax, ... over absolute values.
-``title`` (a substring of the table's title line) may select the table instead of ``table``; ``rows``
+``title`` (a substring of the table's title line) may select the table instead of ``table``, or
+``"each": true`` every table with the column; ``rows``
 (``{"program": "cosa"}``) keeps the rows whose cells in those columns are those texts.  Rows labelled
 geomean / total / sum / mean / median are aggregates and are left out.
 """
@@ -162,7 +163,12 @@ def parse_tables(text: str) -> list[Table]:
     while i < len(lines):
         line = lines[i].strip()
         if line.startswith("┏"):
-            title = lines[i - 1].strip() if i and not lines[i - 1].strip().startswith(("└", "│")) else ""
+            title_lines, j = [], i - 1  # rich pads a (wrapped) title's lines to the table's width
+            while j >= 0 and len(title_lines) < 4 and lines[j].strip() and len(lines[j]) == len(lines[i]) \
+                    and not lines[j].strip().startswith(("└", "│", "┃")):
+                title_lines.insert(0, lines[j].strip())
+                j -= 1
+            title = " ".join(title_lines)
             heads: list[list[str]] = []
             i += 1
             while i < len(lines) and not lines[i].strip().startswith(("┡", "└")):
@@ -176,7 +182,7 @@ def parse_tables(text: str) -> list[Table]:
                 if s.startswith("│"):
                     cells = _cells(s)
                     filled = sum(1 for c in cells if c)
-                    if table.rows and filled <= max(1, len(cells) // 4) and not cells[0]:
+                    if table.rows and len(cells) > 1 and filled <= max(1, len(cells) // 4):
                         prev = table.rows[-1]
                         table.rows[-1] = [f"{p} {c}".strip() if c else p for p, c in zip(prev, cells)]
                     else:
@@ -215,20 +221,17 @@ def cell_number(cell: str) -> tuple[float, float] | None:
 
 # ----------------------------------------------------------------------------------------------- summary
 
-def _label(table: Table, row: list[str], previous: str) -> str:
-    first = row[0] or previous
-    second = row[1] if len(row) > 1 and row[1] and cell_number(row[1]) is None and len(table.columns) > 2 else ""
-    return f"{first} {second}".strip() if row[0] == "" and second else first
-
-
-def _data_rows(table: Table, column: int) -> list[tuple[str, str, tuple[float, float] | None]]:
-    """(label, cell text, number) of the rows that are not aggregates."""
-    out, previous = [], ""
+def _data_rows(table: Table, column: int, label_columns: list[str] = ()) -> list[tuple[str, str, tuple | None]]:
+    """(label, cell text, number) of the rows that are not aggregates.  The label is the first cell (the
+    one above when empty, as in a row group), or the ``label_columns`` cells; a number is named by its column."""
+    out, carried = [], [""] * len(table.columns)
+    picks = [table.column(c) for c in label_columns] or [0]
     for row in table.rows:
         if row[0].lower().startswith(AGGREGATE_LABELS):
             continue
-        label = _label(table, row, previous)
-        previous = row[0] or previous
+        carried = [c or (old if i == 0 else "") for i, (c, old) in enumerate(zip(row, carried))]
+        label = " ".join(f"{table.columns[i]}={carried[i]}" if cell_number(carried[i]) else carried[i]
+                         for i in picks if carried[i])
         cell = row[column] if column < len(row) else ""
         out.append((label, cell, cell_number(cell)))
     return out
@@ -243,7 +246,19 @@ STATS = {"geomean": _geomean, "mean": statistics.fmean, "median": statistics.med
 
 
 def _fmt(value: float, decimals: int) -> str:
-    return f"{value:,.{max(decimals, 0)}f}"
+    return f"{value:,.{max(decimals, 0)}f}" if decimals > 0 or abs(value) >= 100 else f"{value:,.1f}"
+
+
+def _unit(cells: list[str]) -> str:
+    """'%' or 'x' when the column's numbers carry it."""
+    ends = {c.strip()[-1:] for c in cells if cell_number(c) is not None}
+    return ends.pop() if len(ends) == 1 and ends <= {"%", "x"} else ""
+
+
+def _short(title: str) -> str:
+    """A table's title up to its first colon, without an unclosed parenthesis."""
+    head = title.split(": ")[0].rstrip(". ")
+    return head[:head.rindex("(")].rstrip() if head.count("(") > head.count(")") else head
 
 
 def find_table(tables: list[Table], spec: dict) -> Table | None:
@@ -260,35 +275,38 @@ def summarize_one(tables: list[Table], spec: dict) -> str:
     if table is None:
         return ""
     col = table.column(spec["column"])
-    rows = _data_rows(table, col)
+    rows = _data_rows(table, col, spec.get("label", ()))
     for name, want in spec.get("rows", {}).items():
         keep = [row[table.column(name)] == want for row in table.rows
                 if not row[0].lower().startswith(AGGREGATE_LABELS)]
         rows = [r for r, k in zip(rows, keep) if k]
-    numeric = [(label, num[0], num[1]) for label, _, num in rows if num is not None]
-    decimals = max((-round(math.log10(2 * h)) for _, _, h in numeric), default=0)
-    what = spec.get("what", f"`{spec['column']}`")
+    numeric = [(label, cell, num[0], num[1]) for label, cell, num in rows if num is not None]
+    decimals = max((-round(math.log10(2 * h)) for *_, h in numeric), default=0)
+    unit = _unit([cell for _, cell, _ in rows])
     parts = []
     for stat in spec["stats"]:
         name, _, arg = stat.partition(":")
         absolute = name.startswith("abs")
         base = name[3:] if absolute else name
         if base in STATS:
-            pairs = [(lbl, abs(v) if absolute else v) for lbl, v, _ in numeric]
+            quads = [(lbl, cell, abs(v) if absolute else v) for lbl, cell, v, _ in numeric]
             if base == "geomean":
-                pairs = [(lbl, v) for lbl, v in pairs if v > 0]
-            if not pairs:
+                quads = [q for q in quads if q[2] > 0]
+            if not quads:
                 continue
-            value = STATS[base]([v for _, v in pairs])
-            which = ""
+            value = STATS[base]([v for *_, v in quads])
+            shown = f"|{base}|" if absolute else base
             if base in ("min", "max"):
-                which = " (" + ", ".join(lbl for lbl, v in pairs if v == value) + ")"
-            extra = 1 if base in ("geomean", "mean", "median") else 0
-            shown = f"{'|' if absolute else ''}{base}{'|' if absolute else ''}"
-            parts.append(f"{shown} {_fmt(value, decimals + extra)}{which}")
+                cell = next(c for _, c, v in quads if v == value).replace(" SLOWER", "").lstrip("+")
+                cell = cell.lstrip("-") if absolute else cell
+                labels = ", ".join(lbl for lbl, _, v in quads if v == value)
+                parts.append(f"{shown} {cell} ({labels})")
+            else:
+                extra = 1 if base in ("geomean", "mean", "median") else 0
+                parts.append(f"{shown} {_fmt(value, decimals + extra)}{unit}")
         elif name in ("below", "above"):
             t = float(arg)
-            hits = [lbl for lbl, v, _ in numeric if (v < t if name == "below" else v > t)]
+            hits = [lbl for lbl, _, v, _ in numeric if (v < t if name == "below" else v > t)]
             parts.append(f"{name} {arg} on {len(hits)} of {len(numeric)}" + (f" ({', '.join(hits)})" if hits else ""))
         elif name == "equal":
             hits = [lbl for lbl, cell, _ in rows if cell == arg]
@@ -297,13 +315,29 @@ def summarize_one(tables: list[Table], spec: dict) -> str:
             raise ValueError(f"summary spec: unknown stat {stat!r}")
     if not parts:
         return ""
-    return f"{what}, {len(rows)} rows: " + "; ".join(parts) + "."
+    what = spec.get("what", f"`{spec['column']}`")
+    count = f"{len(rows)} row{'s' if len(rows) != 1 else ''}"
+    if len(numeric) != len(rows) and any(not s.startswith("equal") for s in spec["stats"]):
+        count += f", {len(numeric)} with a number"
+    return f"{what} ({count}): " + "; ".join(parts) + "."
+
+
+def _expand(tables: list[Table], spec: dict) -> list[dict]:
+    """A spec with ``"each": true`` stands for one spec per table that has its column (named by its title)."""
+    if not spec.get("each"):
+        return [spec]
+    out = []
+    for i, t in enumerate(tables):
+        if spec["column"] in t.columns:
+            what = spec.get("what", f"`{spec['column']}`")
+            out.append({k: v for k, v in spec.items() if k not in ("each", "title")}
+                       | {"table": i, "what": f"{_short(t.title)}: {what}" if t.title else what})
+    return out
 
 
 def summarize(tables: list[Table], specs: list[dict]) -> str:
     """The summary paragraph of a section: one sentence per spec, computed from ``tables``."""
-    if not specs:
-        return ""
+    specs = [e for s in specs for e in _expand(tables, s)]
     sentences = [t for t in (summarize_one(tables, s) for s in specs) if t]
     return "Summary (computed from the tables below): " + "  ".join(sentences) if sentences else ""
 
@@ -384,42 +418,45 @@ def _leaves(obj) -> list[float]:
 
 
 def allowed_figures(tables: list[Table], texts: list[str], data=None) -> list[tuple[float, float]]:
-    """The intervals a prose figure may fall in: every number printed in ``texts`` (console output,
-    header) and in ``data`` (the sidecar), and per table column (signed and absolute) its min, max, sum,
-    mean, median and geomean over the rows, each an interval from the cells' rounding; counts of rows."""
+    """(value, half a unit of its last printed digit) of what a prose figure may quote: every number printed
+    in ``texts`` (console output, header) and in ``data`` (the sidecar, exact), and, per table column
+    (signed and absolute), the min, max, sum, mean, median and geomean of its printed cells (exact), over
+    all rows and over the rows sharing a cell of another column, and the counts of rows."""
     allowed: list[tuple[float, float]] = []
     for text in texts:
         for tok in re.findall(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?", text):
             num = cell_number(tok)
             if num:
-                allowed.append((num[0] - num[1], num[0] + num[1]))
-    allowed += [(v, v) for v in _leaves(data)]
+                allowed.append(num)
+    allowed += [(v, 0.0) for v in _leaves(data)]
     most_rows = 0
     for table in tables:
+        most_rows = max(most_rows, len(table.rows))
+        body = [r for r in table.rows if not r[0].lower().startswith(AGGREGATE_LABELS)]
+        groups = [[True] * len(body)]  # all rows, and the rows sharing a cell of any one column
+        for g in range(1, len(table.columns)):
+            cells = [r[g] if g < len(r) else "" for r in body]
+            if len(set(cells)) < len(cells):
+                groups += [[c == key for c in cells] for key in set(cells)]
         for c in range(1, len(table.columns)):
-            nums = [n for _, _, n in _data_rows(table, c) if n is not None]
-            most_rows = max(most_rows, len(table.rows))
-            if not nums:
-                continue
-            for signed in (True, False):
-                vals = [(v, h) if signed else (abs(v), h) for v, h in nums]
-                lo = [v - h for v, h in vals]
-                hi = [v + h for v, h in vals]
-                for name, f in STATS.items():
-                    if name == "geomean" and min(lo) <= 0:
-                        continue
-                    allowed.append((f(lo), f(hi)))
-    allowed += [(n, n) for n in range(most_rows + 1)]
+            numbers = [n for _, _, n in _data_rows(table, c)]
+            for keep in groups:
+                values = [n[0] for n, k in zip(numbers, keep) if k and n is not None]
+                for vals in (values, [abs(v) for v in values]) if values else ():
+                    for name, f in STATS.items():
+                        if name != "geomean" or min(vals) > 0:
+                            allowed.append((f(vals), 0.0))
+    allowed += [(float(n), 0.0) for n in range(most_rows + 1)]
     return allowed
 
 
 def figure_allowed(value: float, half: float, allowed: list[tuple[float, float]]) -> bool:
-    """Whether the printed figure (value, half a unit of its last digit) is in one of the intervals; the
-    sign is not compared (prose says 'cosa is 13% under' for a -13% cell)."""
+    """Whether the printed figure (value, half a unit of its last digit) quotes one of ``allowed``: a source
+    printed at least as precisely that rounds to it (the sign is not compared: prose says 'cosa is 13%
+    under' for a -13% cell)."""
     v = abs(value)
     eps = 1e-9 * max(1.0, v)
-    return any(v + half + eps >= lo and v - half - eps <= hi or v + half + eps >= -hi and v - half - eps <= -lo
-               for lo, hi in allowed)
+    return any(h <= half + eps and abs(v - abs(a)) <= half - h + eps for a, h in allowed)
 
 
 def check_section(name: str, body: str, sidecar: dict | None) -> list[str]:
@@ -430,6 +467,8 @@ def check_section(name: str, body: str, sidecar: dict | None) -> list[str]:
     problems = []
     if sidecar is None:
         return [f"{name}: no sidecar {SIDECAR_DIR}/{name}.json"]
+    if sidecar.get("date") and not any(h.startswith(f"Date: {sidecar['date']}") for h in parts.header):
+        problems.append(f"{name}: the sidecar's date {sidecar['date']!r} is not the section's")
     specs = sidecar.get("summary") or []
     if not specs:
         problems.append(f"{name}: the sidecar has no summary spec")
@@ -438,7 +477,8 @@ def check_section(name: str, body: str, sidecar: dict | None) -> list[str]:
     except (KeyError, IndexError, ValueError) as exc:
         return problems + [f"{name}: summary spec does not fit the tables: {exc}"]
     if expected != parts.summary:
-        problems.append(f"{name}: summary is not the one its tables give:\n  file: {parts.summary}\n  tables: {expected}")
+        problems.append(f"{name}: summary is not the one its tables give:\n  file: {parts.summary}\n"
+                        f"  tables: {expected}")
     allowed = allowed_figures(tables, [parts.console, *parts.header], sidecar.get("data"))
     for text, value, half in prose_numbers(parts.notes + "\n" + parts.summary):
         if not figure_allowed(value, half, allowed):
@@ -491,10 +531,13 @@ def regenerate(path: Path, name: str, specs: list[dict]) -> None:
     head = {p.split(":", 1)[0]: p.split(":", 1)[1].strip() for p in parts.header}
     side = sidecar_path(path, name)
     side.parent.mkdir(exist_ok=True)
-    side.write_text(json.dumps({"date": head.get("Date", ""), "command": head.get("Command", "").strip("`"),
-                                "versions": head.get("Versions", ""), "summary": specs,
-                                "data": {"source": "the printed tables (the run's JSON was not kept)",
-                                         "tables": [t.__dict__ for t in tables]}}, indent=1) + "\n")
+    old = json.loads(side.read_text()) if side.exists() else {}
+    data = old.get("data") or {"source": "the printed tables (the run's JSON was not kept)"}
+    if "source" in data:  # a sidecar made from the printed tables: they are its data
+        data["tables"] = [t.__dict__ for t in tables]
+    side.write_text(json.dumps({**old, "date": head.get("Date", "").split(".")[0],
+                                "command": head.get("Command", "").strip("`"), "versions": head.get("Versions", ""),
+                                "summary": specs, "data": data}, indent=1) + "\n")
 
 
 def main(argv=None) -> int:

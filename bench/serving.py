@@ -143,6 +143,14 @@ def prose(trend, fit, cvs, real, paced=None) -> str:
     return "\n\n".join(lines)
 
 
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
+    {"table": 0, "column": "sim/law", "what": "Simulated mean swap over the law", "stats": ["min", "max"]},
+    {"table": 1, "column": "p99 s", "what": "P99 latency over burstiness", "stats": ["min", "max"]},
+    {"table": 2, "column": "err", "what": "Real copies (unpaced), fastest against the law", "stats": ["absmin", "absmax"]},
+    {"table": 3, "column": "err", "what": "Real copies (paced), fastest against the law", "stats": ["absmin", "absmax"]},
+]
+
+
 def main(argv=None) -> int:
     from rich.console import Console
 
@@ -200,7 +208,7 @@ def main(argv=None) -> int:
                                                            "real_paced": paced},
                  json_path=args.json, results_path=args.results,
                  notes="Swap law: bytes / (shards x link GB/s) + latency.  Batch times: OPT-13B's four GEMMs per "
-                       "layer on gpu-h200 through the cost model (fp32 lanes) unless --exec-s.")
+                       "layer on gpu-h200 through the cost model (fp32 lanes) unless --exec-s.", summary=SUMMARY)
     return 0
 
 
