@@ -246,3 +246,21 @@ def test_live_layer_passes_on_the_real_rtl(tmp_path, label, scheduler):
     run = run_chipyard(elf, max_cycles=2_000_000, timeout_s=1800)
     assert run.verified, f"{label} {scheduler}: {run.check} (exit {run.exit_code}); log {run.log}"
     assert run.cycles and run.cycles >= program.config.ideal_cycles(wl.macs)
+
+
+LOOP_CONV = {  # the library's tiled_conv path (one LOOP_CONV_WS each), in the simulator's layout
+    "1x1 through tiled_conv_auto": lambda C: C.conv("c1_conv", 1, 8, 8, 32, 32, 1, scale=0.005, conv_call=True),
+    "1x1 stride 2 (downsample flag)": lambda C: C.conv("c1s2", 1, 8, 8, 32, 48, 1, stride=2, scale=0.005),
+}
+
+
+@live
+@pytest.mark.parametrize("label", list(LOOP_CONV))
+def test_live_vendor_conv_loop_passes_on_the_real_rtl(tmp_path, label):
+    from gemmini.vendor import calls
+
+    prog = LOOP_CONV[label](calls)
+    elf = vendor_elf(prog, tmp_path / f"{prog.name}.elf", layout=loop_conv_layout())
+    assert "gemmini_cosa_loop_conv_ws_start" in elf.with_suffix(".c").read_text()
+    run = run_chipyard(elf, max_cycles=1_000_000, timeout_s=1200)
+    assert run.verified, f"{label}: {run.check} (exit {run.exit_code}); log {run.log}"
