@@ -361,6 +361,12 @@ def section_text(name: str, title: str, *, date: str, machine: str, command: str
     return "\n\n".join(parts) + f"\n\n```\n{console_text.rstrip()}\n```\n{end}\n"
 
 
+def dumps(obj) -> str:
+    """JSON with one line per list of numbers or strings (a table row, a series), the rest indented."""
+    text = json.dumps(obj, indent=1, default=str)
+    return re.sub(r"\[\n\s*([^\[\]{}]*?)\n\s*\]", lambda m: "[" + re.sub(r"\n\s*", " ", m.group(1)) + "]", text) + "\n"
+
+
 def sidecar_path(results_path: Path, name: str) -> Path:
     return Path(results_path).parent / SIDECAR_DIR / f"{name}.json"
 
@@ -382,8 +388,8 @@ def save_outputs(*, name: str, title: str, command: str, date: str, machine: str
         write_section(Path(results_path), name, section)
         side = sidecar_path(Path(results_path), name)
         side.parent.mkdir(exist_ok=True)
-        side.write_text(json.dumps({"date": date, "machine": machine, "versions": ver, "command": command,
-                                    "summary": list(summary), "data": data}, indent=1, default=str) + "\n")
+        side.write_text(dumps({"date": date, "machine": machine, "versions": ver, "command": command,
+                               "summary": list(summary), "data": data}))
 
 
 # ------------------------------------------------------------------------------------------------- check
@@ -535,9 +541,9 @@ def regenerate(path: Path, name: str, specs: list[dict]) -> None:
     data = old.get("data") or {"source": "the printed tables (the run's JSON was not kept)"}
     if "source" in data:  # a sidecar made from the printed tables: they are its data
         data["tables"] = [t.__dict__ for t in tables]
-    side.write_text(json.dumps({**old, "date": head.get("Date", "").split(".")[0],
-                                "command": head.get("Command", "").strip("`"), "versions": head.get("Versions", ""),
-                                "summary": specs, "data": data}, indent=1) + "\n")
+    side.write_text(dumps({**old, "date": head.get("Date", "").split(".")[0],
+                           "command": head.get("Command", "").strip("`"), "versions": head.get("Versions", ""),
+                           "summary": specs, "data": data}))
 
 
 def main(argv=None) -> int:
