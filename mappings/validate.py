@@ -15,8 +15,8 @@ of them; ``fits`` answers yes or no.  The checks, in order:
    to axes (each dim wholly on one axis) with the product per axis at most the
    axis size;
 6. capacity: at every bounded level the tile of each stored tensor, in
-   words (``Tensor.tile_words`` of ``mapping.tile_extents(level)``, halos
-   included) times the level's bytes per word, summed over the stored
+   words (``workloads.footprint.tile_words`` of ``mapping.tile_extents(level)``,
+   halos included) times the level's bytes per word, summed over the stored
    tensors, times 2 when the level is double buffered, fits
    ``capacity_bytes``.  Tiles are dense (density is not used: a
    compressed format's metadata is not modelled here).  At a row-addressed
@@ -35,6 +35,8 @@ from __future__ import annotations
 import itertools
 import math
 from typing import Iterator
+
+from workloads.footprint import box_rows, group_dims, stored_box_words, tile_words
 
 from .mapping import Mapping, MappingError
 
@@ -143,43 +145,6 @@ def _check_spatial(mapping: Mapping, workload, arch, src: str) -> Iterator[Mappi
                                f"without exceeding an axis size", source=src, field=f"{arch.levels[i].name}.spatial")
 
 
-def group_dims(workload) -> frozenset[str]:
-    """Dims that index every tensor: independent problems (groups, a batch of GEMMs) sharing no data."""
-    dims = set(workload.dims)
-    for t in workload.tensors:
-        dims &= t.dims
-    return frozenset(dims)
-
-
-def stored_box_words(tensor, extents: dict[str, int], groups: frozenset[str] = frozenset()) -> int:
-    """Words of the dense box a row-addressed buffer keeps for a tile of ``tensor`` with loop ``extents``.
-
-    Per tensor axis: the product of the extents of its group dims (each group
-    a separate block) times the range of the other terms over the tile with
-    the gaps of their common stride skipped (1 + sum |c| (e - 1) / gcd of the
-    |c| whose e > 1): a window of stride s over one output row and one kernel
-    column stores every s-th input only.  Not clipped to the stored tensor:
-    the buffer keeps the padding too.  Matches Gemmini's code generator.
-    """
-    return math.prod(stored_span(expr.terms, extents, groups) for expr in tensor.indices)
-
-
-def stored_span(terms, extents: dict[str, int], groups: frozenset[str] = frozenset()) -> int:
-    """Entries of one tensor axis (index ``sum c * dim`` over ``terms``, pairs (dim, c)) that a
-    row-addressed buffer keeps for loop ``extents``: see ``stored_box_words``."""
-    span, moving = 1, []
-    for dim, coeff in terms:
-        extent = extents.get(dim, 1)
-        if dim in groups:
-            span *= extent
-        elif extent > 1:
-            moving.append((abs(coeff), extent))
-    if moving:
-        step = math.gcd(*(c for c, _ in moving))
-        span *= 1 + sum(c * (e - 1) for c, e in moving) // step
-    return span
-
-
 def row_block_words(mapping: Mapping, workload, arch, level: int, tensor) -> int:
     """Words of ``tensor`` one row of row-addressed ``level`` holds: the product of the spatial factors of
     the dims (indexing the tensor) that the mapping unrolls on the level's row axis for the tensor's role
@@ -200,9 +165,9 @@ def tile_rows(mapping: Mapping, workload, arch, level: int) -> dict[str, int] | 
     """Rows of the tile of each tensor stored at a row-addressed ``level`` (one instance, one buffer);
     None when the level is not row-addressed (``row_bytes`` unset).
 
-    rows = ceil(box words / block words) x ceil(block bytes / row bytes) for
-    a role with a row axis (``row_block_words``), ceil(box bytes / row bytes)
-    for the others; box words from ``stored_box_words``.
+    rows = ``workloads.footprint.box_rows`` of the stored box
+    (``workloads.footprint.stored_box_words``): in blocks of
+    ``row_block_words`` for a role with a row axis, packed for the others.
     """
     lv = arch.levels[level]
     row_bytes = getattr(lv, "row_bytes", None)
@@ -214,13 +179,8 @@ def tile_rows(mapping: Mapping, workload, arch, level: int) -> dict[str, int] | 
     for t in workload.tensors:
         if not mapping.stores(level, t, arch):
             continue
-        box = stored_box_words(t, extents, groups)
-        word_bytes = lv.bytes_per_word(t)
-        if lv.row_axis(t.role) is None:
-            rows[t.name] = math.ceil(box * word_bytes / row_bytes)
-        else:
-            block = row_block_words(mapping, workload, arch, level, t)
-            rows[t.name] = -(-box // block) * math.ceil(block * word_bytes / row_bytes)
+        block = None if lv.row_axis(t.role) is None else row_block_words(mapping, workload, arch, level, t)
+        rows[t.name] = box_rows(stored_box_words(t, extents, groups), lv.bytes_per_word(t), row_bytes, block)
     return rows
 
 
@@ -232,7 +192,7 @@ def tile_bytes(mapping: Mapping, workload, arch, level: int) -> dict[str, float]
     if rows is not None:
         return {name: r * lv.row_bytes for name, r in rows.items()}
     extents = mapping.tile_extents(level, workload.dims)
-    return {t.name: t.tile_words(extents) * lv.bytes_per_word(t)
+    return {t.name: tile_words(t, extents) * lv.bytes_per_word(t)
             for t in workload.tensors if mapping.stores(level, t, arch)}
 
 

@@ -17,6 +17,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from .errors import WorkloadError
+from .footprint import span_entries, tile_words as _tile_words
 
 ROLES = ("input", "weight", "output")
 """Tensor roles.  An architecture level says which roles it may hold (CoSA's
@@ -94,13 +95,9 @@ class AffineExpr:
         return self.offset + sum(c * point[d] for d, c in self.terms)
 
     def extent(self, extents: Mapping[str, int]) -> int:
-        """Number of distinct-or-not positions spanned: 1 + sum |c|*(extent-1).
-
-        Exact for the range of the expression over a box; the number of
-        *distinct* values is smaller only when coefficients leave gaps (a
-        dilation larger than the tile of the other dim), see ``distinct``.
-        """
-        return 1 + sum(abs(c) * (extents.get(d, 1) - 1) for d, c in self.terms)
+        """Entries spanned over a box of loop ``extents``: ``workloads.footprint.span_entries``
+        (1 + sum |c|*(extent-1); the distinct values are fewer when coefficients leave gaps)."""
+        return span_entries(self.terms, extents)
 
     def value_range(self, bounds: Mapping[str, int]) -> tuple[int, int]:
         """(min, max) over 0 <= dim < bound."""
@@ -182,18 +179,9 @@ class Tensor:
         return all(len(e.terms) <= 1 and all(c == 1 for _, c in e.terms) for e in self.indices)
 
     def tile_words(self, extents: Mapping[str, int]) -> int:
-        """Words touched by a box of loop extents (the bounding box of each axis).
-
-        For sliding windows this is the halo footprint (P + R - 1 rows for a
-        unit-stride convolution).  Axes are bounded by ``shape`` when given.
-        """
-        words = 1
-        for axis, expr in enumerate(self.indices):
-            span = expr.extent(extents)
-            if self.shape is not None:
-                span = min(span, self.shape[axis])
-            words *= span
-        return words
+        """Words touched by a box of loop extents: ``workloads.footprint.tile_words`` (the span of each
+        axis, halo included, bounded by ``shape`` when given)."""
+        return _tile_words(self, extents)
 
 
 @dataclass(frozen=True)

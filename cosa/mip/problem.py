@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import product
 
-from mappings.validate import stored_span
 from workloads.divisors import divisors, prime_factor_counts
+from workloads.footprint import clipped_span_entries, stored_span_entries
 
 from ..schedule import SchedulingError
 
@@ -30,20 +30,20 @@ class WindowAxis:
 
     ``terms``: (dim, |coefficient|) of the dims with bound > 1; ``clip``: the
     stored extent of the axis (``Tensor.shape``) or None.  Its extent for loop
-    extents e is ``min(clip, 1 + sum |c| * (e - 1))``.
+    extents e is ``min(clip, 1 + sum |c| * (e - 1))`` (``workloads.footprint``).
     """
 
     terms: tuple[tuple[str, int], ...]
     clip: int | None
 
     def extent(self, extents: dict[str, int]) -> int:
-        span = 1 + sum(c * (extents[d] - 1) for d, c in self.terms)
-        return min(span, self.clip) if self.clip is not None else span
+        """Entries of the axis in a tile of loop ``extents`` (``workloads.footprint.clipped_span_entries``)."""
+        return clipped_span_entries(self.terms, extents, self.clip)
 
     def stored_extent(self, extents: dict[str, int], groups: frozenset[str] = frozenset()) -> int:
-        """Entries a row-addressed buffer keeps (``mappings.validate.stored_span``): the padding too (not
-        clipped), without the gaps of a common stride, group dims as separate blocks."""
-        return stored_span(self.terms, extents, groups)
+        """Entries a row-addressed buffer keeps (``workloads.footprint.stored_span_entries``): the padding
+        too (not clipped), without the gaps of a common stride, group dims as separate blocks."""
+        return stored_span_entries(self.terms, extents, groups)
 
     def combos(self, bounds: dict[str, int]):
         """Every tuple of loop extents (divisors of the bounds) of this axis' dims."""

@@ -46,6 +46,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from workloads.divisors import largest_divisor_at_most as _largest_divisor_at_most
+from workloads.footprint import box_rows, stored_axis
 
 from ..config import GemminiConfig
 from ..errors import CodegenError
@@ -432,22 +433,25 @@ def make_plan(problem: Problem, mapping, config: GemminiConfig, dataflow: str, *
     else:
         c_chunk = _largest_divisor_at_most(e3["c"], dim)
         bc = c_chunk
+    # the input rows and columns of the scratchpad tile: the strided, dilated window over the tile, the gaps of
+    # a common stride skipped (workloads.footprint, as mappings.validate and the MIP count it)
     sh, sw = problem.stride
     dh, dw = problem.dilation
-    step_h = math.gcd(sh if e1["oh"] > 1 else 0, dh if e1["kh"] > 1 else 0) or 1
-    step_w = math.gcd(sw if e1["ow"] > 1 else 0, dw if e1["kw"] > 1 else 0) or 1
-    stored_h = (sh * (e1["oh"] - 1) + dh * (e1["kh"] - 1)) // step_h + 1
-    stored_w = (sw * (e1["ow"] - 1) + dw * (e1["kw"] - 1)) // step_w + 1
+    in_h = stored_axis((("oh", sh), ("kh", dh)), e1)
+    in_w = stored_axis((("ow", sw), ("kw", dw)), e1)
+    step_h, stored_h = in_h.step, in_h.entries
+    step_w, stored_w = in_w.step, in_w.entries
     a_stride = sw // step_w if e1["ow"] > 1 else 1
     if not ws and e2["ow"] // spatial[2]["ow"] < 1:
         raise CodegenError("internal: bad OS tiling", source=source)
+    # rows hold one block of bc input channels / bk output channels (DIM elements per row), group-major:
+    # a tile holds e["g"] groups of channel (input) / output-channel blocks
     a_pix = e1["n"] * stored_h * stored_w
-    # blocks are group-major: a tile holds e["g"] groups of channel (input) / output-channel blocks
-    a_rows = e1["g"] * (e1["c"] // bc) * a_pix
+    a_rows = box_rows(e1["g"] * e1["c"] * a_pix, 1, dim, bc)
     b_rows_per_block = e1["kh"] * e1["kw"] * e1["c"]
-    b_rows = e1["g"] * (e1["k"] // bk) * b_rows_per_block
+    b_rows = box_rows(e1["g"] * e1["k"] * b_rows_per_block, 1, dim, bk)
     acc_pix = e2["n"] * e2["oh"] * e2["ow"]
-    acc_rows = e2["g"] * (e2["k"] // bk) * acc_pix
+    acc_rows = box_rows(e2["g"] * e2["k"] * acc_pix, 1, dim, bk)
     if max(a_pix, b_rows_per_block) > 0xFFFF:
         raise CodegenError(f"a scratchpad tile block of {max(a_pix, b_rows_per_block)} rows exceeds the 16-bit "
                            "block stride of config_ld", source=source, field="levels[1]")

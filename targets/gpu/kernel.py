@@ -31,8 +31,8 @@ increasing reduction rank; shared tiles are added to global memory each time
 they leave; across blocks (a reduction dim on the grid) in atomic, unordered
 fashion.
 
-Tile sizes and halos come from ``targets.gpu.layout`` (``mappings.validate``'s
-``stored_span``), loop strides from ``costmodel.tiling.nest_loops``.
+Tile sizes and halos come from ``targets.gpu.layout`` (``workloads.footprint``'s
+``stored_axis``), loop strides from ``costmodel.tiling.nest_loops``.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 
 from costmodel.tiling import nest_loops
 from mappings import format_loopnest, validate
-from mappings.validate import group_dims
 from workloads.dtypes import resolve_dtype
+from workloads.footprint import group_dims
 
 from .errors import GpuError
 from .layout import Lin, array_shape, axis_in_range, global_index, lin_sum, tile_layout

@@ -1,8 +1,8 @@
 """Linear index expressions and the layout of a tile in shared memory or registers.
 
 A tile of tensor T at level L holds the elements that the loops at levels
->= L touch for one position of the loops outside them.  Its size per tensor
-axis is ``mappings.validate.stored_span`` (the project's one answer to halos,
+>= L touch for one position of the loops outside them.  Its layout per tensor
+axis is ``workloads.footprint.stored_axis`` (the project's one answer to halos,
 strides and groups): the range of the axis index over the tile with the gaps
 of a common stride skipped, dims that index every tensor (groups) stored as
 separate blocks.  When that span exceeds the stored extent of the axis (a
@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mappings.validate import stored_span
+from workloads.footprint import stored_axis
 
 
 @dataclass(frozen=True)
@@ -128,17 +128,12 @@ class AxisLayout:
 
 
 def axis_layout(expr, extents: dict[str, int], groups: frozenset[str], stored: int) -> AxisLayout:
-    span = stored_span(expr.terms, extents, groups)
-    if span > stored:
+    """The layout of axis ``expr`` in a tile of loop ``extents``: ``workloads.footprint.stored_axis``, or the
+    whole axis when that keeps more than its ``stored`` extent."""
+    box = stored_axis(expr.terms, extents, groups)
+    if box.entries > stored:
         return AxisLayout(expr, stored, True)
-    group_terms = tuple((d, c, extents[d]) for d, c in expr.terms if d in groups and extents.get(d, 1) > 1)
-    moving = [(d, c) for d, c in expr.terms if d not in groups and extents.get(d, 1) > 1]
-    step = math.gcd(*(abs(c) for _, c in moving)) if moving else 1
-    rest = 1 + sum(abs(c) * (extents[d] - 1) for d, c in moving) // step
-    shift = sum(-c * (extents[d] - 1) for d, c in moving if c < 0)
-    layout = AxisLayout(expr, span, False, group_terms, rest, step, shift)
-    assert math.prod(e for _, _, e in group_terms) * rest == span, (expr, extents, span)
-    return layout
+    return AxisLayout(expr, box.entries, False, box.blocks, box.rest, box.step, box.shift)
 
 
 @dataclass(frozen=True)
