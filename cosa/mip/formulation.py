@@ -77,8 +77,8 @@ from dataclasses import dataclass, field
 
 import pyomo.environ as pe
 
-from mappings.validate import group_dims
 from workloads.divisors import multiplicity
+from workloads.footprint import group_dims
 
 from .latency import Terms, cycles_expr
 from .linear import EPS, add as _add, exp_tangents as _exp_tangents
@@ -251,7 +251,7 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         return tile_log[t, i]
 
     def stored_tile(t: str, i: int):
-        """log2 of the words a row-addressed level keeps for the tile (``mappings.validate.stored_box_words``)."""
+        """log2 of the words a row-addressed level keeps for the tile (``workloads.footprint.stored_box_words``)."""
         if (t, i) not in stored_log:
             ax = problem.axes[t]
             stored_log[t, i] = (sum(extent_log[i, d] for d in ax.plain)
