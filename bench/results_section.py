@@ -116,10 +116,22 @@ def run_stamp() -> tuple[str, str]:
 
 
 def versions(packages=("numpy", "scipy", "highspy", "rich")) -> str:
-    """'numpy 1.26.4, scipy 1.11.4, ...' for the installed ``packages`` (those not installed left out)."""
+    """'commit abc1234, numpy 1.26.4, scipy 1.11.4, ...': the project's commit ('+ changes' when the work tree
+    differs from it) and the installed ``packages`` (those not installed left out)."""
+    import subprocess
     from importlib import metadata
 
     out = []
+    try:
+        root = Path(__file__).resolve().parents[1]
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        if head:
+            out.append(f"commit {head}" + (" + changes" if dirty else ""))
+    except (OSError, subprocess.SubprocessError):
+        pass
     for p in packages:
         try:
             out.append(f"{p} {metadata.version(p)}")
