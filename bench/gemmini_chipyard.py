@@ -319,7 +319,9 @@ def main(argv=None) -> int:
     console.print(f"gemmini on the real RTL, {date}; {machine}; simulator: {args.provenance or 'origin not given'}")
     if args.calibrate_from:
         data = recalibrate(args, console)
-        save_outputs(name="gemmini_chipyard_calibration", title="Timing model calibrated against the real Gemmini RTL",
+        save_outputs(name="gemmini_chipyard_calibration",
+                     title="Timing model calibrated against the real Gemmini RTL "
+                           "(`bench/gemmini_chipyard.py --calibrate-from`)",
                      command=f"python bench/gemmini_chipyard.py --calibrate-from RUN.json --mem-latency {args.mem_latency}",
                      date=date, machine=machine, console=console, data=data, json_path=args.json,
                      results_path=args.results, notes=f"Simulator: {args.provenance}." if args.provenance else "",
