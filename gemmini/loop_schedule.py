@@ -45,6 +45,8 @@ class LoopSchedule:
     arguments (None when the layer's call takes no tile arguments).  evaluated: streams timed.
     tried: tiles -> cycles of every stream timed (None: the library's own).  params: the library's
     configuration the streams were generated for (``library_params`` of the hardware's config).
+    found_from: the start whose descent reached the chosen tiles ("mapping": the mapping's tile;
+    "library": the library's own tile arguments; "library's own": nothing timed beat the library).
     """
 
     vendor: VendorProgram
@@ -55,6 +57,7 @@ class LoopSchedule:
     evaluated: int
     tried: dict = field(default_factory=dict, compare=False, repr=False)
     params: LibParams = DEFAULT_PARAMS
+    found_from: str = "library's own"
 
     def stream(self) -> list:
         """The command triples (loop instructions included) the SoC runs."""
@@ -68,7 +71,8 @@ class LoopSchedule:
     def to_dict(self) -> dict:
         return {"layer": self.vendor.name, "tiles": list(self.tiles) if self.tiles else None,
                 "cycles": self.cycles, "library_cycles": self.library_cycles,
-                "start": list(self.start) if self.start else None, "evaluated": self.evaluated}
+                "start": list(self.start) if self.start else None, "evaluated": self.evaluated,
+                "found_from": self.found_from}
 
 
 def _neighbours(tiles: tuple, limits: list, channel_step: tuple) -> list:
@@ -114,27 +118,32 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     library = cycles(None)
     fns = {call.fn for call in vendor.calls}
     if not fns <= set(TILED_CALLS):
-        return LoopSchedule(vendor, None, library, library, None, len(tried), tried, params)
+        return LoopSchedule(vendor, None, library, library, None, len(tried), tried, params)  # no tile arguments
     as_matmul = program.kind != "matmul" and fns <= {"tiled_matmul_auto", "tiled_matmul_nn_auto"}
     start, fits, limits, channel_step = library_tile_space(program, as_matmul)
     start = _clamp(start, limits)
-    starts = [start] + ([own] if (own := _library_choice(vendor, params)) is not None else [])
-    for point in starts:               # steepest descent from each start, while the budget lasts
-        if not fits(point) or len(tried) >= budget:
+    starts = [("mapping", start)] + ([("library", own)] if (own := _library_choice(vendor, params)) else [])
+    origin = {None: "library's own"}
+    stop = budget
+    for name, point in starts:         # steepest descent from each start, while the budget lasts
+        if not fits(point) or len(tried) >= stop:
             continue
         here = _timed(cycles, point)
-        while here is not None and len(tried) < budget:
+        origin.setdefault(point, name)
+        while here is not None and len(tried) < stop:
             step = None
             for t in _neighbours(point, limits, channel_step):
-                if len(tried) >= budget:
+                if len(tried) >= stop:
                     break
-                if fits(t) and t not in tried and (c := _timed(cycles, t)) is not None and c < (step or (0, here))[1]:
-                    step = (t, c)
+                if fits(t) and t not in tried and (c := _timed(cycles, t)) is not None:
+                    origin.setdefault(t, name)
+                    if c < (step or (0, here))[1]:
+                        step = (t, c)
             if step is None:
                 break
             point, here = step
     best = min(tried, key=lambda t: (tried[t], t is not None))  # a tie keeps the library's own tiles
-    return LoopSchedule(vendor, best, tried[best], library, start, len(tried), tried, params)
+    return LoopSchedule(vendor, best, tried[best], library, start, len(tried), tried, params, origin[best])
 
 
 def library_params(config: GemminiConfig) -> LibParams:
