@@ -66,6 +66,17 @@ def _console():
     return Console() if sys.stdout.isatty() else Console(width=160, color_system=None)
 
 
+def write_text_output(output: str | None, text: str, note: str) -> None:
+    """Write ``text`` to the file ``output`` (stdout for None or "-"); ``note`` goes to stderr after a file."""
+    if output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        from pathlib import Path
+
+        Path(output).write_text(text)
+        print(note, file=sys.stderr)
+
+
 def _print_json(obj) -> None:
     print(json.dumps(obj, indent=2, default=_json_default))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from workloads import FrameworkError
 
 from . import cli_randnla, cli_targets
-from .cli_common import RunFailed, _add_sched_opts, _print_json, _workload
+from .cli_common import RunFailed, _add_sched_opts, _print_json, _workload, write_text_output
 
 
 def _gemmini_schedule(args, workload, arch):
@@ -138,10 +138,7 @@ def cmd_emit(args) -> int:
 
         ls = _loop_schedule(args)
         source = vendor_c(ls.vendor, seed=args.seed, tiles=ls.tiles)
-        if args.output in (None, "-"):
-            sys.stdout.write(source)
-        else:
-            Path(args.output).write_text(source)
+        write_text_output(args.output, source, f"wrote {args.output} ({len(source.splitlines())} lines)")
         print(f"{ls.vendor.name}: {_loops_text(ls)}", file=sys.stderr)
         return 0
     from gemmini.codegen.c import emit_c, emit_gemmini_h
@@ -151,12 +148,8 @@ def cmd_emit(args) -> int:
         source = emit_gemmini_h(program, with_main=args.main, seed=args.seed)
     else:
         source = emit_c(program, with_main=args.main, seed=args.seed)
-    if args.output in (None, "-"):
-        sys.stdout.write(source)
-    else:
-        Path(args.output).write_text(source)
-        print(f"wrote {args.output} ({len(source.splitlines())} lines, {len(program.commands):,} commands)",
-              file=sys.stderr)
+    write_text_output(args.output, source,
+                      f"wrote {args.output} ({len(source.splitlines())} lines, {len(program.commands):,} commands)")
     return 0
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
+
+from .cli_common import write_text_output
 
 
 @dataclass(frozen=True)
@@ -165,11 +166,7 @@ def _setup(args):
 def cmd_emit(args) -> int:
     target, workload, arch, mapping = _setup(args)
     source = target.emit(workload, mapping, arch, args)
-    if args.output in (None, "-"):
-        sys.stdout.write(source)
-    else:
-        Path(args.output).write_text(source)
-        print(f"wrote {args.output} ({len(source.splitlines())} lines)", file=sys.stderr)
+    write_text_output(args.output, source, f"wrote {args.output} ({len(source.splitlines())} lines)")
     return 0
 
 
