@@ -19,7 +19,7 @@ result is never slower than the library; on real hardware that is a measurement,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import isa
 from .codegen import generate
@@ -104,7 +104,7 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     vendor = from_workload(workload, dataflow=program.dataflow, bias=program.bias, relu=relu or program.relu,
                            scale=program.scale)
     params = library_params(config)
-    if params != DEFAULT_PARAMS:
+    if replace(params, loop_conv_layout=DEFAULT_PARAMS.loop_conv_layout) != DEFAULT_PARAMS:
         raise CodegenError("the library's streams are reproduced for gemmini_params.h's defaults only (DIM 16, "
                            "256 KiB scratchpad in 4 banks, 64 KiB accumulator, 64-byte mvin rows)",
                            source=f"workload {workload.name}", field="config")
@@ -149,7 +149,8 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
 def library_params(config: GemminiConfig) -> LibParams:
     """gemmini_params.h's values for the hardware ``config`` describes (the library's tile arithmetic)."""
     return LibParams(dim=config.dim, bank_num=config.sp_banks, bank_rows=config.sp_rows // config.sp_banks,
-                     acc_rows=config.acc_rows, max_bytes=config.max_mvin_bytes)
+                     acc_rows=config.acc_rows, max_bytes=config.max_mvin_bytes,
+                     loop_conv_layout=config.loop_conv_layout)
 
 
 def _timed(cycles, tiles) -> float | None:

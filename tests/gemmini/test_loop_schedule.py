@@ -107,3 +107,15 @@ def test_tuned_programs_pass_on_spike(name, tmp_path):
     elf = vendor_elf(ls.vendor, tmp_path / f"{name}.elf", tiles=ls.tiles)
     result = run_spike(elf)
     assert result.verified, result.output
+
+
+def test_the_streams_follow_the_hardwares_loop_conv_layout():
+    import dataclasses
+
+    f13 = dataclasses.replace(DEFAULT_CONFIG, loop_conv_layout="f13847e")
+    wl = LAYERS["conv3x3"]
+    mapping = schedule(wl, ARCH, scheduler="gemmini-default", bound=False).mapping
+    ls = tune_tiles(wl, mapping, ARCH, config=f13, budget=6)
+    assert ls.params.loop_conv_layout == "f13847e"
+    run = run_vendor(ls.vendor, tiles=ls.tiles, config=f13, with_timing=True)   # decoded as f13847e
+    assert run.verified and run.cycles == ls.cycles
