@@ -19,8 +19,9 @@ A dim that several spatial axes of a level admit is unrolled on the first of
 them only (no preset has such a dim; the validator accepts any assignment).
 
 ``fits`` is a quick necessary check (spatial axis sizes and per-level
-capacities, from tile footprints in bytes); ``mappings.validate`` stays the
-arbiter of validity.
+capacities, the latter counted by ``mappings.validate.tile_bytes``, so that a
+row-addressed level is charged the rows it really stores); ``mappings.validate``
+stays the arbiter of validity.
 """
 
 from __future__ import annotations
@@ -33,10 +34,14 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from mappings import LevelMapping, Mapping
+from mappings.validate import tile_bytes
 from workloads import LoopNest
 from workloads.divisors import divisors, prime_factor_counts, prime_factors
 
 from ..schedule import SchedulingError
+
+
+_CACHE_ENTRIES = 200_000  # level_bytes answers kept per MapSpace
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,7 @@ class MapSpace:
         window = workload.window_dims()
         self.signature = {
             d: (d,) if d in window else tuple(t.name for t in workload.tensors if d in t.dims) for d in self.dims}
+        self._bytes_cache: dict[tuple, float] = {}  # level_bytes by what tile_bytes reads
 
     # --- checks -----------------------------------------------------------------
     def slot_limit(self, slot: Slot) -> int | None:
@@ -119,14 +125,25 @@ class MapSpace:
         return True
 
     def level_bytes(self, mapping: Mapping, level: int) -> float:
-        """Bytes of the tiles stored in one instance of ``level`` (footprints with halos)."""
-        lv = self.arch.levels[level]
+        """Bytes of the tiles stored in one instance of ``level``, as ``mappings.validate`` counts them
+        (``tile_bytes``): words with halos, or at a row-addressed level the rows of the stored box
+        (a stride's gaps skipped) times the row bytes."""
+        # tile_bytes reads the tile extents, the level's bypass and (for a row block) spatial factors
+        lm = mapping.levels[level]
         extents = mapping.tile_extents(level, self.dims)
-        return sum(t.tile_words(extents) * lv.bytes_per_word(t) for t in self.stored[level]
-                   if t.name not in mapping.levels[level].bypass)
+        key = (level, tuple(extents.values()), lm.bypass,
+               tuple(tuple(sorted(m.spatial.items())) for m in mapping.levels))
+        found = self._bytes_cache.get(key)
+        if found is None:
+            if len(self._bytes_cache) >= _CACHE_ENTRIES:
+                self._bytes_cache.clear()
+            found = self._bytes_cache[key] = sum(tile_bytes(mapping, self.workload, self.arch, level).values())
+        return found
 
     def level_fits(self, mapping: Mapping, level: int) -> bool:
-        """The level's tiles fit its capacity (twice over when it is double buffered)."""
+        """The level's tiles fit its capacity (twice over when it is double buffered): the capacity
+        check of ``mappings.validate`` (rows of a row-addressed level are whole, so comparing their
+        bytes with the capacity is comparing rows with its whole rows)."""
         lv = self.arch.levels[level]
         if lv.capacity_bytes is None:
             return True
