@@ -1,39 +1,16 @@
-"""Compute commands at a level with ``compute_rows``: how a residency's loops stream as runs.
+"""Compute commands at a level with ``compute_rows``: the runs of a concrete mapping, and compute cycles.
 
 A level ``h`` whose ``compute_rows`` R is set issues compute commands that
-each stream at most R iterations of its temporal loops (Gemmini WS: the
-Registers level, one compute per run of at most DIM pixel rows under one
-weight block), and each command costs ``compute_overhead_cycles`` on top of
-the iterations it streams.  How many commands a residency needs depends on
-which of the level's loops can be merged into one stream:
+each stream at most R iterations of its temporal loops, and each command
+costs ``compute_overhead_cycles`` on top of the iterations it streams.  Which
+loops merge into one command's run, and how runs round to commands, are the
+rules of ``costmodel.run_rules`` (which the MIP linearises too); this module
+evaluates them on a mapping:
 
 * ``residencies`` = product of the temporal factors of the levels above ``h``
   (per instance, as compute cycles are).
-* In one residency the level's nontrivial temporal loops, innermost first,
-  form a *run*: it starts with the innermost loop and extends over the next
-  outer loop ``d`` while the stream stays an arithmetic progression in the
-  storage of every *streamed* tensor: a tensor not held at ``h`` or below
-  whose index depends on a loop of ``h``, read from (or written to) its
-  *source tile*, its tile at its innermost holder above ``h``.
-* The source tile is laid out densely, row-major over the tensor's index
-  positions (in index order) that depend on a nontrivial loop of ``h``.
-  Position ``j`` stores the distinct values of its affine expression over
-  the source tile's extents on the lattice of step ``g_j`` = gcd of its
-  coefficients over dims with extent > 1 (1 if none): stored extent
-  ``E_j = sum_d |c_jd| (ext_d - 1) / g_j + 1``, position stride
-  ``S_j = prod_{j' after j} E_j'``, and loop ``d`` steps the address by
-  ``addr_stride(d) = loop_stride(d) * sum_j (c_jd / g_j) S_j``, where
-  ``loop_stride(d)`` is how far one iteration of the level-``h`` loop moves
-  dim ``d`` (the product of ``d``'s factors inside that loop: 1 at the
-  innermost level).
-* The run extends over ``d`` iff ``addr_stride(d) == run_length *
-  addr_stride(innermost loop of the run)`` for every streamed tensor; the
-  first loop that fails ends the run.
 * computes per residency = ceil(run_length / R) x the factors of the level's
-  loops outside the run.
-* The loops run in the mapping's order at ``h``; where the mapping leaves the
-  order of the innermost level unspecified (it changes no traffic there), in
-  the order with the fewest compute commands, as the code generator may pick.
+  loops outside the run (``run_rules.computes_per_residency``).
 
 Compute cycles (``compute_work``): innermost level first, the work of one
 residency of level ``i`` is its temporal factors times the work of one
@@ -59,10 +36,12 @@ one used).
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+
+from . import run_rules
+from .run_rules import address_strides, last_compute_rows  # noqa: F401  (part of this module's interface)
 
 
 @dataclass(frozen=True)
@@ -115,47 +94,9 @@ class ComputeRuns:
         return self.changes * max(base / self.changes, per_change - self.last_rows + fill, per_change / 2 + fill)
 
 
-def _held_at_or_below(mapping, arch, tensor, level: int) -> bool:
-    return any(mapping.stores(i, tensor, arch) for i in range(level, len(arch.levels)))
-
-
-def _source_level(mapping, arch, tensor, level: int) -> int:
-    """The innermost holder of ``tensor`` above ``level`` (level 0 always holds it)."""
-    return max([0] + [i for i in range(1, level) if mapping.stores(i, tensor, arch)])
-
-
-def address_strides(tensor, source_extents: dict[str, int], loop_dims, loop_strides: dict[str, int]) -> dict[str, int]:
-    """Address step (in words of the source tile) of one iteration of each loop in ``loop_dims``.
-
-    ``source_extents``: loop extents of the source tile.  ``loop_strides``:
-    how far one iteration of each loop moves its dim.  The tile is laid out
-    densely and row-major over the index positions that depend on some dim of
-    ``loop_dims``, each compressed to the lattice of its coefficients (see the
-    module docstring).
-    """
-    loop_dims = tuple(loop_dims)
-    positions = [e for e in tensor.indices if any(e.coef(d) for d in loop_dims)]
-    steps, extents = [], []
-    for expr in positions:
-        live = [abs(c) for d, c in expr.terms if source_extents.get(d, 1) > 1]
-        step = math.gcd(*live) if live else 1
-        steps.append(step)
-        extents.append(sum(abs(c) * (source_extents.get(d, 1) - 1) for d, c in expr.terms) // step + 1)
-    strides = [math.prod(extents[j + 1:]) for j in range(len(positions))]
-    return {d: loop_strides.get(d, 1) * sum(expr.coef(d) // step * stride
-                                             for expr, step, stride in zip(positions, steps, strides))
-            for d in loop_dims}
-
-
-def _run(loops: list[str], factors: dict[str, int], streams: list[dict[str, int]]) -> tuple[tuple[str, ...], int]:
-    """(run dims, run length) of ``loops`` (innermost first): the longest prefix streamed as one progression."""
-    run, length = [loops[0]], factors[loops[0]]
-    for d in loops[1:]:
-        if not all(s[d] == length * s[loops[0]] for s in streams):
-            break
-        run.append(d)
-        length *= factors[d]
-    return tuple(run), length
+def _holders(mapping, arch, tensor) -> list[int]:
+    """Levels that keep ``tensor`` in ``mapping`` (level 0 always)."""
+    return [i for i in range(len(arch.levels)) if i == 0 or mapping.stores(i, tensor, arch)]
 
 
 def level_runs(workload, arch, mapping, level: int) -> ComputeRuns:
@@ -166,43 +107,28 @@ def level_runs(workload, arch, mapping, level: int) -> ComputeRuns:
     traffic), in the order that needs the fewest compute commands, as a code
     generator free to choose it would (ties: the default order).
     """
-    lv, lm = arch.levels[level], mapping.levels[level]
+    lm = mapping.levels[level]
     dims = list(workload.dims)
-    rows = lv.compute_rows
+    rows = arch.levels[level].compute_rows
     residencies = math.prod(math.prod(m.temporal.values()) for m in mapping.levels[:level])
     iterations = math.prod(math.prod(m.temporal.values()) for m in mapping.levels[level:])
-    loops = [d for d in reversed(lm.loop_order(dims)) if lm.temporal_factor(d) > 1]  # innermost first
+    loops = run_rules.run_loops(lm, dims)
+    changes, fill = held_tile_changes(workload, arch, mapping, level)
     if not loops:
         # nothing to stream: every compute streams one row, and the held tiles still change and refill
-        changes, fill = held_tile_changes(workload, arch, mapping, level)
         return ComputeRuns(level, residencies, (), 1, iterations, 1, changes, 1, fill)
-    # one iteration of a level's temporal loop of d moves d by its factors inside that loop
-    inside = mapping.tile_extents(level + 1, dims)
-    loop_strides = {d: lm.spatial_factor(d) * inside[d] for d in loops}
+    strides = run_rules.loop_strides(mapping, level, loops)
     streams = []
     for t in workload.tensors:
-        if _held_at_or_below(mapping, arch, t, level) or not any(d in t.dims for d in loops):
+        holders = _holders(mapping, arch, t)
+        if not run_rules.is_streamed(holders, level) or not any(d in t.dims for d in loops):
             continue
-        source = mapping.tile_extents(_source_level(mapping, arch, t, level), dims)
-        streams.append(address_strides(t, source, loops, loop_strides))
-    free = not lm.order and level == len(arch.levels) - 1
-    best = None
-    for candidate in (itertools.permutations(loops) if free else [loops]):
-        run, length = _run(list(candidate), lm.temporal, streams)
-        computes = -(-length // rows) * math.prod(lm.temporal_factor(d) for d in candidate[len(run):])
-        if best is None or computes < best[2]:
-            best = (run, length, computes)
-    run, length, computes = best
-    last_rows = last_compute_rows(length, rows)
-    changes, fill = held_tile_changes(workload, arch, mapping, level)
-    return ComputeRuns(level, residencies, run, length, iterations, computes, changes, last_rows, fill)
-
-
-def last_compute_rows(run_length: int, rows: int) -> int:
-    """Rows the last compute of a run streams: a run of ``run_length`` iterations is cut into commands of
-    at most ``rows`` with the short one first (as the code generator does), so that a fill of new held
-    tiles, which overlaps only the compute before it, overlaps a full one."""
-    return min(run_length, rows)
+        source = mapping.tile_extents(run_rules.source_level(holders, level), dims)
+        streams.append(address_strides(t, source, loops, strides))
+    run, length, computes = run_rules.cheapest_run(loops, lm.temporal, streams, rows,
+                                                   run_rules.order_is_free(mapping, level))
+    return ComputeRuns(level, residencies, run, length, iterations, computes, changes,
+                       last_compute_rows(length, rows), fill)
 
 
 def held_tile_changes(workload, arch, mapping, level: int) -> tuple[int, float]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pyomo.environ as pe
 
-from costmodel.compute_runs import last_compute_rows
+from costmodel.run_rules import last_compute_rows
 
 from .linear import EPS, add as _add, exp_tangents as _exp_tangents
 from .runs import quantum_rounding

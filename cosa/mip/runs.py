@@ -1,45 +1,20 @@
-"""Compute commands at a level with ``compute_rows``: the MIP's side of ``costmodel.compute_runs``.
+"""Compute commands at a level with ``compute_rows``: the MIP's linearisation of ``costmodel.run_rules``.
 
 At such a level ``h`` (Gemmini WS: the Registers level, R = DIM rows per
 compute, 3 cycles of overhead each), the cost model charges
-``residencies x (iterations + overhead x computes per residency)``, where a
-residency's nontrivial loops, innermost first, form a *run* as long as the
-addresses of every *streamed* tensor (not held at ``h`` or below; read from
-its *source tile* at its innermost holder above ``h``) stay an arithmetic
-progression, and computes per residency = ceil(run / R) x the factors of the
-loops outside the run.
+``residencies x (iterations + overhead x computes per residency)``, with
+runs and commands as ``costmodel.run_rules`` states them.
 
 Which loops may merge is a property of the tensors' index expressions and of
-the loop factors.  ``merge_options(problem, h, d, prev)`` gives, for loop
-``d`` directly outside run member ``prev``, conditions ("these factors are 1",
-"this source extent is v") any of which is sufficient for the merge and which
-together are necessary in every case it certifies; an empty list means the
-merge is not certified (the model then never claims it, which
-over-estimates the computes).  Derivation, per streamed tensor ``t``
-(strides ``addr(x) = loop_stride(x) * (c_x / g) * S`` in the row-major
-source tile): the merge needs ``addr(d) = f_prev * addr(prev)``.  Both
-strides are 0 when ``t`` ignores both dims (no condition); one 0 and one not
-never merges.  Otherwise, with ``d`` and ``prev`` each in one index position
-``jd`` and ``jp`` of ``t`` (coefficients of one sign), ``jd`` must lie
-outside ``jp`` (an inner position's stride is too small), and the stored
-extent of ``jp`` is at least ``u * f_prev * loop_stride(prev)``, ``u =
-|c_prev| / g``; equality throughout is needed and enough:
-
-* ``loop_stride(d) = 1``: ``d``'s spatial factor at ``h`` and its factors
-  below ``h`` are 1;
-* ``prev``'s factors at the levels from the source holder to ``h`` (exclusive)
-  are 1;
-* the other dims of position ``jp`` add nothing to its extent (all their
-  factors are 1: no halo), or, for one other dim ``e``, ``|c_e| (ext_e - 1) =
-  |c_prev| - g`` (windows whose stride equals their span tile the row
-  densely: ``W = 2 P + R`` with R = 2 in the source tile);
-* the lattice step of ``jd`` is ``|c_d|``: dims of position ``jd`` whose
-  coefficient is not a multiple of ``c_d`` have extent 1 in the source tile;
-* no position strictly between ``jd`` and ``jp`` is laid out: the dims there
-  have factor 1 at ``h``.
-
-Not certified: two run dims in one index position (``R`` then ``P`` along
-``W = 2 P + R``), a dim in several positions of one tensor.
+the loop factors, stated once in ``costmodel.run_rules`` (the rules, and
+``merge_conditions``: the exact conditions on one streamed tensor, derived
+from its row-major source tile).  ``merge_options(problem, h, d, prev)``
+turns them into conditions on the factor variables for loop ``d`` directly
+outside run member ``prev`` ("these factors are 1", "this source extent is
+v"), any of which is sufficient for the merge and which together are
+necessary in every case it certifies; an empty list means the merge is not
+certified (the model then never claims it, which over-estimates the
+computes).
 
 The MIP encoding: binaries ``inrun[d]`` (the run contains loop ``d``; only a
 nontrivial loop may), ``start[d]`` (the run's innermost loop, at most one)
@@ -65,6 +40,7 @@ from dataclasses import dataclass, field
 
 import pyomo.environ as pe
 
+from costmodel import run_rules
 from workloads.divisors import divisors
 
 MAX_RUN_VALUES = 96
@@ -131,12 +107,12 @@ def run_levels(arch) -> list[int]:
 
 def streamed_tensors(problem, h: int) -> list:
     """Tensors with no holder at ``h`` or below (the MIP does not bypass): read from a source tile above ``h``."""
-    return [t for t in problem.workload.tensors if max(problem.holders[t.name]) < h]
+    return [t for t in problem.workload.tensors if run_rules.is_streamed(problem.holders[t.name], h)]
 
 
 def source_level(problem, tensor, h: int) -> int:
     """The innermost holder of ``tensor`` above ``h``."""
-    return max(i for i in problem.holders[tensor.name] if i < h)
+    return run_rules.source_level(problem.holders[tensor.name], h)
 
 
 def candidates(problem, h: int) -> tuple[str, ...]:
@@ -196,56 +172,39 @@ def quantum_rounding(m, problem, name: str, inner_log, quantum: int):
     return rounding
 
 
-def _positions(tensor, dim: str) -> list[int]:
-    return [j for j, expr in enumerate(tensor.indices) if expr.coef(dim)]
-
-
 def _whole(k_lo: int, k_hi: int, dim: str) -> set:
     """Facts: every factor of ``dim`` at levels k_lo..k_hi-1 is 1."""
     return {(k, dim, kind) for k in range(k_lo, k_hi) for kind in ("T", "S")}
+
+
+def _facts(condition: run_rules.MergeCondition, s: int, h: int, levels: int) -> tuple[set, set]:
+    """(facts, extents) of one tensor's merge condition with source level ``s`` at run level ``h``."""
+    facts = set()
+    for e in condition.unit_stride:
+        facts |= {(h, e, "S")} | _whole(h + 1, levels, e)
+    for e in condition.unsplit:
+        facts |= _whole(s, h, e)
+    for e in condition.unit_extent:
+        facts |= _whole(s, levels, e)
+    facts |= {(h, e, "T") for e in condition.no_loop}
+    return facts, {(s, e, value) for e, value in condition.extents}
 
 
 def merge_options(problem, h: int, d: str, prev: str) -> list[MergeOption]:
     """The conditions under which loop ``d`` extends a run whose next inner member is ``prev``.
 
     Any one option suffices; together they are necessary wherever an option
-    is returned.  Empty: the merge is not certified (see the module docstring).
+    is returned.  Empty: the merge is not certified (``run_rules.merge_conditions``
+    per streamed tensor, combined: one alternative of each tensor).
     """
-    L = problem.levels
     dims = set(problem.dims)
     combined = [(frozenset(), frozenset())]
     for t in streamed_tensors(problem, h):
-        rel_d, rel_p = d in t.dims, prev in t.dims
-        if not rel_d and not rel_p:
-            continue
-        if rel_d != rel_p:
-            return []
-        pos_d, pos_p = _positions(t, d), _positions(t, prev)
-        if len(pos_d) != 1 or len(pos_p) != 1 or pos_d[0] >= pos_p[0]:
-            return []
-        jd, jp = pos_d[0], pos_p[0]
-        c_d, c_p = t.indices[jd].coef(d), t.indices[jp].coef(prev)
-        if (c_d > 0) != (c_p > 0):
+        conditions = run_rules.merge_conditions(t, d, prev, problem.bounds)
+        if conditions is None:
             return []
         s = source_level(problem, t, h)
-        common = {(h, d, "S")} | _whole(h + 1, L, d) | _whole(s, h, prev)
-        for e, c in t.indices[jd].terms:
-            if e != d and c % c_d:
-                common |= _whole(s, L, e)  # the lattice step of d's position stays |c_d|
-        for j in range(jd + 1, jp):
-            for e, _c in t.indices[j].terms:
-                common.add((h, e, "T"))  # nothing laid out between the two positions
-        others = [(e, abs(c)) for e, c in t.indices[jp].terms if e != prev and e in dims]
-        no_halo = set(common)
-        for e, _c in others:
-            no_halo |= _whole(s, L, e)
-        alternatives = [(frozenset(no_halo), frozenset())]
-        if len(others) == 1:
-            e, c_e = others[0]
-            span = abs(c_p) - math.gcd(abs(c_p), c_e)
-            value = 1 + span // c_e
-            if span and span % c_e == 0 and problem.bounds[e] % value == 0:
-                alternatives.append((frozenset(common), frozenset({(s, e, value)})))
+        alternatives = [_facts(c, s, h, problem.levels) for c in conditions]
         combined = [(f1 | f2, x1 | x2) for f1, x1 in combined for f2, x2 in alternatives]
     out = []
     for facts, extents in combined:
@@ -364,7 +323,7 @@ def build_runs(m, problem, h: int, log_t, log_factor, order: dict, nontrivial: d
             m.add_component(f"runs_{h}_value_{v}", model.values[v])
         cons.add(sum(model.values.values()) == 1)
         cons.add(run_log == sum(log2(v) * u for v, u in model.values.items()))
-        rounding = sum(log2(-(-v // rows)) * u for v, u in model.values.items())
+        rounding = sum(log2(run_rules.commands_per_run(v, rows)) * u for v, u in model.values.items())
         cons.add(log_c >= outer + at_h - run_log + rounding)
         cons.add(log_c >= outer + at_h - log2(rows))
         return model
@@ -410,10 +369,9 @@ def level_order(model: RunModel, dims, temporal: dict, value) -> tuple[str, ...]
 def fix_runs(model: RunModel, mapping, workload_dims) -> None:
     """Pin the run to ``mapping``'s loop order at the level: the start is its innermost nontrivial loop,
     and links join consecutive nontrivial loops only (whether each holds is left to the conditions)."""
-    lm = mapping.levels[model.level]
-    if model.order_decided or (not lm.order and model.level == len(mapping.levels) - 1):
-        return  # an unspecified innermost order is the cheapest one (the cost model's rule), as the model picks
-    loops = [d for d in reversed(lm.loop_order(workload_dims)) if lm.temporal_factor(d) > 1]  # innermost first
+    if model.order_decided or run_rules.order_is_free(mapping, model.level):
+        return  # an unspecified innermost order is the cheapest one (run_rules), as the model picks
+    loops = run_rules.run_loops(mapping.levels[model.level], workload_dims)  # innermost first
     start = loops[0] if loops else None
     for d, var in model.start.items():
         var.fix(1 if d == start else 0)
