@@ -74,7 +74,7 @@ def _loop_schedule(args):
     workload = _workload(args.workload)
     _, arch = _gemmini_arch(args)
     mapping = _gemmini_schedule(args, workload, arch)
-    return tune_tiles(workload, mapping, arch, scale=args.scale)
+    return tune_tiles(workload, mapping, arch, scale=args.scale, budget=args.tile_budget)
 
 
 def _loops_text(ls) -> str:
@@ -267,6 +267,9 @@ def add_commands(sub) -> None:
                             "the mapping's tiles; loops: the library's loop-instruction stream with tile "
                             "arguments tuned from the mapping's on the timing model (self-checking C, no main "
                             "option)")
+        p.add_argument("--tile-budget", type=int, default=16,
+                       help="--style loops: the most loop-instruction streams timed while tuning the tiles "
+                            "(the library's own included; each costs one timing-model run of the layer)")
         if name == "run":
             p.add_argument("--lower", action="store_true",
                            help="also schedule the layer's rewrites (im2col folding of thin layers, packed "

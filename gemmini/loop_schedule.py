@@ -99,6 +99,9 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     ``budget``: the most streams timed (the library's own included).  Deterministic: the same inputs
     visit the same tiles in the same order.  A layer whose library call takes no tile arguments
     (depthwise, the downsample path, pooling) gets the library's own stream (``tiles`` None)."""
+    if not isinstance(budget, int) or budget < 1:
+        raise CodegenError(f"must be a positive number of streams, got {budget!r}", source="tune_tiles",
+                           field="budget")
     program = generate(workload, mapping, arch, bias=bias, scale=scale)
     config = config or program.config
     vendor = from_workload(workload, dataflow=program.dataflow, bias=program.bias, relu=relu or program.relu,

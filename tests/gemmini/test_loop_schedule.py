@@ -119,3 +119,11 @@ def test_the_streams_follow_the_hardwares_loop_conv_layout():
     assert ls.params.loop_conv_layout == "f13847e"
     run = run_vendor(ls.vendor, tiles=ls.tiles, config=f13, with_timing=True)   # decoded as f13847e
     assert run.verified and run.cycles == ls.cycles
+
+
+def test_a_budget_below_one_is_refused(capsys, tmp_path):
+    path = tmp_path / "mm.yaml"
+    path.write_text("kind: matmul\nname: mm\nM: 32\nN: 48\nK: 32\n")
+    code, _, err = _cli(capsys, "run", "gemmini", str(path), "--style", "loops", "--tile-budget", "0",
+                        "--scheduler", "gemmini-default")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "budget" in err
