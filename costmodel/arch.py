@@ -72,7 +72,7 @@ class Level:
     pixel rows under one weight block); None = no per-compute modelling
     here.  compute_overhead_cycles: cycles each compute command adds to the
     iterations it streams (only with compute_rows).  See
-    ``costmodel.compute_runs`` for how loops merge into one command's run.
+    ``costmodel.run_rules`` for how loops merge into one command's run.
     A level sets compute_rows or a compute_quantum above 1, not both.
 
     Row-addressed buffers (defaults change nothing): row_bytes: the level

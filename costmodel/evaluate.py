@@ -72,10 +72,11 @@ Latency: compute_cycles = temporal iterations / macs_per_cycle of a unit
 rounds the iterations of one of its residencies (its loops and all loops
 below it) up to a multiple of the quantum (``quantized_iterations``), and a
 level's ``compute_rows`` adds ``compute_overhead_cycles`` per compute command
-(``costmodel.compute_runs``): at such a level ``h``, a residency's loops
-stream in runs of loops whose addresses stay an arithmetic progression in
-every streamed tensor's source tile; one command streams at most
-``compute_rows`` iterations of a run, so compute cycles = residencies(h) x
+(the rules of ``costmodel.run_rules``, evaluated by ``costmodel.compute_runs``):
+at such a level ``h``, a residency's loops stream in runs of loops whose
+addresses stay an arithmetic progression in every streamed tensor's source
+tile; one command streams at most ``compute_rows`` iterations of a run, so
+compute cycles = residencies(h) x
 (iterations per residency + overhead x computes per residency) /
 macs_per_cycle (Gemmini WS: a compute occupies the array for its rows plus
 3 cycles), and where that level double-buffers a tile filled at a finite

@@ -88,7 +88,8 @@ def draw_mapping(nest, pick) -> Mapping:
     dims = list(nest.dims)
     orders = [_permutation(dims, pick) for _ in range(4)]
     pixels = tuple(d for d in ("N", "M", "Q", "P") if d in dims)
-    orders[REGS] = pick([(), orders[REGS], tuple(d for d in dims if d not in pixels) + pixels])
+    natural = tuple(d for d in dims if d not in pixels) + pixels
+    orders[REGS] = pick([(), orders[REGS], natural, natural])
     return Mapping(tuple(LevelMapping(t, sp, o) for t, sp, o in zip(temporal, spatial, orders)))
 
 
