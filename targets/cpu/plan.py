@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from mappings import Mapping, validate
 from workloads import LoopNest, resolve_dtype
+from workloads.divisors import largest_divisor_at_most
 
 from .. import TargetError
 
@@ -229,7 +230,8 @@ def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_byt
     if i is not None:
         limit = max(1, min(ext[i], acc // nv))
         # a divisor of the extent near the limit leaves no ragged last block
-        mr = next((m for m in range(limit, (limit + 1) // 2 - 1, -1) if ext[i] % m == 0), limit)
+        best = largest_divisor_at_most(ext[i], limit)
+        mr = best if 2 * best >= limit else limit
     outer = tuple(d for d in dims if d in out.dims and d not in (i, j) and ext[d] > 1)
     reduction = tuple(d for d in order if d not in out.dims and ext[d] > 1)
     return MicroKernel(ext, j, i, lanes, nv, mr, outer, reduction)
