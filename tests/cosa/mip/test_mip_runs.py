@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import workloads
 from costmodel import Arch, Level, SpatialAxis, evaluate
-from costmodel.compute_runs import address_strides, level_runs
+from costmodel import run_rules
+from costmodel.compute_runs import level_runs
 from costmodel.presets import gemmini
 from cosa.baselines import random_mapping
 from cosa.mip import build, build_problem, mip_schedule, solve
@@ -49,7 +50,7 @@ def nest_and_mapping(draw):
         groups = 2 if kind == "grouped" else 1
         nest = workloads.conv2d(
             "conv", N=draw(st.sampled_from([1, 2])), C=2 * groups, K=2 * groups, P=draw(st.sampled_from([2, 4, 6])),
-            Q=draw(st.sampled_from([2, 3, 4])), R=draw(st.sampled_from([1, 2, 3])), S=draw(st.sampled_from([1, 3])),
+            Q=draw(st.sampled_from([2, 3, 4])), R=draw(st.sampled_from([1, 2, 3, 4])), S=draw(st.sampled_from([1, 3])),
             stride=(draw(st.sampled_from([1, 2])), draw(st.sampled_from([1, 2]))),
             dilation=(draw(st.sampled_from([1, 2])), 1), groups=groups)
     arch = free_arch()
@@ -77,19 +78,18 @@ def test_merge_facts_hold_exactly_when_the_cost_models_strides_merge(case):
     dims = list(nest.dims)
     lm = mapping.levels[REGS]
     loops = [d for d in dims if lm.temporal_factor(d) > 1]
-    inside = mapping.tile_extents(REGS + 1, dims)
-    loop_strides = {d: lm.spatial_factor(d) * inside[d] for d in loops}
+    strides = run_rules.loop_strides(mapping, REGS, loops)
     streams = []
     for t in nest.tensors:
-        if any(mapping.stores(i, t, arch) for i in range(REGS, len(arch.levels))):
-            continue
-        source = max(i for i in range(REGS) if i == 0 or mapping.stores(i, t, arch))
-        streams.append(address_strides(t, mapping.tile_extents(source, dims), loops, loop_strides))
+        holders = problem.holders[t.name]
+        if run_rules.is_streamed(holders, REGS):
+            source = mapping.tile_extents(run_rules.source_level(holders, REGS), dims)
+            streams.append(run_rules.address_strides(t, source, loops, strides))
     for d in loops:
         for prev in loops:
             if d == prev:
                 continue
-            merges = all(s[d] == lm.temporal_factor(prev) * s[prev] for s in streams)
+            merges = run_rules.extends_run(streams, d, prev, lm.temporal_factor(prev))
             options = merge_options(problem, REGS, d, prev)
             if not options:
                 continue  # not certified: the model never claims it (conservative)
@@ -115,6 +115,34 @@ def test_windows_that_tile_the_row_densely_merge_too():
     assert len(options) == 2
     dense = [o for o in options if o.extents]
     assert dense and dense[0].extents == {(1, "R", 2)}
+
+
+def _streams_merge(nest, arch, mapping, d: str, prev: str) -> bool:
+    """Whether the cost model's address strides let loop ``d`` extend a run over ``prev`` at REGS."""
+    problem, dims = build_problem(nest, arch), list(nest.dims)
+    loops = run_rules.run_loops(mapping.levels[REGS], dims)
+    strides = run_rules.loop_strides(mapping, REGS, loops)
+    streams = [run_rules.address_strides(t, mapping.tile_extents(run_rules.source_level(problem.holders[t.name], REGS),
+                                                                 dims), loops, strides)
+               for t in nest.tensors if run_rules.is_streamed(problem.holders[t.name], REGS)]
+    return run_rules.extends_run(streams, d, prev, mapping.levels[REGS].temporal_factor(prev))
+
+
+@pytest.mark.parametrize("r_split, merges", [
+    (({"R": 2}, {}, {"R": 2}), True),   # R extent 2 in the input's source tile: columns 2p + r tile the row
+    (({}, {"R": 4}, {}), False),        # extent 4: windows overlap, the next row starts 4 words later, not 8
+    (({}, {}, {"R": 4}), False),
+])
+def test_a_wider_window_merges_only_where_its_source_extent_tiles_the_row(r_split, merges):
+    """W = 2 P + R with R = 4: the dense-window condition asks for R's source extent to be exactly 2."""
+    nest = workloads.conv2d("s2r4", C=2, K=2, P=4, Q=2, R=4, S=1, stride=2)
+    arch = free_arch()
+    (outer, buffer, acc) = r_split
+    mapping = Mapping((LevelMapping({"C": 2, "K": 2, **outer}), LevelMapping(buffer), LevelMapping(acc),
+                       LevelMapping({"P": 4, "Q": 2}, {}, ("Q", "P"))))
+    assert _streams_merge(nest, arch, mapping, "Q", "P") == merges
+    options = merge_options(build_problem(nest, arch), REGS, "Q", "P")
+    assert any(option.holds(mapping) for option in options) == merges
 
 
 def test_ceil_steps_are_the_rounding_thresholds_some_run_reaches():
