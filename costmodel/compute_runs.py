@@ -100,13 +100,8 @@ def _holders(mapping, arch, tensor) -> list[int]:
 
 
 def level_runs(workload, arch, mapping, level: int) -> ComputeRuns:
-    """The runs and compute commands of ``level`` (which must set ``compute_rows``).
-
-    The level's loops run in the mapping's order; where the mapping leaves the
-    innermost level's order unspecified (``order`` empty: it changes no
-    traffic), in the order that needs the fewest compute commands, as a code
-    generator free to choose it would (ties: the default order).
-    """
+    """The runs and compute commands of ``level`` (which must set ``compute_rows``): the rules of
+    ``run_rules`` on this mapping (its order at the level, or the cheapest where it leaves it free)."""
     lm = mapping.levels[level]
     dims = list(workload.dims)
     rows = arch.levels[level].compute_rows
