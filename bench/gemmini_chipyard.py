@@ -1,10 +1,12 @@
 """Gemmini cycles on the real RTL: small ResNet-50- and BERT-shaped layers on a Chipyard Verilator simulator.
 
-Per layer two programs, each a self-checking bare-metal ELF that times its accelerator work with
+Per layer three programs, each a self-checking bare-metal ELF that times its accelerator work with
 ``rdcycle`` (as gemmini-rocc-tests do) and prints the cycles through HTIF: ``cosa`` (the MIP's mapping
-through ``gemmini.codegen``, our header's RoCC instructions) and ``vendor`` (the faithful stream of
-Gemmini's own C library for the layer, ``gemmini.vendor``, loop instructions included, run by the SoC's
-loop unrollers).  Both run on the user's Chipyard simulator of a Rocket + Gemmini SoC (``CHIPYARD_SIM`` or
+through ``gemmini.codegen``, our header's RoCC instructions, each issued by the core), ``loops`` (the
+library's loop-instruction calls with tile arguments tuned from the MIP's mapping on our timing model,
+``gemmini.loop_schedule``) and ``vendor`` (the faithful stream of Gemmini's own C library for the layer,
+``gemmini.vendor``, loop instructions included, run by the SoC's loop unrollers).  ``loops`` and
+``vendor`` differ only in the tile arguments.  Both run on the user's Chipyard simulator of a Rocket + Gemmini SoC (``CHIPYARD_SIM`` or
 ``--simulator``; ``gemmini.chipyard``).  Beside the real-RTL cycles: our timing model's (``gemmini.sim.timing``)
 and our RTL's (``gemmini.sim.rtl``, its loop instructions expanded on the host) for the same stream, with
 the relative error per layer, and vendor / cosa on the real RTL.  The layers are scaled down (spatial size,
@@ -47,7 +49,9 @@ from gemmini import run_rtl
 from gemmini.sim import rtl
 from gemmini.sim.timing import timing
 from gemmini.vendor import stream
+from gemmini.loop_schedule import tune_tiles
 from gemmini.vendor.calls import from_workload
+from gemmini.vendor.run import example_inputs as vendor_inputs, memory_image as vendor_image
 
 #: ResNet-50's and BERT-base's layer shapes, scaled down (kinds, kernels, strides and channel ratios kept).
 LAYERS = {
@@ -63,7 +67,7 @@ LAYERS = {
     "bert attention 64x64x64": workloads.matmul("attn", M=64, N=64, K=64),
 }
 QUICK = ("res2a_branch2b 3x3 64->64 @8", "bert attention 64x64x64")
-PROGRAMS = ("cosa", "vendor")
+PROGRAMS = ("cosa", "loops", "vendor")
 
 
 def _err(model, real):
@@ -77,16 +81,23 @@ def prepare(label: str, wl, workdir: Path, args) -> dict:
     mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, bound=False).mapping
     program = generate(wl, mapping, arch, dataflow="ws", scale="auto")
     vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
-    out = {"layer": label, "macs": wl.macs, "ideal": DEFAULT_CONFIG.ideal_cycles(wl.macs), "progs": {}, "streams": {}}
+    loops = tune_tiles(wl, mapping, arch, scale=program.scale)
+    assert loops.vendor == vendor  # the same calls, buffers and inputs: only the tile arguments differ
+    out = {"layer": label, "tiles": list(loops.tiles) if loops.tiles else None, "macs": wl.macs, "ideal": DEFAULT_CONFIG.ideal_cycles(wl.macs), "progs": {}, "streams": {}}
     elfs = {"cosa": build_elf(program, workdir / f"{wl.name}_cosa.elf"),
+            "loops": vendor_elf(vendor, workdir / f"{wl.name}_loops.elf", tiles=loops.tiles, layout=loop_conv_layout()),
             "vendor": vendor_elf(vendor, workdir / f"{wl.name}_vendor.elf", layout=loop_conv_layout())}
-    streams = out["streams"] = {"cosa": program.commands, "vendor": isa.decode_stream(stream(vendor))}
+    streams = out["streams"] = {"cosa": program.commands, "loops": isa.decode_stream(loops.stream()),
+                                "vendor": isa.decode_stream(stream(vendor))}
     for name in PROGRAMS:
         d = {"elf": str(elfs[name]), "model": timing(streams[name], cfg).cycles, "ours": None}
         if not args.no_rtl:
             try:
                 if name == "cosa":
                     d["ours"] = run_rtl.run_program_rtl(program, mem_latency=args.mem_latency).report.cycles
+                elif name == "loops":
+                    d["ours"] = rtl.run_trace(streams["loops"], vendor_image(vendor, vendor_inputs(vendor)), cfg,
+                                              mem_latency=args.mem_latency).cycles
                 else:
                     row = vendor_rtl_row(wl, scale=program.scale, mem_latency=args.mem_latency,
                                          relu=program.relu)
@@ -120,17 +131,21 @@ def recalibrate(args, console: Console) -> dict:
         program = generate(wl, mapping, arch, dataflow="ws", scale="auto")
         vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
         r["streams"] = {"cosa": program.commands, "vendor": isa.decode_stream(stream(vendor))}
+        if "loops" in r["progs"]:  # the tiles the run chose (the search is deterministic, the MIP may not be)
+            tiles = tuple(r["tiles"]) if r.get("tiles") else None
+            r["streams"]["loops"] = isa.decode_stream(stream(vendor, tiles=tiles))
         rows.append(r)
+    names = [n for n in PROGRAMS if all(n in r["progs"] for r in rows)]
     table = Table(title="Real Gemmini RTL cycles (the programs' rdcycle) and vendor / cosa (> 1: cosa faster)")
-    for col in ("layer", "cosa", "vendor", "vendor / cosa"):
+    for col in ("layer", *names, "vendor / cosa"):
         table.add_column(col, justify="left" if col == "layer" else "right")
     for r in rows:
         cells = []
-        for name in PROGRAMS:
+        for name in names:
             real = r["progs"][name]["real"]
             cells.append(f"{real['cycles']:,}" if real.get("verified") else
                          (real.get("check") or real.get("error") or "no result")[:48])
-        c, v = (r["progs"][n]["real"] for n in PROGRAMS)
+        c, v = r["progs"]["cosa"]["real"], r["progs"]["vendor"]["real"]
         ratio = v["cycles"] / c["cycles"] if c.get("verified") and v.get("verified") else None
         table.add_row(r["layer"], *cells, fmt(ratio, ".3f"))
     console.print(table)
@@ -180,34 +195,42 @@ def run(args, console: Console) -> dict:
                           fmt(d["ours_error_rel"], "+.0%"), fmt(real.get("cycles_per_s"), ",.0f"))
     console.print(table)
     speed = Table(title="vendor / cosa on the real RTL (> 1: cosa faster)")
-    for col in ("layer", "cosa cycles", "vendor cycles", "vendor / cosa"):
-        speed.add_column(col, justify="left" if col == "layer" else "right")
-    ratios, slower = [], []
+    for col in ("layer", "cosa cycles", "loops cycles", "vendor cycles", "vendor / cosa", "vendor / loops",
+                "loops tiles"):
+        speed.add_column(col, justify="left" if col in ("layer", "loops tiles") else "right")
+    ratios = {"cosa": [], "loops": []}
+    slower = {"cosa": [], "loops": []}
     for r in rows:
-        c, v = (r["progs"][n]["real"] for n in PROGRAMS)
-        cc = c.get("cycles") if c.get("verified") else None
-        vc = v.get("cycles") if v.get("verified") else None
-        ratio = vc / cc if cc and vc else None
-        r["vendor_over_cosa"] = ratio
-        if ratio:
-            ratios.append(ratio)
-            if ratio < 1:
-                slower.append(r["layer"])
-        speed.add_row(r["layer"], fmt(cc, ","), fmt(vc, ","), fmt(ratio, ".3f"))
-    speed.caption = (f"geomean {fmt(geomean(ratios), '.3f')} over {len(ratios)} layers; cosa slower on "
-                     f"{len(slower)}: {', '.join(slower) or 'none'}")
+        real = {n: r["progs"][n]["real"] for n in PROGRAMS}
+        cyc = {n: (real[n].get("cycles") if real[n].get("verified") else None) for n in PROGRAMS}
+        row_ratios = {}
+        for n in ("cosa", "loops"):
+            ratio = cyc["vendor"] / cyc[n] if cyc[n] and cyc["vendor"] else None
+            row_ratios[n] = ratio
+            if ratio:
+                ratios[n].append(ratio)
+                if ratio < 1:
+                    slower[n].append(r["layer"])
+        r["vendor_over_cosa"], r["vendor_over_loops"] = row_ratios["cosa"], row_ratios["loops"]
+        tiles = "library's own" if r["tiles"] is None else "x".join(str(t) for t in r["tiles"])
+        speed.add_row(r["layer"], fmt(cyc["cosa"], ","), fmt(cyc["loops"], ","), fmt(cyc["vendor"], ","),
+                      fmt(row_ratios["cosa"], ".3f"), fmt(row_ratios["loops"], ".3f"), tiles)
+    speed.caption = "; ".join(f"vendor / {n}: geomean {fmt(geomean(ratios[n]), '.3f')} over {len(ratios[n])} "
+                              f"layers, {n} slower on {len(slower[n])}" for n in ("cosa", "loops"))
     console.print(speed)
     summary = {k: {"median": statistics.median(v) if v else math.nan, "max": max(v) if v else math.nan,
                    "n": len(v)} for k, v in errors.items()}
     passed = sum(bool(r["progs"][n]["real"].get("verified")) for r in rows for n in PROGRAMS)
-    console.print(f"{passed} of {2 * len(rows)} programs pass on the real RTL; |error| against it: timing model "
+    console.print(f"{passed} of {len(PROGRAMS) * len(rows)} programs pass on the real RTL; |error| against it: timing model "
                   f"median {fmt(summary['model']['median'], '.1%')}, max {fmt(summary['model']['max'], '.1%')}; "
                   f"our RTL median {fmt(summary['ours']['median'], '.1%')}, max {fmt(summary['ours']['max'], '.1%')}")
     calibration = calibrate(rows, console, args) if args.calibrate else None
     for r in rows:
         r.pop("streams")
-    return {"rows": rows, "errors": summary, "passed": passed, "total": 2 * len(rows),
-            "geomean_vendor_over_cosa": geomean(ratios), "cosa_slower": slower, "calibration": calibration}
+    return {"rows": rows, "errors": summary, "passed": passed, "total": len(PROGRAMS) * len(rows),
+            "geomean_vendor_over_cosa": geomean(ratios["cosa"]), "cosa_slower": slower["cosa"],
+            "geomean_vendor_over_loops": geomean(ratios["loops"]), "loops_slower": slower["loops"],
+            "calibration": calibration}
 
 
 #: What calibration may change: the DMA's bytes per cycle and main-memory latency as Gemmini sees it
@@ -222,6 +245,8 @@ def _errors(rows, cfg, programs=PROGRAMS) -> dict:
     out = {}
     for r in rows:
         for name in programs:
+            if name not in r["progs"]:
+                continue
             real = r["progs"][name]["real"]
             if real.get("verified") and real.get("cycles"):
                 out[(r["layer"], name)] = (timing(r["streams"][name], cfg).cycles - real["cycles"]) / real["cycles"]
@@ -231,8 +256,8 @@ def _errors(rows, cfg, programs=PROGRAMS) -> dict:
 def calibrate(rows, console: Console, args) -> dict:
     """Grid search of ``CAL_GRID`` x ``ISSUE_GRID`` for the timing-model config with the smallest mean |error|
     (then max) against the real-RTL cycles; prints the error per layer before and after.  ``issue_cycles``
-    changes only the cosa programs' times (the vendor streams' commands come from the loop unrollers), so
-    the vendor streams are timed once per memory configuration."""
+    changes only the cosa programs' times (the loops and vendor streams' commands come from the loop
+    unrollers), so those streams are timed once per memory configuration."""
     base = dataclasses.replace(DEFAULT_CONFIG, dma_latency_cycles=args.mem_latency)
     before = _errors(rows, base)
     best = None
@@ -241,7 +266,7 @@ def calibrate(rows, console: Console, args) -> dict:
             for latency in CAL_GRID["dma_latency_cycles"]:
                 mem = dataclasses.replace(DEFAULT_CONFIG, ld_queue=queues[0], ex_queue=queues[1], st_queue=queues[2],
                                           dma_bytes_per_cycle=width, dma_latency_cycles=latency)
-                vendor = _errors(rows, mem, ("vendor",))
+                vendor = _errors(rows, mem, ("loops", "vendor"))
                 for issue in ISSUE_GRID:
                     cfg = dataclasses.replace(mem, issue_cycles=issue)
                     errs = {**vendor, **_errors(rows, cfg, ("cosa",))}
@@ -275,9 +300,13 @@ SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the prin
     {"table": 0, "column": "check", "what": "Programs on the real RTL", "stats": ["equal:PASS"]},
     {"table": 0, "column": "err", "rows": {"program": "cosa"}, "what": "Timing model error against the real RTL, cosa",
      "stats": ["absmedian", "absmax"]},
+    {"table": 0, "column": "err", "rows": {"program": "loops"},
+     "what": "Timing model error against the real RTL, loops", "stats": ["absmedian", "absmax"]},
     {"table": 0, "column": "err", "rows": {"program": "vendor"},
      "what": "Timing model error against the real RTL, vendor", "stats": ["absmedian", "absmax"]},
-    {"title": "vendor / cosa", "column": "vendor / cosa", "what": "The vendor's real cycles over cosa's",
+    {"title": "vendor / cosa", "column": "vendor / cosa", "what": "The vendor's real cycles over cosa's explicit commands",
+     "stats": ["geomean", "min", "max", "below:1"]},
+    {"title": "vendor / cosa", "column": "vendor / loops", "what": "The vendor's real cycles over cosa's loops style",
      "stats": ["geomean", "min", "max", "below:1"]},
 ]
 CALIBRATION_SUMMARY = [
