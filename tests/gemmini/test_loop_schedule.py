@@ -127,3 +127,16 @@ def test_a_budget_below_one_is_refused(capsys, tmp_path):
     code, _, err = _cli(capsys, "run", "gemmini", str(path), "--style", "loops", "--tile-budget", "0",
                         "--scheduler", "gemmini-default")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "budget" in err
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("CHIPYARD_SIM"),
+                    reason="CHIPYARD_SIM (a Chipyard Verilator simulator of a Rocket + Gemmini SoC) is not set")
+@pytest.mark.parametrize("name", ["matmul", "conv3x3"])
+def test_tuned_programs_pass_on_the_real_rtl(name, tmp_path):
+    from gemmini.chipyard import loop_conv_layout, run_chipyard, vendor_elf
+
+    ls = _tuned(LAYERS[name], budget=6)
+    elf = vendor_elf(ls.vendor, tmp_path / f"{name}.elf", tiles=ls.tiles, layout=loop_conv_layout())
+    run = run_chipyard(elf, max_cycles=2_000_000, timeout_s=1200)
+    assert run.verified, run.check
+    assert run.cycles and run.cycles > 0
