@@ -7,6 +7,7 @@ import random
 
 import pyomo.environ as pe
 import pytest
+from mip_runs import model_runs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,7 @@ from costmodel.compute_runs import level_runs
 from costmodel.presets import gemmini
 from cosa.baselines import random_mapping
 from cosa.mip import build, build_problem, mip_schedule, solve
-from cosa.mip.decode import decode, fix_to_mapping, unfix_all
+from cosa.mip.decode import decode
 from cosa.mip.predict import predict
 from workloads.divisors import prime_factor_counts
 from cosa.mip.runs import candidates, ceil_steps, merge_options, run_chain
@@ -179,22 +180,6 @@ def _pixel_heavy(nest, arch, rng):
     return mapping
 
 
-def model_computes(form, mapping) -> float:
-    """The fewest compute commands the model allows for ``mapping`` (the run model alone decides them)."""
-    m = form.model
-    assert fix_to_mapping(form, mapping)
-    m.obj.deactivate()
-    m.fewest = pe.Objective(expr=form.runs[REGS].log_computes)
-    try:
-        result = solve(m, "highs", time_limit_s=20, mip_gap=0.0)
-        assert result.has_solution
-        return 2 ** pe.value(form.runs[REGS].log_computes)
-    finally:
-        m.del_component("fewest")
-        m.obj.activate()
-        unfix_all(form)
-
-
 @pytest.mark.parametrize("nest", [workloads.conv2d("pw", C=32, K=32, P=14, Q=14),
                                   workloads.conv2d("s2", N=2, C=16, K=16, P=4, Q=8, stride=2),
                                   workloads.conv2d("c3", C=16, K=16, P=8, Q=8, R=3, S=3, padding=1)],
@@ -218,7 +203,7 @@ def test_model_counts_the_cost_models_compute_commands_and_cycles(nest, pipeline
     for _ in range(8):
         mapping = _pixel_heavy(nest, ws, rng)
         cost = evaluate(nest, ws, mapping)
-        assert model_computes(form, mapping) == pytest.approx(cost.computes, rel=1e-6), mapping
+        assert model_runs(form, mapping, REGS)[0] == pytest.approx(cost.computes, rel=1e-6), mapping
         if nest.name != "s2":  # the model's strided input tile spans the gaps (its DRAM term is high there)
             full = all(mapping.levels[2].spatial_factor(d) == 16 for d in ("C", "K"))  # blocks fill the array
             assert predict(form, mapping) * ideal == pytest.approx(cost.cycles, rel=0.02 if full else 0.12), mapping

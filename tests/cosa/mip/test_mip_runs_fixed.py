@@ -13,17 +13,16 @@ from __future__ import annotations
 import math
 import random
 
-import pyomo.environ as pe
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mip_runs import model_runs
 
 import workloads
 from costmodel import Arch, Level, SpatialAxis, compute_runs
 from costmodel.run_rules import order_is_free, run_loops
-from cosa.mip import build, build_problem, solve
-from cosa.mip.decode import fix_to_mapping, unfix_all
-from cosa.mip.runs import _may_link, candidates, merge_options, run_chain
+from cosa.mip import build, build_problem
+from cosa.mip.runs import _may_link, candidates, merge_options
 from mappings import LevelMapping, Mapping, validate
 from workloads.divisors import prime_factors
 
@@ -93,23 +92,6 @@ def draw_mapping(nest, pick) -> Mapping:
     return Mapping(tuple(LevelMapping(t, sp, o) for t, sp, o in zip(temporal, spatial, orders)))
 
 
-def model_runs(form, mapping):
-    """(fewest compute commands, run chain) the model allows for ``mapping`` with its run fixed to it."""
-    m = form.model
-    assert fix_to_mapping(form, mapping)
-    m.obj.deactivate()
-    m.fewest = pe.Objective(expr=form.runs[REGS].log_computes)
-    try:
-        result = solve(m, "highs", time_limit_s=20, mip_gap=0.0)
-        assert result.has_solution
-        chain = run_chain(form.runs[REGS], lambda v: pe.value(v, exception=False))
-        return 2 ** pe.value(form.runs[REGS].log_computes), chain
-    finally:
-        m.del_component("fewest")
-        m.obj.activate()
-        unfix_all(form)
-
-
 def certified(problem, mapping, run) -> bool:
     """Whether every link of ``run`` (innermost first) is one the model may claim."""
     cands = candidates(problem, REGS)
@@ -126,7 +108,7 @@ def test_fixed_run_model_counts_the_cost_models_compute_commands(name, rows, dat
     validate(mapping, nest, arch)
     runs = compute_runs(nest, arch, mapping)[REGS]
     form = _form(name, rows)
-    computes, chain = model_runs(form, mapping)
+    computes, chain = model_runs(form, mapping, REGS)
     exact = certified(form.problem, mapping, runs.run_dims)
     if exact:
         assert computes == pytest.approx(runs.computes, rel=1e-9), (mapping, runs, chain)
