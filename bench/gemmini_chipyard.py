@@ -227,6 +227,8 @@ def run(args, console: Console) -> dict:
     calibration = calibrate(rows, console, args) if args.calibrate else None
     for r in rows:
         r.pop("streams")
+        for prog in r["progs"].values():
+            prog.pop("elf", None)  # a temporary file, gone after the run
     return {"rows": rows, "errors": summary, "passed": passed, "total": len(PROGRAMS) * len(rows),
             "geomean_vendor_over_cosa": geomean(ratios["cosa"]), "cosa_slower": slower["cosa"],
             "geomean_vendor_over_loops": geomean(ratios["loops"]), "loops_slower": slower["loops"],
