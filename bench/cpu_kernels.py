@@ -38,7 +38,7 @@ from workloads.dtypes import apply_dtype  # noqa: E402
 
 from targets.cpu import build as cbuild  # noqa: E402
 from targets.cpu import compile_kernel  # noqa: E402
-from targets.cpu.plan import C_TYPES, arch_for, output_separable, stored_shape  # noqa: E402
+from targets.cpu.plan import C_TYPES, arch_for, output_separable  # noqa: E402
 from targets.cpu.reference import random_inputs  # noqa: E402
 
 CONV3 = ("res2a_branch2b", "res3b_branch2b", "res4b_branch2b", "res5b_branch2b")

@@ -30,7 +30,6 @@ from cosa.scheduler import schedule
 from gemmini import GemminiConfig, codegen, run_program
 from gemmini.build import build_elf, check_line, run_spike
 from gemmini.errors import SimulationError
-from workloads import zoo
 
 SMALL = {
     "matmul 64x48x80": workloads.matmul("mm", M=64, N=48, K=80),

@@ -14,7 +14,7 @@ import math
 import time
 from dataclasses import dataclass
 
-import pyomo.environ as pe  # noqa: F401  (registers the solver plug-ins)
+import pyomo.environ as pe  # also registers the solver plug-ins
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.solvers.highs import Highs
 
@@ -126,8 +126,6 @@ class _HighsWithStart(Highs):
 
 def _objective_value(model) -> float:
     """Value of ``model``'s active objective at the variables' current values."""
-    import pyomo.environ as pe
-
     return float(pe.value(next(model.component_data_objects(pe.Objective, active=True))))
 
 

@@ -104,7 +104,6 @@ def _footprint(params: LibParams, stride, kernel_dilation, downsample, args, poo
 def tiled_conv(a: dict, batches, porows, pocols, pochs, krows, kcols, kchs, params: LibParams = DEFAULT_PARAMS) -> list:
     src = "tiled_conv"
     _check_supported(src, a)
-    dim = params.dim
     bias = a["bias"]
     no_bias = bias == 0
     if no_bias:

@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import SimulationError
-from .calls import SIGNATURES, Ptr, VendorProgram
+from .calls import SIGNATURES, VendorProgram
 
 HERE = Path(__file__).resolve().parent
 RECORDER_C = HERE / "recorder" / "record.c"

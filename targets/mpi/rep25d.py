@@ -134,7 +134,6 @@ def sparse_replicate(ranks, problem, s_mat, a, b, c: int, elide: str) -> dict:
     blk.sort_indices()
     rows, cols, svals = _coo(blk)
     cut = np.array_split(np.arange(blk.nnz), c)[k]
-    shard = np.concatenate([rows[cut], cols[cut], svals[cut]]).astype(np.float64)
     with ranks.phase("setup"):
         sizes = [int(x) for x in fiber.allgather(np.array([len(cut)], dtype=np.int64))]
 
