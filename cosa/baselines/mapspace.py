@@ -42,6 +42,7 @@ from ..schedule import SchedulingError
 
 
 _CACHE_ENTRIES = 200_000  # level_bytes answers kept per MapSpace
+SPATIAL_KEEP = 0.9  # chance that a sampled prime factor which fits a fan-out is unrolled there
 
 
 @dataclass(frozen=True)
@@ -253,36 +254,61 @@ class MapSpace:
                 yield Mapping(tuple(levels))
 
     # --- sampling -------------------------------------------------------------------
+    def _draw_spatial(self, rng: random.Random, placement: dict[str, list[int]]) -> dict[str, list[int]]:
+        """Spatial factors first: per fan-out (a level's axis, or the level itself when it has
+        no axes) in a random order, the prime factors its dims have left, in a random order,
+        each placed there (with probability ``SPATIAL_KEEP``) while it fits the axis's size and
+        the level's fanout.  Returns the prime factors of each dim left for temporal loops."""
+        left = {d: list(prime_factors(self.workload.dims[d])) for d in self.dims}
+        groups: dict[tuple[int, int | None], list[tuple[str, int]]] = {}
+        for d in self.dims:
+            for k, s in enumerate(self.slots[d]):
+                if s.spatial:
+                    groups.setdefault((s.level, s.axis), []).append((d, k))
+        level_used: dict[int, int] = {}
+        keys = sorted(groups, key=lambda key: (key[0], -1 if key[1] is None else key[1]))
+        rng.shuffle(keys)  # which fan-out takes a dim's factors (or a level's fanout) first
+        for key in keys:
+            level, axis = key
+            limit = self.slot_limit(Slot(level, True, axis))
+            fanout = self.arch.levels[level].fanout
+            primes = [(d, k, p) for d, k in groups[key] for p in left[d]]
+            rng.shuffle(primes)
+            used = 1
+            for d, k, p in primes:
+                if used * p > limit or level_used.get(level, 1) * p > fanout:
+                    continue
+                if rng.random() >= SPATIAL_KEEP:
+                    continue
+                placement[d][k] *= p
+                left[d].remove(p)
+                used *= p
+                level_used[level] = level_used.get(level, 1) * p
+        return left
+
     def sample(self, rng: random.Random) -> Mapping:
-        """One random mapping that passes ``fits``: each prime factor goes to a random
-        slot (spatial slots only while the axis has room), then factors leave
-        over-full levels for the level above until every level fits, outermost first."""
+        """One random mapping, meant to pass ``fits``: spatial factors first (``_draw_spatial``),
+        each remaining prime factor to a random temporal slot of its dim, then, outermost level
+        first, factors leave an over-full level for the level above until it fits: temporal
+        factors first, spatial ones only when no temporal factor is left to move.  The draws
+        lean towards mappings that use the fan-out; ``enumerate`` still covers the whole space."""
         n_levels = len(self.arch.levels)
         placement = {d: [1] * len(self.slots[d]) for d in self.dims}
-        axis_used: dict[tuple[int, int | None], int] = {}
-        level_used = [1] * n_levels
+        left = self._draw_spatial(rng, placement)
         for d in self.dims:
-            for p in prime_factors(self.workload.dims[d]):
-                k = rng.randrange(len(self.slots[d]))
-                slot = self.slots[d][k]
-                if slot.spatial:
-                    key = (slot.level, slot.axis)
-                    limit = self.slot_limit(slot)
-                    lv = self.arch.levels[slot.level]
-                    if axis_used.get(key, 1) * p > limit or level_used[slot.level] * p > lv.fanout:
-                        k = self.slots[d].index(Slot(slot.level))
-                    else:
-                        axis_used[key] = axis_used.get(key, 1) * p
-                        level_used[slot.level] *= p
-                placement[d][k] *= p
+            temporal = [k for k, s in enumerate(self.slots[d]) if not s.spatial]
+            for p in left[d]:
+                placement[d][temporal[rng.randrange(len(temporal))]] *= p
         for level in range(1, n_levels):
+            relevant = {d for t in self.stored[level] for d in t.dims}
             while not self.level_fits(self.build({d: tuple(v) for d, v in placement.items()}), level):
-                relevant = {d for t in self.stored[level] for d in t.dims}
                 movable = [(d, k) for d in self.dims if d in relevant
                            for k, s in enumerate(self.slots[d]) if s.level >= level and placement[d][k] > 1]
                 if not movable:
                     break  # nothing left to move out: validate will reject it
-                d, k = movable[rng.randrange(len(movable))]
+                temporal = [(d, k) for d, k in movable if not self.slots[d][k].spatial]
+                pool = temporal or movable
+                d, k = pool[rng.randrange(len(pool))]
                 p = prime_factors(placement[d][k])[0]
                 placement[d][k] //= p
                 placement[d][self.slots[d].index(Slot(level - 1))] *= p
