@@ -92,12 +92,15 @@ class _Emitter:
         p()
         if L == 1:
             return
-        p(f"typedef {ct} vc_t __attribute__((vector_size({L * WORD_BYTES[self.plan.compute_dtype]})));")
+        vbytes = L * WORD_BYTES[self.plan.compute_dtype]
+        p(f"typedef {ct} vc_t __attribute__((vector_size({vbytes})));")
         p("/* KEEP(v): v stays in a register, so gcc does not fold its load into every FMA (which made the")
-        p("   micro-kernel load-bound) */")
-        p("#if defined(__x86_64__) || defined(__i386__)")
+        p("   micro-kernel load-bound); only where one register holds a whole vc_t (elsewhere gcc splits")
+        p("   vc_t and KEEP does nothing) */")
+        x86_ok = {16: "1", 32: "defined(__AVX__)", 64: "defined(__AVX512F__)"}.get(vbytes, "0")
+        p(f"#if (defined(__x86_64__) || defined(__i386__)) && {x86_ok}")
         p('#define KEEP(v) __asm__("" : "+x"(v))')
-        p("#elif defined(__aarch64__)")
+        p(f"#elif defined(__aarch64__) && {1 if vbytes == 16 else 0}")
         p('#define KEEP(v) __asm__("" : "+w"(v))')
         p("#else")
         p("#define KEEP(v) ((void)0)")
