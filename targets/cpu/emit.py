@@ -163,8 +163,8 @@ class _Emitter:
         terms = {f"o{self.tid[t.name]}": 1}
         for d, text in local.items():
             g = self.gstride(t, d)
-            if g and text != "0":
-                terms[f"({text})"] = g
+            if g and text != "0":  # two dims may have the same text (row 8 of column 8): their strides add
+                terms[f"({text})"] = terms.get(f"({text})", 0) + g
         return _lin(terms)
 
     def guard(self, t, local: dict) -> str:

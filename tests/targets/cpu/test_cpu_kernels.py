@@ -204,3 +204,14 @@ def test_sparse_nests_with_a_real_pattern_run_that_pattern():
         assert r.verified and r.reference == "scipy"
         nnz = w.op["pattern"].get("nnz") or 64 * 5
         assert r.gflops * r.seconds * 1e9 == pytest.approx(2 * nnz * 16)
+
+
+def test_register_block_whose_row_equals_its_column_start():
+    """A ragged row block of a square tile: block row 8 meets column vector 8 (fp64, 8 lanes), so two
+    address terms print as the same text; both strides must count (a dict keyed by the text kept one, and
+    the kernel silently stored row 8's second vector into row 0)."""
+    w = workloads.matmul("gemm30", M=30, N=30, K=100, bits=64)
+    m = Mapping([LevelMapping(temporal={"K": 2}, order=("K",)), LevelMapping(spatial={"M": 2}), LevelMapping(),
+                 LevelMapping(temporal={"M": 15, "N": 2, "K": 50}, spatial={"N": 15})])
+    result = run(w, m, ARCH, threads=2, repeat=1)
+    assert result.verified and result.max_abs_err < 1e-12, result.max_abs_err
