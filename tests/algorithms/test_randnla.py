@@ -98,9 +98,43 @@ def test_qb_of_sparse_a():
     assert np.linalg.norm(a.toarray() - q @ bm, 2) <= 3 * s[30]
 
 
-def test_randomized_cholesky_qr_is_orthonormal_at_cond_1e12():
-    a, _, _ = R.synthetic_lstsq(1000, 30, 1e12, seed=6)
-    q, r = R.randomized_cholesky_qr(a, sketch="sjlt", seed=1)
-    assert np.linalg.norm(q.T @ q - np.eye(30)) < 1e-13
-    assert np.linalg.norm(a - q @ r) <= 1e-14 * 30
+def _assert_qr(a, q, r):
+    n = a.shape[1]
+    assert np.linalg.norm(q.T @ q - np.eye(n)) < 1e-13
+    assert np.linalg.norm(a - q @ r) <= 1e-14 * n           # ||A||_2 = 1
     assert np.allclose(np.tril(r, -1), 0)
+
+
+@pytest.mark.parametrize("sketch", ["sjlt", "gaussian"])
+@pytest.mark.parametrize("cond", [1e12, 1e15])
+def test_randomized_cholesky_qr_is_orthonormal_across_seeds(cond, sketch):
+    """Seeds 0-19 at condition 1e12 and 1e15: Q orthonormal to ~u, A = QR to ~u ||A||."""
+    for seed in range(20):
+        a, _, _ = R.synthetic_lstsq(1000, 30, cond, seed=seed)
+        q, r = R.randomized_cholesky_qr(a, sketch=sketch, seed=seed)
+        _assert_qr(a, q, r)
+
+
+def test_cholesky_pass_shifts_where_the_gram_matrix_is_indefinite():
+    """Without the sketch's preconditioner, a cond-1e10 A has a Gram matrix of condition ~1e20 that
+    Cholesky refuses: the pass shifts it, and two further passes make Q orthonormal (shifted
+    CholeskyQR3)."""
+    a, _, _ = R.synthetic_lstsq(600, 20, 1e10, seed=4)
+    with pytest.raises(np.linalg.LinAlgError):
+        sl.cholesky(a.T @ a)
+    q, c1, shifted = R._cholesky_pass(a)
+    assert shifted
+    q, c2, _ = R._cholesky_pass(q)
+    q, c3, _ = R._cholesky_pass(q)
+    _assert_qr(a, q, c3 @ c2 @ c1)
+
+
+def test_randomized_cholesky_qr_refuses_a_singular_a_with_its_condition():
+    """A column repeated: rank deficient at working precision, refused with the sketch's condition.  (A of
+    condition 1e18 but full rank in floating point still gets an orthonormal Q with A = QR to ~u.)"""
+    a, _, _ = R.synthetic_lstsq(500, 20, 1e3, seed=0)
+    a[:, 7] = a[:, 3]
+    with pytest.raises(SketchError, match=r"condition ~\d"):
+        R.randomized_cholesky_qr(a, seed=0)
+
+
