@@ -89,6 +89,8 @@ def test_no_note_where_the_arch_keeps_the_words(capsys, model):
     assert code == 0 and "note" not in json.loads(out)
     code, out, _ = run(capsys, "bound", f"{model}:fc", "--arch", "gemmini", "--json")
     assert code == 0 and "--bits 8" in json.loads(out)["note"]
+    code, out, _ = run(capsys, "bound", "resnet50/res2a_branch2b", "--arch", "gemmini", "--json")  # int8 zoo
+    assert code == 0 and "note" not in json.loads(out)
 
 
 def test_evaluate_and_bound_take_a_layer(capsys, model, tmp_path):
