@@ -2,7 +2,7 @@
 
 ``load(source)`` returns every layer of ``source``; ``load_one(source)`` returns its only layer.
 ``source`` is a path (``.yaml``/``.yml``/``.onnx``), one layer of an ONNX model
-(``model.onnx:LAYER``; ``model.onnx/LAYER`` is read the same way when no such file exists), or a
+(``model.onnx:LAYER``; ``model.onnx/LAYER`` too where ``model.onnx`` is a file), or a
 zoo name (``resnet50`` for a whole network, ``resnet50/res2a_branch2b`` for one layer).  YAML files
 are read by ``workloads.loaders`` (every dialect it documents), ONNX models by
 ``workloads.onnx_loader`` (its docstring says how layers are named).

@@ -230,10 +230,10 @@ def test_word_size_from_the_model_and_bits_override():
             with_bits(stem, bad)
 
 
-def test_bits_merge_after_the_override(tmp_path):
+def test_bits_keep_the_names_and_repeat_counts(tmp_path):
     path = tmp_path / "fire.onnx"
     onnx.save(fire_model(), str(path))
     layers = load(path, bits=8)
     assert {t.bits for n in layers for t in n.tensors} == {8}
-    assert [n.repeat for n in layers] == [n.repeat for n in load(path)]
+    assert [(n.name, n.repeat) for n in layers] == [(n.name, n.repeat) for n in load(path)]
     assert load_one(f"{path}:head", bits=16).tensor("A").bits == 16
