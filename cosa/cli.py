@@ -15,12 +15,13 @@ from workloads import FrameworkError
 
 from . import cli_gemmini, cli_randnla, cli_serve, cli_targets
 from .cli_common import _add_sched_opts, _arch, _console, _print_json, _workload, _workloads, guarded
+from .cli_common import add_workload_opts, word_size_note
 from .cli_common import parse_size  # noqa: F401  (part of the command line's interface)
 
 # --- commands ---------------------------------------------------------------------------------
 
 def cmd_show(args) -> int:
-    nests = _workloads([args.workload])
+    nests = _workloads([args.workload], args.bits)
     if args.json:
         described = [n.describe() for n in nests]
         _print_json(described[0] if len(described) == 1 else described)
@@ -66,7 +67,7 @@ def cmd_evaluate(args) -> int:
     from costmodel import evaluate
     from mappings import format_loopnest, load_mapping
 
-    workload = _workload(args.workload)
+    workload = _workload(args.workload, args.bits)
     arch = _arch(args.arch)
     if args.energy_table:  # per-access energies (ours or Accelergy's ERT) replace the arch's per-byte ones
         import dataclasses
@@ -75,13 +76,21 @@ def cmd_evaluate(args) -> int:
         arch = dataclasses.replace(arch, params={**arch.params, "energy_table": load_energy_table(args.energy_table)})
     mapping = load_mapping(args.mapping, arch, workload)
     cost = evaluate(workload, arch, mapping)
+    note = _note(args, [workload], arch)
     if args.json:
-        _print_json(cost.to_dict())
+        _print_json({**cost.to_dict(), **({"note": note} if note else {})})
         return 0
     console = _console()
     console.print(format_loopnest(mapping, workload, arch), markup=False, highlight=False)
     _print_cost(console, cost)
+    if note:
+        console.print(note, markup=False, highlight=False, soft_wrap=True)
     return 0
+
+
+def _note(args, nests, arch) -> str | None:
+    """The word-size note (``cli_common.word_size_note``) unless ``--bits`` set the words."""
+    return None if args.bits is not None else word_size_note(nests, arch)
 
 
 def _print_cost(console, cost) -> None:
@@ -127,9 +136,10 @@ def schedule_to_dict(sched) -> dict:
 def cmd_schedule(args) -> int:
     from mappings import dump_mapping, format_loopnest
 
-    workload = _workload(args.workload)
+    workload = _workload(args.workload, args.bits)
     arch = _arch(args.arch, args.dataflow)
     sched = _schedule_one(workload, arch, args)
+    note = _note(args, [workload], arch)
     if args.output:
         if args.format == "timeloop":  # Timeloop's mapping format, for timeloop-model ARCH PROBLEM F.yaml
             from mappings import dump_timeloop
@@ -137,7 +147,7 @@ def cmd_schedule(args) -> int:
         else:
             Path(args.output).write_text(dump_mapping(sched.mapping, arch))
     if args.json:
-        _print_json(schedule_to_dict(sched))
+        _print_json({**schedule_to_dict(sched), **({"note": note} if note else {})})
         return 0
     console = _console()
     s = sched.stats
@@ -160,6 +170,8 @@ def cmd_schedule(args) -> int:
     if warm:
         console.print("MIP start: " + (f"the {warm['start']} mapping" if warm["start"] else "none")
                       + ("; returned that start (the MIP found nothing better)" if warm["returned_start"] else ""))
+    if note:
+        console.print(note, markup=False, highlight=False, soft_wrap=True)
     if args.output:
         console.print(f"mapping written to {args.output}")
     return 0
@@ -169,7 +181,7 @@ def cmd_compare(args) -> int:
     from cosa.compare import compare
     from cosa import report
 
-    nests = _workloads(args.workloads)
+    nests = _workloads(args.workloads, args.bits)
     arch = _arch(args.arch, args.dataflow)
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
     measure = None
@@ -181,6 +193,9 @@ def cmd_compare(args) -> int:
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
                      progress=sys.stdout.isatty() and not args.json, measure=measure)
+    note = _note(args, nests, arch)
+    if note:
+        result.meta["note"] = note
     if args.csv:
         report.write_csv(result, args.csv)
     if args.plot:
@@ -189,6 +204,8 @@ def cmd_compare(args) -> int:
         _print_json(report.to_json(result))
     else:
         report.print_table(result)
+        if note:
+            print(note)
     return 0
 
 
@@ -205,7 +222,7 @@ def measure_cpu(workload, arch, mapping) -> dict:
 def cmd_bound(args) -> int:
     from lowerbounds import bound, bound_for_arch
 
-    workload = _workload(args.workload)
+    workload = _workload(args.workload, args.bits)
     if args.memory:
         rep = bound(workload, parse_size(args.memory))
         arch = None
@@ -222,8 +239,9 @@ def cmd_bound(args) -> int:
             for name in ("cosa", "gemmini-default") if arch.name.startswith("gemmini") else ("cosa",):
                 schedules.append(schedule(workload, arch, scheduler=name, time_limit_s=args.time_limit))
         report.plot_bound_curve(workload, rep, schedules, args.plot)
+    note = _note(args, [workload], arch) if arch is not None else None
     if args.json:
-        _print_json(rep.to_dict())
+        _print_json({**rep.to_dict(), **({"note": note} if note else {})})
         return 0
     d = rep.to_dict()
     console = _console()
@@ -232,6 +250,8 @@ def cmd_bound(args) -> int:
     console.print(f"bound {d['bound_words']:,.0f} words / {d['bound_bytes']:,.0f} B "
                   f"(binding: {d['binding']}); compulsory {d['compulsory_bytes']:,.0f} B")
     console.print(f"tile: {d['tile']}")
+    if note:
+        console.print(note, markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
@@ -243,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="describe a workload (file, zoo name, zoo network or ONNX model)")
     p.add_argument("workload")
+    add_workload_opts(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
@@ -256,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("evaluate", help="cost of a mapping file")
     p.add_argument("workload")
+    add_workload_opts(p)
     p.add_argument("--arch", required=True)
     p.add_argument("--mapping", required=True)
     p.add_argument("--energy-table", help="per-access energies: energy_table: {level: {read, write, update}} "
@@ -265,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schedule", help="find a schedule (CoSA MIP or a baseline)")
     p.add_argument("workload")
+    add_workload_opts(p)
     p.add_argument("--arch", default="gemmini")
     p.add_argument("--dataflow", choices=["ws", "os"], default=None)
     _add_sched_opts(p)
@@ -276,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="compare schedulers layer by layer")
     p.add_argument("workloads", nargs="+")
+    add_workload_opts(p)
     p.add_argument("--arch", default="gemmini")
     p.add_argument("--dataflow", choices=["ws", "os"], default=None)
     p.add_argument("--schedulers", default="cosa,gemmini-default,random")
@@ -297,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bound", help="communication lower bound of a workload")
     p.add_argument("workload")
+    add_workload_opts(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--arch")
     g.add_argument("--memory", help="fast-memory size, e.g. 256KiB")

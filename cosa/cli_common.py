@@ -3,6 +3,7 @@ scheduler options and the guard that turns a user error into one line."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -31,19 +32,62 @@ def parse_size(text: str) -> int:
 
 # --- resolution of names and files ------------------------------------------------------------
 
-def _workloads(sources: list[str]):
+def _workloads(sources: list[str], bits: int | None = None):
+    """Every layer of each WORKLOAD (``workloads.load``: files, ``model.onnx:LAYER``, zoo names); ``bits``:
+    the ``--bits`` word size for every tensor (None: the source's own)."""
     from workloads import load
 
     nests = []
     for src in sources:
-        nests.extend(load(src))
+        nests.extend(load(src, bits))
     return nests
 
 
-def _workload(source: str):
+def _workload(source: str, bits: int | None = None):
+    """The only layer of WORKLOAD (``workloads.load_one``); ``bits`` as for ``_workloads``."""
     from workloads import load_one
 
-    return load_one(source)
+    return load_one(source, bits)
+
+
+def add_workload_opts(p) -> None:
+    """``--bits``: the options of every command that reads a WORKLOAD."""
+    p.add_argument("--bits", type=_word_bits, default=None, metavar="N",
+                   help="word size of every tensor in bits (default: the workload's own, e.g. 32 for a float32 "
+                        "ONNX model); --bits 8 prices a float model as the int8 network it would run as")
+
+
+def _word_bits(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"--bits must be an integer from 1 to 64, not {text!r}")
+    return value
+
+
+def word_size_note(nests, arch) -> str | None:
+    """One line when ``arch`` stores inputs or weights in narrower words than the workload's (a float32
+    model on int8 Gemmini): its DRAM traffic is then priced at the workload's width, and ``--bits`` would
+    price it as the network the arch runs.  None when the widths agree."""
+    narrow = {}  # level name -> its word bits, for the levels that narrow some input or weight
+    wide = set()
+    for n in nests:
+        for t in n.inputs:
+            for lv in arch.levels:
+                if lv.word_bits and t.role in lv.holds and lv.word_bits < t.bits:
+                    narrow[lv.name] = lv.word_bits
+                    wide.add((t.bits, t.dtype))
+    if not narrow:
+        return None
+    bits = min(narrow.values())
+    dtypes = sorted({d for _, d in wide if d})
+    what = f"{'/'.join(dtypes)} model's" if dtypes else "workload's"
+    widths = "/".join(str(b) for b in sorted({b for b, _ in wide}))
+    return (f"note: this {what} {widths}-bit inputs and weights are priced as {widths}-bit DRAM words, but "
+            f"{arch.name} stores {bits}-bit words ({', '.join(narrow)}); --bits {bits} prices it as the "
+            f"{bits}-bit network it would run as")
 
 
 def _arch(name: str, dataflow: str | None = None):

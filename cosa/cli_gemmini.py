@@ -13,7 +13,7 @@ from pathlib import Path
 from workloads import FrameworkError
 
 from . import cli_randnla, cli_targets
-from .cli_common import RunFailed, _add_sched_opts, _print_json, _workload, write_text_output
+from .cli_common import RunFailed, _add_sched_opts, _print_json, _workload, add_workload_opts, write_text_output
 
 
 def _gemmini_schedule(args, workload, arch):
@@ -25,6 +25,18 @@ def _gemmini_schedule(args, workload, arch):
 
     return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
                     time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping
+
+
+def _gemmini_workload(args):
+    """The WORKLOAD of a Gemmini command; Gemmini computes on int8 words, so a wider workload (a float32
+    ONNX model) is refused with the option that converts it, never run as something else silently."""
+    workload = _workload(args.workload, args.bits)
+    wide = sorted({(t.bits, t.dtype or "") for t in workload.tensors if t.bits != 8})
+    if wide:
+        words = " and ".join(f"{b}-bit" + (f" {d}" if d else "") for b, d in wide)
+        raise FrameworkError(f"{workload.name} has {words} words; Gemmini runs int8: pass --bits 8 to run it as "
+                             "the int8 layer it would be", source=args.workload, field="--bits")
+    return workload
 
 
 def _gemmini_arch(args):
@@ -50,7 +62,7 @@ def _scale(text: str):
 def _gemmini_program(args):
     from gemmini import codegen
 
-    workload = _workload(args.workload)
+    workload = _gemmini_workload(args)
     config, arch = _gemmini_arch(args)
     if getattr(args, "lower", False) and not args.mapping:
         # the layer as written and its rewrites (im2col folding, packed groups), the cheapest kept
@@ -71,7 +83,7 @@ def _loop_schedule(args):
     if args.dataflow != "ws":
         raise FrameworkError("--style loops runs weight-stationary (the library's convolutions are WS only)",
                              field="--dataflow")
-    workload = _workload(args.workload)
+    workload = _gemmini_workload(args)
     _, arch = _gemmini_arch(args)
     mapping = _gemmini_schedule(args, workload, arch)
     return tune_tiles(workload, mapping, arch, scale=args.scale, budget=args.tile_budget)
@@ -255,6 +267,7 @@ def add_commands(sub) -> None:
         p.add_argument("target", choices=["gemmini", *(cli_targets.TARGETS if name in ("emit", "run") else ()),
                                            *(cli_randnla.DRIVERS if name == "run" else ())])
         p.add_argument("workload")
+        add_workload_opts(p)
         p.add_argument("--mapping", help="mapping YAML (default: schedule with --scheduler)")
         _add_sched_opts(p)
         p.add_argument("--dataflow", choices=["ws", "os"], default="ws")

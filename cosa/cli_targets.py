@@ -155,10 +155,11 @@ def _mapping(args, workload, arch, target):
 
 def _setup(args):
     from costmodel import load_arch
-    from workloads import load_one
+
+    from .cli_common import _workload
 
     target = TARGETS[args.target]
-    workload = load_one(args.workload)
+    workload = _workload(args.workload, args.bits)
     arch = load_arch(args.arch or target.default_arch)
     return target, workload, arch, _mapping(args, workload, arch, target)
 

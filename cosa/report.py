@@ -106,15 +106,16 @@ def table(result: CompareResult, title: str | None = None):
         t.add_column("measured s", justify="right")
     groups = result.by_layer()
     for k, name in enumerate(result.layers):
+        label = name + "".join({f" x{r.repeat}" for r in groups[name] if r.repeat > 1})  # identical layers
         for r in groups[name]:
             if not r.ok:
-                t.add_row(name, r.scheduler, "[red]failed[/]", "", "", "", _fmt(r.seconds, ".2f"), "",
+                t.add_row(label, r.scheduler, "[red]failed[/]", "", "", "", _fmt(r.seconds, ".2f"), "",
                           (r.error or "")[:60])
                 continue
             ratio = _fmt(r.ratio, ".3f")
             if _finite(r.ratio) and r.ratio == 1.0:
                 ratio = f"[bold green]{ratio}[/]"
-            t.add_row(name, r.scheduler, _fmt(r.cycles, ",.0f"), _fmt_energy_uj(r.energy_pj),
+            t.add_row(label, r.scheduler, _fmt(r.cycles, ",.0f"), _fmt_energy_uj(r.energy_pj),
                       _fmt(100 * r.utilization, ".1f") + "%", _fmt(r.dram_bytes, ",.0f"), _fmt(r.seconds, ".2f"),
                       ratio, _fmt(r.bound_ratio, ".2f"), _fmt(r.cycles_over_roofline, ".2f"),
                       *([_fmt(r.measured_s, ".4g") + ("" if r.measured_verified in (None, True) else " [red]WRONG[/]")]

@@ -78,3 +78,16 @@ def apply_dtype(nest, value: Any, bits_given: bool, source: str, field: str):
         return LoopNest(nest.name, nest.dims, tuple(tensors), nest.repeat, nest.op)
     except WorkloadError as exc:
         raise WorkloadError(exc.reason, source=source, field=field) from None
+
+
+def with_bits(nest: LoopNest, bits: int, source: str = "--bits") -> LoopNest:
+    """``nest`` with every tensor's words ``bits`` wide (a tensor's ``dtype`` is kept only where it has that
+    width, e.g. int8 under 8; others then take the type the target gives those bits)."""
+    from .ir import LoopNest
+
+    if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 64:
+        raise WorkloadError(f"word size must be an integer from 1 to 64 bits, got {bits!r}", source=source,
+                            field="bits")
+    tensors = tuple(replace(t, bits=bits, dtype=t.dtype if DTYPE_BITS.get(t.dtype) == bits else None)
+                    for t in nest.tensors)
+    return LoopNest(nest.name, dict(nest.dims), tensors, nest.repeat, dict(nest.op))

@@ -1,9 +1,16 @@
 """One loop nest per Conv, Gemm and MatMul node of an ONNX model.
 
 Shapes come from ONNX shape inference (``onnx.shape_inference.infer_shapes``)
-over the graph inputs, initializers and declared value infos.  Each nest is
-named after its node (``<op_type>_<index>`` when the node has no name).
-Word sizes follow the element types (float32 -> 32 bits, int8 -> 8, ...).
+over the graph inputs, initializers and declared value infos.  Word sizes
+follow the element types (float32 -> 32 bits, int8 -> 8, ...); float32,
+float64, int8 and int32 tensors also carry that ``dtype``.
+
+Layer names (``layer_name``): the node's name; where it has none, or only a
+counter (``n7``, ``node_12``, ``42``, as some converters write), the weight's
+name without its weight suffix (``fire2/squeeze1x1_w_0`` -> ``fire2/squeeze1x1``,
+``features.0.weight`` -> ``features.0``); else ``<op_type>_<index>`` with the
+node's index in the graph (``Conv_7``).  A name already taken gets
+``_<index>`` appended (and then ``_2``, ``_3``, ... while still taken).
 
 * Conv (2-D; 1-D as height 1): ``strides``, ``dilations``, ``pads`` (the
   begin pads index the input; asymmetric end pads only change the output
@@ -24,10 +31,12 @@ Symbolic dimensions (``dim_param``) need values: pass ``dim_values``
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Mapping
 
 from .builders import conv2d, matmul
+from .dtypes import apply_dtype
 from .errors import WorkloadError
 from .ir import LoopNest
 from .loaders_values import MAX_INT
@@ -35,6 +44,13 @@ from .loaders_values import MAX_INT
 # onnx.TensorProto element types -> bits per word
 _ELEM_BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64, 16: 16,
               17: 8, 18: 8, 19: 8, 20: 8}
+# element types with a number type the IR knows (workloads.dtypes.DTYPE_BITS)
+_ELEM_DTYPE = {1: "float32", 3: "int8", 6: "int32", 11: "float64"}
+
+# node names that only count (n7, node_12, 42): converters' placeholders, not names
+_COUNTER_NAME = re.compile(r"^(?:n|node)?[_-]?\d+$", re.IGNORECASE)
+# weight tensor names that end in a weight suffix: what precedes it names the layer
+_WEIGHT_SUFFIX = re.compile(r"^(?P<layer>.+?)(?:_w_\d+|_w|_W|_weights?|[./:]weights?|/W|/kernel)$")
 
 
 def load_onnx(path: str | Path, dim_values: Mapping[str, int] | None = None) -> list[LoopNest]:
@@ -108,10 +124,7 @@ def nests_from_model(model, source: str = "<onnx model>", dim_values: Mapping[st
     for index, node in enumerate(graph.node):
         if node.op_type not in ("Conv", "Gemm", "MatMul"):
             continue
-        name = node.name or f"{node.op_type}_{index}"
-        if name in used:
-            name = f"{name}_{index}"
-        used.add(name)
+        name = _unique(layer_name(node, index), index, used)
         label = f"node {name} ({node.op_type})"
         try:
             attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
@@ -132,8 +145,36 @@ def nests_from_model(model, source: str = "<onnx model>", dim_values: Mapping[st
     return nests
 
 
+def layer_name(node, index: int) -> str:
+    """The name of the layer of ``node`` (the ``index``-th node of its graph): see the module docstring."""
+    if node.name and not _COUNTER_NAME.match(node.name):
+        return node.name
+    if len(node.input) > 1:
+        m = _WEIGHT_SUFFIX.match(node.input[1])
+        if m and not _COUNTER_NAME.match(m.group("layer")):
+            return m.group("layer")
+    return f"{node.op_type}_{index}"
+
+
+def _unique(name: str, index: int, used: set[str]) -> str:
+    """``name``, or with ``_<index>`` (then ``_2``, ``_3``, ...) appended while taken; records it in ``used``."""
+    out, k = name, 1
+    if out in used:
+        out = f"{name}_{index}"
+    while out in used:
+        k += 1
+        out = f"{name}_{index}_{k}"
+    used.add(out)
+    return out
+
+
 def _bits(elem: int) -> int:
     return _ELEM_BITS.get(elem, 32)
+
+
+def _typed(nest: LoopNest, elems: dict[str, int], source: str, label: str) -> LoopNest:
+    """``nest`` with the ``dtype`` of each role whose element type the IR knows (others keep only bits)."""
+    return apply_dtype(nest, {role: _ELEM_DTYPE.get(elem) for role, elem in elems.items()}, True, source, label)
 
 
 def _conv(node, attrs, name, label, source, shape_of) -> LoopNest:
@@ -180,10 +221,11 @@ def _conv(node, attrs, name, label, source, shape_of) -> LoopNest:
     group = int(attrs.get("group", 1))
     bits = {"input": _bits(x_elem), "weight": _bits(w_elem), "output": _bits(y_elem)}
     try:
-        return conv2d(name, N=N, C=C, K=K, P=P, Q=Q, R=R, S=S, H=H, W=W, stride=tuple(strides),
+        nest = conv2d(name, N=N, C=C, K=K, P=P, Q=Q, R=R, S=S, H=H, W=W, stride=tuple(strides),
                       dilation=tuple(dilations), padding=tuple(pads_begin), groups=group, bits=bits)
     except WorkloadError as exc:
         raise WorkloadError(exc.reason, source=source, field=label) from None
+    return _typed(nest, {"input": x_elem, "weight": w_elem, "output": y_elem}, source, label)
 
 
 def _gemm(node, attrs, name, label, source, shape_of) -> LoopNest:
@@ -198,7 +240,7 @@ def _gemm(node, attrs, name, label, source, shape_of) -> LoopNest:
         raise WorkloadError(f"inner dimensions differ: {K} and {K2}", source=source, field=label)
     nest = matmul(name, M=M, N=N, K=K, bits={"input": _bits(a_elem), "weight": _bits(b_elem), "output": _bits(y_elem)})
     nest.op.update(transA=bool(attrs.get("transA", 0)), transB=bool(attrs.get("transB", 0)), source="onnx Gemm")
-    return nest
+    return _typed(nest, {"input": a_elem, "weight": b_elem, "output": y_elem}, source, label)
 
 
 def _matmul(node, name, label, source, shape_of) -> LoopNest:
@@ -221,4 +263,4 @@ def _matmul(node, name, label, source, shape_of) -> LoopNest:
             batch = None
     nest = matmul(name, M=M, N=N, K=K, batch=batch, bits=bits)
     nest.op.update(source="onnx MatMul")
-    return nest
+    return _typed(nest, {"input": a_elem, "weight": b_elem, "output": y_elem}, source, label)

@@ -115,15 +115,13 @@ def zoo_text(groups: int = 3) -> str:
     repeat counts, in int8 like the zoo's other networks (the ONNX model's words are fp32)."""
     import yaml
 
+    from ..dtypes import with_bits
     from ..loaders_short import short_form
     from ..onnx_loader import nests_from_model
     from . import distinct
 
-    layers = []
-    for nest in distinct(nests_from_model(shufflenet_model(groups), f"shufflenet_v1_g{groups}")):
-        doc = short_form(nest)
-        doc["bits"] = 8
-        layers.append(doc)
+    layers = [short_form(with_bits(nest, 8))
+              for nest in distinct(nests_from_model(shufflenet_model(groups), f"shufflenet_v1_g{groups}"))]
     head = ("# ShuffleNet v1, g = %d, 1x (Zhang et al., CVPR 2018, Table 1), 224x224 input, batch 1: the distinct\n"
             "# Conv/Gemm layers of workloads.zoo.shufflenet.shufflenet_model (an ONNX graph written from the table),\n"
             "# repeat = how many share the shape; int8.  Regenerate: python -m workloads.zoo.shufflenet > this file\n"
