@@ -70,7 +70,7 @@ class LoopSchedule:
 
     def to_dict(self) -> dict:
         return {"layer": self.vendor.name, "tiles": list(self.tiles) if self.tiles else None,
-                "cycles": self.cycles, "library_cycles": self.library_cycles,
+                "model_cycles": self.cycles, "library_model_cycles": self.library_cycles,
                 "start": list(self.start) if self.start else None, "evaluated": self.evaluated,
                 "found_from": self.found_from}
 

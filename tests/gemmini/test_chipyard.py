@@ -137,6 +137,21 @@ def test_cli_sim_chipyard(tmp_path, capsys, monkeypatch):
     assert "cycle limit" in err and "log: " in err and len(err.splitlines()) == 1
 
 
+def test_cli_loops_on_chipyard_reports_the_measured_cycles(tmp_path, capsys, monkeypatch):
+    """--style loops --sim chipyard --json: ``cycles`` is what the program measured on the simulator (1,234
+    here); the tile search's timing-model figures keep their own keys and never overwrite it."""
+    import json
+
+    monkeypatch.delenv("CHIPYARD_SIM", raising=False)
+    sim = _fake(tmp_path, f"sys.stdout.write({PASS_OUT!r})")
+    argv = ["run", "gemmini", str(DATA / "mm_16x16x16.yaml"), "--scheduler", "gemmini-default", "--sim",
+            "chipyard", "--style", "loops", "--simulator", sim, "--json"]
+    assert cli_main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["cycles"] == 1234 and doc["cycles_source"].startswith("rdcycle")
+    assert doc["model_cycles"] > 0 and doc["model_cycles"] != 1234 and doc["verified"]
+
+
 # --- the programs ---------------------------------------------------------------------------------------
 def _program(wl, scheduler="cosa"):
     arch = DEFAULT_CONFIG.arch("ws")

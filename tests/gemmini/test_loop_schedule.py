@@ -83,7 +83,7 @@ def test_cli_runs_the_loops_style_and_refuses_simulators_without_it(capsys, tmp_
     code, out, _ = _cli(capsys, "run", "gemmini", str(path), "--style", "loops", "--scheduler", "gemmini-default",
                         "--json")
     doc = json.loads(out)
-    assert code == 0 and doc["verified"] and doc["style"] == "loops" and doc["cycles"] <= doc["library_cycles"]
+    assert code == 0 and doc["verified"] and doc["style"] == "loops" and doc["model_cycles"] <= doc["library_model_cycles"]
     code, _, err = _cli(capsys, "run", "gemmini", str(path), "--style", "loops", "--sim", "rtl",
                         "--scheduler", "gemmini-default")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--sim" in err
