@@ -14,7 +14,7 @@ from pathlib import Path
 from workloads import FrameworkError
 
 from . import cli_gemmini, cli_randnla, cli_serve, cli_targets
-from .cli_common import _add_sched_opts, _arch, _console, _print_json, _workload, _workloads, guarded
+from .cli_common import RunFailed, _add_sched_opts, _arch, _console, _print_json, _workload, _workloads, guarded
 from .cli_common import parse_size  # noqa: F401  (part of the command line's interface)
 
 # --- commands ---------------------------------------------------------------------------------
@@ -178,17 +178,26 @@ def cmd_compare(args) -> int:
             raise FrameworkError(f"--measure runs the schedules with the CPU target; arch {arch.name!r} is not a "
                                  "CPU arch (--arch cpu or a file from cosa arch calibrate cpu)", field="--measure")
         measure = measure_cpu
+    progress = None if args.quiet else ("bar" if sys.stderr.isatty() else "lines")  # both on standard error
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
-                     progress=sys.stdout.isatty() and not args.json, measure=measure)
+                     progress=progress, measure=measure)
     if args.csv:
         report.write_csv(result, args.csv)
     if args.plot:
         report.plot(result, args.plot)
     if args.json:
         _print_json(report.to_json(result))
+        for line in report.failure_summary(result):  # standard output holds the JSON
+            print(line, file=sys.stderr)
     else:
-        report.print_table(result)
+        report.print_table(result)  # the failure summary follows the table
+    failed = [r for r in result.rows if not r.ok]
+    if failed:
+        counts = {name: sum(1 for r in failed if r.scheduler == name) for name in result.schedulers}
+        raise RunFailed(f"compare: {len(failed)} of {len(result.rows)} runs failed ("
+                        + ", ".join(f"{name} on {n} of {len(result.layers)} layers" for name, n in counts.items() if n)
+                        + "); causes " + ("above and in the JSON's 'failures'" if args.json else "after the table"))
     return 0
 
 
@@ -274,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_schedule)
 
-    p = sub.add_parser("compare", help="compare schedulers layer by layer")
+    p = sub.add_parser("compare", help="compare schedulers layer by layer (exit 1 when any of them fails)")
     p.add_argument("workloads", nargs="+")
     p.add_argument("--arch", default="gemmini")
     p.add_argument("--dataflow", choices=["ws", "os"], default=None)
@@ -290,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv")
     p.add_argument("--plot")
     p.add_argument("--json", action="store_true")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or progress lines")
     p.set_defaults(func=cmd_compare)
 
     sub.add_parser("serve", help="serving models with model-parallel swapping: simulate | real "
