@@ -361,7 +361,7 @@ def plot_figure(result: CompareResult):
     per_panel = max(1, math.ceil(len(layers) / panels))  # the layers spread evenly over the panels
     shown = min(len(layers), per_panel)
     width_in = min(PLOT_MAX_PX[0] / PLOT_DPI, max(6.0, 2.5 + 0.2 * shown * max(len(schedulers), 2)))
-    height_in = min(PLOT_MAX_PX[1] / PLOT_DPI, 1.0 + 2.9 * panels)
+    height_in = min(PLOT_MAX_PX[1] / PLOT_DPI, 1.2 + 2.9 * panels)
     fig = _figure(width_in, height_in)
     colors = {name: f"C{s % 10}" for s, name in enumerate(schedulers)}
     ratios = {}
@@ -402,11 +402,13 @@ def plot_figure(result: CompareResult):
     handles = [Patch(color=colors[name], label=name) for name in schedulers]
     if any_failed:
         handles.append(Patch(fill=False, hatch=FAILED_HATCH, edgecolor="black", label="failed (no schedule)"))
-    fig.axes[0].legend(handles=handles, fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.01), borderaxespad=0.0,
-                       ncols=min(len(handles), max(2, int(width_in // 2))), frameon=False)
+    top_in = 0.5  # inches above the panels: the title, then the legend
+    fig.suptitle(f"{result.arch}: cycles normalized to the best scheduler per layer", fontsize=10,
+                 y=1 - 0.06 / height_in, va="top")
+    fig.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.3 / height_in),
+               ncols=min(len(handles), max(2, int(width_in // 2))), frameon=False)
     fig.supylabel("cycles / best cycles of the layer", fontsize=9)
-    fig.suptitle(f"{result.arch}: cycles normalized to the best scheduler per layer", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.15 / height_in))
+    fig.tight_layout(rect=(0, 0, 1, 1 - top_in / height_in))
     return fig
 
 
