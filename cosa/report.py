@@ -143,8 +143,9 @@ def failure_summary(result: CompareResult) -> list[str]:
     if not causes:
         return []
     failed = sum(c.count for c in causes)
-    head = (f"{failed} of {len(result.rows)} runs failed ({len(result.layers)} layers x "
-            f"{len(result.schedulers)} schedulers), {len(causes)} cause{'s' if len(causes) > 1 else ''}:")
+    plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")
+    head = (f"{failed} of {plural(len(result.rows), 'run')} failed ({plural(len(result.layers), 'layer')} x "
+            f"{plural(len(result.schedulers), 'scheduler')}), {plural(len(causes), 'cause')}:")
     return [head] + ["  " + c.line() for c in causes]
 
 
