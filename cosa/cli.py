@@ -14,9 +14,11 @@ from pathlib import Path
 from workloads import FrameworkError
 
 from . import cli_gemmini, cli_randnla, cli_serve, cli_targets
-from .cli_common import _add_sched_opts, _arch, _console, _print_json, _workload, _workloads, guarded
+from .cli_common import (DATAFLOW_HELP, JSON_HELP, LAYER_HELP, OBJECTIVE_HELP, SEED_HELP, WORKLOAD_HELP, RunFailed,
+                         _add_sched_opts, _arch, _console, _print_json, _workload, _workloads, arch_help, guarded)
 from .cli_common import add_workload_opts, word_size_note
 from .cli_common import parse_size  # noqa: F401  (part of the command line's interface)
+from .scheduler import SCHEDULERS
 
 # --- commands ---------------------------------------------------------------------------------
 
@@ -40,16 +42,17 @@ def cmd_show(args) -> int:
 
 
 def cmd_arch_show(args) -> int:
-    from costmodel import arch_to_dict
+    from costmodel import describe_arch
 
     arch = _arch(args.arch)
-    d = arch_to_dict(arch)
     if args.json:
-        _print_json(d)
+        _print_json(describe_arch(arch))
         return 0
     from rich.table import Table
 
-    table = Table(title=f"{arch.name}: {arch.total_macs_per_cycle} MACs/cycle")
+    pes = arch.instances(len(arch.levels))
+    table = Table(title=f"{arch.name}: {arch.total_macs_per_cycle:,} MACs/cycle in total ({pes:,} PEs x "
+                        f"{arch.macs_per_cycle} MAC{'' if arch.macs_per_cycle == 1 else 's'}/cycle per PE)")
     for col in ("level", "capacity (B)", "holds", "word bits", "read B/cyc", "write B/cyc", "pJ/B (r/w)", "fanout"):
         table.add_column(col)
     for lv in arch.levels:
@@ -190,9 +193,10 @@ def cmd_compare(args) -> int:
             raise FrameworkError(f"--measure runs the schedules with the CPU target; arch {arch.name!r} is not a "
                                  "CPU arch (--arch cpu or a file from cosa arch calibrate cpu)", field="--measure")
         measure = measure_cpu
+    progress = None if args.quiet else ("bar" if sys.stderr.isatty() else "lines")  # both on standard error
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
-                     progress=sys.stdout.isatty() and not args.json, measure=measure)
+                     progress=progress, measure=measure)
     note = _note(args, nests, arch)
     if note:
         result.meta["note"] = note
@@ -202,10 +206,18 @@ def cmd_compare(args) -> int:
         report.plot(result, args.plot)
     if args.json:
         _print_json(report.to_json(result))
+        for line in report.failure_summary(result):  # standard output holds the JSON
+            print(line, file=sys.stderr)
     else:
-        report.print_table(result)
+        report.print_table(result)  # the failure summary follows the table
         if note:
             print(note)
+    failed = [r for r in result.rows if not r.ok]
+    if failed:
+        counts = {name: sum(1 for r in failed if r.scheduler == name) for name in result.schedulers}
+        raise RunFailed(f"compare: {len(failed)} of {len(result.rows)} runs failed ("
+                        + ", ".join(f"{name} on {n} of {len(result.layers)} layers" for name, n in counts.items() if n)
+                        + "); causes " + ("above and in the JSON's 'failures'" if args.json else "after the table"))
     return 0
 
 
@@ -243,91 +255,138 @@ def cmd_bound(args) -> int:
     if args.json:
         _print_json({**rep.to_dict(), **({"note": note} if note else {})})
         return 0
-    d = rep.to_dict()
     console = _console()
-    fmt = lambda v: "n/a" if v is None else f"{v:.4g}"  # None: unbounded memory or no finite exponent
-    console.print(f"[bold]{workload.name}[/]: s_HBL = {fmt(d['s_hbl'])}, khat = {fmt(d['khat'])}")
-    console.print(f"bound {d['bound_words']:,.0f} words / {d['bound_bytes']:,.0f} B "
-                  f"(binding: {d['binding']}); compulsory {d['compulsory_bytes']:,.0f} B")
-    console.print(f"tile: {d['tile']}")
+    _print_bound(console, workload, rep.to_dict())
     if note:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
+def _print_bound(console, workload, d: dict) -> None:
+    """``cosa bound``'s text: the bounds (words and bytes, the binding one marked) and, per loop
+    dimension, its bound, the tile that attains the LP bound and the LP's exponent."""
+    from rich.table import Table
+
+    fmt = lambda v, spec=",.0f": "n/a" if v is None else format(v, spec)  # None: unbounded or no finite value
+    memory = d.get("memory_bytes")
+    where = "unbounded fast memory" if memory is None else f"fast memory of {memory:,.0f} B"
+    console.print(f"[bold]{workload.name}[/]: {where}; s_HBL = {fmt(d['s_hbl'], '.4g')}, "
+                  f"khat = {fmt(d['khat'], '.4g')}, {d['iterations']:,} iterations")
+    bounds = Table(title="DRAM traffic lower bounds")
+    for col in ("bound", "words", "bytes"):
+        bounds.add_column(col, justify="left" if col == "bound" else "right")
+    for name, key in (("tile LP", "lp"), ("HBL", "hbl"), ("compulsory", "compulsory")):
+        binding = " (binding)" if d.get("binding") == key else ""
+        bounds.add_row(name + binding, fmt(d.get(f"{key}_words")), fmt(d.get(f"{key}_bytes")))
+    bounds.add_row("[bold]bound[/]", fmt(d["bound_words"]), fmt(d["bound_bytes"]))
+    bounds.caption = "the bound is the largest; words: every element one word"
+    console.print(bounds)
+    dims = Table(title="per loop dimension")
+    for col in ("dim", "loop bound", "LP tile", "LP exponent"):
+        dims.add_column(col, justify="left" if col == "dim" else "right")
+    lambdas = d.get("lambdas") or {}
+    for dim, size in workload.dims.items():
+        tile = (d.get("tile") or {}).get(dim)
+        dims.add_row(dim, f"{size:,}", "-" if tile is None else f"{tile:,}", fmt(lambdas.get(dim), ".3f"))
+    console.print(dims)
+    for note in d.get("notes") or []:
+        console.print(f"note: {note}", markup=False)
+
+
 # --- argument parsing -------------------------------------------------------------------------
 
+DESCRIPTION = ("Schedule loop nests (convolutions, matmuls, tensor kernels) on accelerators and processors: "
+               "the CoSA mixed-integer program and baselines, their cost, the communication lower bound, and "
+               "programs generated, run and verified. 'cosa COMMAND --help' describes a command.")
+EPILOG = "exit status: 0 done, 1 a run failed (e.g. a scheduler failed, a result mismatched), 2 bad input"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="cosa", description=__doc__.splitlines()[0] if __doc__ else None)
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap = argparse.ArgumentParser(prog="cosa", description=DESCRIPTION, epilog=EPILOG)
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("show", help="describe a workload (file, zoo name, zoo network or ONNX model)")
-    p.add_argument("workload")
+    p.add_argument("workload", help=WORKLOAD_HELP)
     add_workload_opts(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("arch", help="architecture commands")
     asub = p.add_subparsers(dest="arch_command", required=True)
     q = asub.add_parser("show", help="describe an architecture (preset name or YAML file)")
-    q.add_argument("arch")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("arch", help=arch_help())
+    q.add_argument("--json", action="store_true",
+                   help="print the arch file's fields as JSON, with pes, macs_per_cycle_per_pe and the total "
+                        "macs_per_cycle, and each level's instances")
     q.set_defaults(func=cmd_arch_show)
     cli_targets.add_arch_commands(asub)
 
     p = sub.add_parser("evaluate", help="cost of a mapping file")
-    p.add_argument("workload")
+    p.add_argument("workload", help=LAYER_HELP)
     add_workload_opts(p)
-    p.add_argument("--arch", required=True)
-    p.add_argument("--mapping", required=True)
+    p.add_argument("--arch", required=True, help=arch_help())
+    p.add_argument("--mapping", required=True, help="the mapping: our YAML or Timeloop's mapping format")
     p.add_argument("--energy-table", help="per-access energies: energy_table: {level: {read, write, update}} "
                    "or Accelergy's ERT")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("schedule", help="find a schedule (CoSA MIP or a baseline)")
-    p.add_argument("workload")
+    p.add_argument("workload", help=LAYER_HELP)
     add_workload_opts(p)
-    p.add_argument("--arch", default="gemmini")
-    p.add_argument("--dataflow", choices=["ws", "os"], default=None)
+    p.add_argument("--arch", default="gemmini", help=arch_help("gemmini"))
+    p.add_argument("--dataflow", choices=["ws", "os"], default=None, help=DATAFLOW_HELP + "; default: the arch's")
     _add_sched_opts(p)
     p.add_argument("-o", "--output", help="write the mapping YAML here")
     p.add_argument("--format", choices=["yaml", "timeloop"], default="yaml",
                    help="-o file format: ours (yaml) or Timeloop's mapping (cosa evaluate reads both)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_schedule)
 
-    p = sub.add_parser("compare", help="compare schedulers layer by layer")
-    p.add_argument("workloads", nargs="+")
+    p = sub.add_parser("compare", help="compare schedulers layer by layer (exit 1 when any of them fails)",
+                       description="Schedule every layer with every scheduler and print a table: a row per "
+                                   "layer and scheduler, then total and geomean rows per scheduler. A progress "
+                                   "bar on a terminal, a line per finished layer otherwise (standard error). "
+                                   "Exit status 1 when a scheduler failed on a layer, after a summary of the "
+                                   "failures by cause.")
+    p.add_argument("workloads", nargs="+", help=WORKLOAD_HELP + "; several may be given")
     add_workload_opts(p)
-    p.add_argument("--arch", default="gemmini")
-    p.add_argument("--dataflow", choices=["ws", "os"], default=None)
-    p.add_argument("--schedulers", default="cosa,gemmini-default,random")
-    p.add_argument("--objective", default="latency", choices=["latency", "energy", "edp", "cosa"])
-    p.add_argument("--time-limit", type=float, default=30.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--arch", default="gemmini", help=arch_help("gemmini"))
+    p.add_argument("--dataflow", choices=["ws", "os"], default=None, help=DATAFLOW_HELP + "; default: the arch's")
+    p.add_argument("--schedulers", default="cosa,gemmini-default,random",
+                   help=f"comma-separated, from {', '.join(SCHEDULERS)} (default cosa,gemmini-default,random)")
+    p.add_argument("--objective", default="latency", choices=["latency", "energy", "edp", "cosa"],
+                   help=OBJECTIVE_HELP)
+    p.add_argument("--time-limit", type=float, default=30.0, help="solver time limit per layer, seconds (default 30)")
+    p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
+    p.add_argument("--jobs", type=int, default=1,
+                   help="layers scheduled side by side in local processes (default 1); under mpiexec the MPI "
+                        "ranks are used instead")
     p.add_argument("--random-samples", type=int, default=None,
                    help="budget of the random baseline in samples (default: 10x the MIP's seconds)")
     p.add_argument("--measure", action="store_true",
                    help="CPU archs: run every schedule as C + OpenMP (verified) and show its seconds")
-    p.add_argument("--csv")
-    p.add_argument("--plot")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV (one line per layer and scheduler)")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="also draw cycles over each layer's best as grouped bars (PNG; failed runs hatched; "
+                        "long networks in panels)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP + " (failures under 'failures')")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or progress lines")
     p.set_defaults(func=cmd_compare)
 
     sub.add_parser("serve", help="serving models with model-parallel swapping: simulate | real "
                    "(cosa serve simulate --help)", add_help=False)
 
     p = sub.add_parser("bound", help="communication lower bound of a workload")
-    p.add_argument("workload")
+    p.add_argument("workload", help=LAYER_HELP)
     add_workload_opts(p)
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--arch")
+    g.add_argument("--arch", help=arch_help("gemmini") + "; the bound is at the memory that DRAM feeds")
     g.add_argument("--memory", help="fast-memory size, e.g. 256KiB")
-    p.add_argument("--time-limit", type=float, default=30.0)
+    p.add_argument("--time-limit", type=float, default=30.0,
+                   help="--plot: solver time limit of the schedules drawn beside the bound, seconds")
     p.add_argument("--plot", help="draw the bound curve and the schedules' traffic (PNG)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_bound)
 
     cli_gemmini.add_commands(sub)

@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--s", type=int, default=4, help="iterations per allreduce (CA-SGD)")
     p.add_argument("--eta", type=finite_number, default=1.0, help="step size")
     p.add_argument("--iters", type=int, default=100, help="iterations H")
-    p.add_argument("--method", choices=["sgd", "casgd"], default="casgd")
+    p.add_argument("--method", choices=["sgd", "casgd"], default="casgd",
+                   help="sgd: one allreduce per iteration; casgd: s-step CA-SGD (default)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sampling (and of --synthetic data)")
     p.add_argument("--cond", type=finite_number, default=10.0, help="--synthetic: column-norm spread")
     p.add_argument("--kernels", choices=["cosa", "numpy"], default="cosa",
@@ -65,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--beta", type=finite_number, default=None, help="model: seconds per word")
     p.add_argument("--gamma", type=finite_number, default=None, help="model: seconds per flop")
     p.add_argument("--timeout", type=finite_number, default=600.0, help="seconds before a hung job is ended")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     return p
 
 

@@ -135,15 +135,40 @@ def _json_default(obj):
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+# --- help texts the subcommands share (plain text: argparse prints them as they are) ----------
+
+JSON_HELP = "print the result as JSON"
+SEED_HELP = "seed of every random choice (default 0); the same seed gives the same result"
+OBJECTIVE_HELP = ("what the schedule minimizes: latency (cycles), energy (pJ), edp (cycles x pJ) or cosa "
+                  "(the MIP's weighted log-domain objective of the CoSA paper; baselines use latency)")
+WORKLOAD_HELP = ("a workload: a YAML file (Timeloop's problem or our short form), an ONNX model, a zoo layer "
+                 "(e.g. resnet50/res2a_branch2b) or a zoo network (e.g. resnet50)")
+LAYER_HELP = ("one layer: a YAML file holding one (Timeloop's problem or our short form), an ONNX model with one "
+              "Conv/Gemm/MatMul node, or a zoo layer (e.g. resnet50/res2a_branch2b)")
+DATAFLOW_HELP = "Gemmini dataflow: ws = weight-stationary, os = output-stationary"
+
+
+def arch_help(default: str | None = None) -> str:
+    """Help of an ``--arch`` option: the presets by name (``costmodel.list_presets``) or a file."""
+    from costmodel import list_presets
+
+    return (f"architecture: a preset ({', '.join(list_presets())}) or an arch YAML file (ours or "
+            "CoSA/Timeloop v0.2)" + (f"; default {default}" if default else ""))
+
+
 def _add_sched_opts(p, default_scheduler="cosa"):
     p.add_argument("--scheduler", default=default_scheduler,
                    choices=["cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper"],
                    help="cosa: the MIP started from the best baseline mapping (stated in the report); "
-                        "cosa-cold: the MIP alone")
-    p.add_argument("--objective", default="latency", choices=["latency", "energy", "edp", "cosa"])
-    p.add_argument("--solver", default="highs", choices=["highs", "gurobi"])
+                        "cosa-cold: the MIP alone; gemmini-default: the tiles of Gemmini's library; random, "
+                        "exhaustive: searches of the mapspace; timeloop-mapper: Timeloop's mapper (TIMELOOP_MAPPER "
+                        "or PATH)")
+    p.add_argument("--objective", default="latency", choices=["latency", "energy", "edp", "cosa"],
+                   help=OBJECTIVE_HELP)
+    p.add_argument("--solver", default="highs", choices=["highs", "gurobi"],
+                   help="MIP solver: highs (default, bundled) or gurobi (needs a licence)")
     p.add_argument("--time-limit", type=float, default=30.0, help="solver time limit, seconds")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
     p.add_argument("--order-levels", choices=["outer", "all"], default="outer",
                    help="cosa: the levels whose loop order the MIP decides (all: a larger, slower model)")
 

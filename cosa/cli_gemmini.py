@@ -13,7 +13,8 @@ from pathlib import Path
 from workloads import FrameworkError
 
 from . import cli_randnla, cli_targets
-from .cli_common import RunFailed, _add_sched_opts, _print_json, _workload, add_workload_opts, write_text_output
+from .cli_common import (DATAFLOW_HELP, JSON_HELP, LAYER_HELP, RunFailed, _add_sched_opts, _print_json, _workload,
+                         add_workload_opts, write_text_output)
 
 
 def _gemmini_schedule(args, workload, arch):
@@ -262,44 +263,69 @@ def cmd_run(args) -> int:
     return 0
 
 
+COMMANDS = (("emit", "emit C code for a target"),
+            ("build", "build a self-checking bare-metal RISC-V ELF"),
+            ("run", "generate, run and verify on a simulator or this machine"))
+
+GEMMINI_HELP = {"emit": "C for Gemmini: our header's RoCC instructions, or calls of Gemmini's library",
+                "build": "a self-checking bare-metal RISC-V ELF for Gemmini (Spike, Chipyard)",
+                "run": "a Gemmini program on our functional model, our RTL, Spike or a Chipyard simulator, "
+                       "verified bit-exact"}
+
+
 def add_commands(sub) -> None:
-    """The ``emit``, ``build`` and ``run`` subcommands (Gemmini, and the targets of ``cli_targets``)."""
-    for name, func, helptext in (("emit", cmd_emit, "emit C code for a target"),
-                                 ("build", cmd_build, "build a self-checking bare-metal RISC-V ELF"),
-                                 ("run", cmd_run, "generate, run and verify on a simulator")):
-        p = sub.add_parser(name, help=helptext)
-        p.add_argument("target", choices=["gemmini", *(cli_targets.TARGETS if name in ("emit", "run") else ()),
-                                           *(cli_randnla.DRIVERS if name == "run" else ())])
-        p.add_argument("workload")
-        add_workload_opts(p)
-        p.add_argument("--mapping", help="mapping YAML (default: schedule with --scheduler)")
-        _add_sched_opts(p)
-        p.add_argument("--dataflow", choices=["ws", "os"], default="ws")
-        p.add_argument("--dim", type=int, default=None, help="systolic array size (default 16)")
-        cli_targets.add_options(p, name)
-        p.add_argument("--scale", type=_scale, default="auto",
-                       help="output scale (float32), or 'auto': about 1%% of the example outputs saturate")
-        p.add_argument("--style", choices=["isa", "gemmini-h", "loops"], default="isa",
-                       help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library with "
-                            "the mapping's tiles; loops: the library's loop-instruction stream with tile "
-                            "arguments tuned from the mapping's on the timing model (self-checking C, no main "
-                            "option)")
-        p.add_argument("--tile-budget", type=int, default=16,
-                       help="--style loops: the most loop-instruction streams timed while tuning the tiles "
-                            "(the library's own included; each costs one timing-model run of the layer)")
+    """The ``emit``, ``build`` and ``run`` subcommands, each with one subcommand per target (Gemmini,
+    the targets of ``cli_targets``, the RandNLA drivers of ``cli_randnla``), so that
+    ``cosa run TARGET --help`` shows that target's options only.  Targets with their own command line
+    (``Target.command``, the drivers) are dispatched by ``cosa.cli.main`` before this parser; they are
+    listed here for ``cosa run --help``."""
+    funcs = {"emit": cmd_emit, "build": cmd_build, "run": cmd_run}
+    for name, helptext in COMMANDS:
+        p = sub.add_parser(name, help=helptext, description=f"{helptext[0].upper()}{helptext[1:]}. "
+                           f"'cosa {name} TARGET --help' shows the options of a target.")
+        targets = p.add_subparsers(dest="target", required=True, metavar="TARGET", title="targets")
+        _add_gemmini_parser(targets, name, funcs[name])
+        if name == "build":
+            continue
+        cli_targets.add_target_parsers(targets, name, funcs[name])
         if name == "run":
-            p.add_argument("--lower", action="store_true",
-                           help="also schedule the layer's rewrites (im2col folding of thin layers, packed "
-                                "groups: gemmini.codegen.lowering) and run the cheapest (--sim isa or rtl)")
-        if name == "emit":
-            p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")
-            p.add_argument("-o", "--output", default="-")
-        elif name == "build":
-            p.add_argument("-o", "--output", required=True, help="the ELF to write (the C source goes beside it)")
-        else:
-            p.add_argument("--sim", choices=["isa", "rtl", "spike", "chipyard"], default="isa",
-                           help="spike: build the ELF and run it on GEMMINI_SPIKE (Spike + libgemmini); "
-                                "chipyard: on a Chipyard Verilator simulator of a Rocket + Gemmini SoC")
-            p.add_argument("--simulator", help="the Chipyard simulator for --sim chipyard (default: CHIPYARD_SIM)")
-            p.add_argument("--json", action="store_true")
-        p.set_defaults(func=func)
+            for driver, summary in cli_randnla.DRIVER_HELP.items():
+                targets.add_parser(driver, help=f"{summary} (its own options: cosa run {driver} --help)",
+                                   add_help=False)
+
+
+def _add_gemmini_parser(targets, name: str, func) -> None:
+    p = targets.add_parser("gemmini", help=GEMMINI_HELP[name], description=GEMMINI_HELP[name])
+    p.add_argument("workload", help=LAYER_HELP)
+    add_workload_opts(p)
+    p.add_argument("--mapping", help="mapping YAML (default: schedule with --scheduler)")
+    _add_sched_opts(p)
+    p.add_argument("--dataflow", choices=["ws", "os"], default="ws", help=DATAFLOW_HELP + "; default ws")
+    p.add_argument("--dim", type=int, default=None, help="systolic array size (default 16)")
+    p.add_argument("--scale", type=_scale, default="auto",
+                   help="output scale (float32), or 'auto': about 1%% of the example outputs saturate")
+    p.add_argument("--style", choices=["isa", "gemmini-h", "loops"], default="isa",
+                   help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library with "
+                        "the mapping's tiles; loops: the library's loop-instruction stream with tile "
+                        "arguments tuned from the mapping's on the timing model (self-checking C, no main "
+                        "option)")
+    p.add_argument("--tile-budget", type=int, default=16,
+                   help="--style loops: the most loop-instruction streams timed while tuning the tiles "
+                        "(the library's own included; each costs one timing-model run of the layer)")
+    if name == "emit":
+        p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")
+        p.add_argument("-o", "--output", default="-", help="the C file to write (default: standard output)")
+    elif name == "build":
+        p.add_argument("-o", "--output", required=True, help="the ELF to write (the C source goes beside it)")
+    else:
+        p.add_argument("--lower", action="store_true",
+                       help="also schedule the layer's rewrites (im2col folding of thin layers, packed "
+                            "groups: gemmini.codegen.lowering) and run the cheapest (--sim isa or rtl)")
+        p.add_argument("--sim", choices=["isa", "rtl", "spike", "chipyard"], default="isa",
+                       help="isa: our functional and timing model (default); rtl: our RTL under Verilator; "
+                            "spike: build the ELF and run it on GEMMINI_SPIKE (Spike + libgemmini); "
+                            "chipyard: on a Chipyard Verilator simulator of a Rocket + Gemmini SoC")
+        p.add_argument("--simulator", help="the Chipyard simulator for --sim chipyard (default: CHIPYARD_SIM)")
+        cli_targets.add_exceptions_option(p)
+        p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(func=func)

@@ -31,17 +31,21 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--density", type=float, help="fraction of nonzeros of S")
     ap.add_argument("--nnz-per-row", type=int, help="nonzeros in every row of S")
     ap.add_argument("--matrix", help="S from a Matrix Market file")
-    ap.add_argument("--generator", choices=["erdos_renyi", "rmat"], default="erdos_renyi")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--generator", choices=["erdos_renyi", "rmat"], default="erdos_renyi",
+                    help="random S: uniform nonzeros (erdos_renyi, default) or a power-law R-MAT graph")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the generated matrices (default 0)")
     ap.add_argument("--ranks", type=int, help="MPI ranks")
-    ap.add_argument("--algorithm", default="auto", choices=["auto", "15d-dense", "15d-sparse", "25d-dense", "25d-sparse"])
+    ap.add_argument("--algorithm", default="auto", choices=["auto", "15d-dense", "15d-sparse", "25d-dense", "25d-sparse"],
+                    help="1.5D or 2.5D, replicating the dense or the sparse operand; auto: the model's cheapest")
     ap.add_argument("--c", type=int, default=None, help="replication factor (default: the model's choice)")
-    ap.add_argument("--elide", choices=["none", "reuse", "fusion"], default=None)
+    ap.add_argument("--elide", choices=["none", "reuse", "fusion"], default=None,
+                    help="communication eliding: none, reuse (one replication serves both passes) or fusion "
+                         "(local kernel fusion, 15d-dense only); default: the model's choice")
     ap.add_argument("--arch", default=None, help="cluster arch YAML (alpha_s, beta_s_per_word, gamma_s_per_flop, "
                                                  "memory_per_rank_bytes), e.g. from cosa arch calibrate cluster")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds before the job is ended")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs; seconds is the fastest")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
     return ap
 
 

@@ -19,7 +19,10 @@ import time
 
 import numpy as np
 
-DRIVERS = ("lstsq", "rsvd", "pencil")
+DRIVER_HELP = {"lstsq": "sketch-and-solve / sketch-and-precondition least squares",
+               "rsvd": "randomized SVD",
+               "pencil": "randomized inverse-free pencil diagonalization"}
+DRIVERS = tuple(DRIVER_HELP)
 
 
 def _ints_floats(text: str, field: str, count: tuple[int, ...]):
@@ -162,33 +165,34 @@ def _pencil(args) -> dict:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="cosa run", description="RandNLA drivers (algorithms package)")
     sub = ap.add_subparsers(dest="driver", required=True)
-    p = sub.add_parser("lstsq", help="sketch-and-solve / sketch-and-precondition least squares")
+    p = sub.add_parser("lstsq", help=DRIVER_HELP["lstsq"], description=DRIVER_HELP["lstsq"])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--synthetic", help="m,n,cond: planted x* with a residual orthogonal to range(A)")
     src.add_argument("--matrix", help="Matrix Market file (b = A x* + r, r orthogonal to range(A))")
     p.add_argument("--sketch", default="sjlt", help="gaussian, rademacher, sjlt, countsketch, srft, srht")
-    p.add_argument("--method", choices=["solve", "precondition"], default="precondition")
+    p.add_argument("--method", choices=["solve", "precondition"], default="precondition",
+                   help="solve: sketch-and-solve; precondition: LSQR preconditioned by the sketch (default)")
     p.add_argument("--d", type=int, default=None, help="sketch rows (default 4n)")
     p.add_argument("--residual", type=float, default=1e-4, help="planted ||r|| / ||x*|| (||A|| = 1)")
     p.add_argument("--density", type=float, default=None, help="synthetic sparse A with this density")
     p.add_argument("--tol", type=float, default=1e-14, help="LSQR's atol and btol")
-    p = sub.add_parser("rsvd", help="randomized SVD")
+    p = sub.add_parser("rsvd", help=DRIVER_HELP["rsvd"], description=DRIVER_HELP["rsvd"])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--synthetic", help="n[,decay]: n x n with singular values decay^i")
     src.add_argument("--matrix", help="Matrix Market file")
-    p.add_argument("--rank", type=int, required=True)
-    p.add_argument("--power", type=int, default=2)
-    p.add_argument("--oversample", type=int, default=10)
+    p.add_argument("--rank", type=int, required=True, help="target rank k")
+    p.add_argument("--power", type=int, default=2, help="power iterations q (default 2)")
+    p.add_argument("--oversample", type=int, default=10, help="extra sketch columns beyond k (default 10)")
     p.add_argument("--compare", action="store_true", help="also time scipy.linalg.svd (optimal error)")
-    p = sub.add_parser("pencil", help="randomized inverse-free pencil diagonalization")
-    p.add_argument("--n", type=int, required=True)
+    p = sub.add_parser("pencil", help=DRIVER_HELP["pencil"], description=DRIVER_HELP["pencil"])
+    p.add_argument("--n", type=int, required=True, help="pencil size n (n x n matrices A and B)")
     p.add_argument("--kind", default="random", help="random, planted, ill-conditioned")
-    p.add_argument("--eps", type=float, default=1e-8)
+    p.add_argument("--eps", type=float, default=1e-8, help="target backward error (default 1e-8)")
     p.add_argument("--threshold", type=int, default=16, help="QZ at or below this size")
     p.add_argument("--kernels", default="cosa", help="cosa (scheduled CPU GEMMs) or numpy")
     for p in sub.choices.values():
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--json", action="store_true")
+        p.add_argument("--seed", type=int, default=0, help="seed of the problem and the sketches (default 0)")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.add_argument("--exceptions", default="ieee", help="NaN/Inf: ieee (default) or check (targets/exceptions.py)")
     return ap
 

@@ -7,8 +7,9 @@ module may import ``targets``.
 
 from __future__ import annotations
 
+import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from .cli_common import write_text_output
@@ -21,7 +22,7 @@ class Target:
     ``default_arch``: the arch when ``--arch`` is not given; ``schedule_arch(workload, arch)``: the arch
     the scheduler sees (the target's constraints added; None = ``arch``); ``command``: a target that
     takes no WORKLOAD, ``command(argv after the target's name) -> exit code`` (``cosa run NAME ...`` goes
-    straight to it)."""
+    straight to it); ``summary``: one line of help per command ("emit", "run")."""
 
     emit: Callable
     run: Callable
@@ -29,6 +30,7 @@ class Target:
     suffix: str = ".c"
     schedule_arch: Callable | None = None
     command: Callable | None = None
+    summary: dict = field(default_factory=dict)
 
 
 def _cpu_emit(workload, mapping, arch, args) -> str:
@@ -64,7 +66,11 @@ def _gpu_target(language: str) -> Target:
         return run(workload, arch, mapping, language, repeat=args.repeat, seed=args.seed,
                    exceptions=args.exceptions).to_dict()
 
-    return Target(emit, run, "gpu", ".cu" if language == "cuda" else ".cl")
+    name = "a CUDA C" if language == "cuda" else "an OpenCL C"
+    where = "nvcc and the driver API, where a GPU exists" if language == "cuda" else "pyopencl (PoCL on a CPU)"
+    return Target(emit, run, "gpu", ".cu" if language == "cuda" else ".cl",
+                  summary={"emit": f"{name} kernel from the mapping (gpu arch)",
+                           "run": f"{name} kernel built and run through {where}, verified against NumPy"})
 
 
 def _mpi_emit(workload, mapping, arch, args) -> str:
@@ -87,7 +93,8 @@ def _casgd_target() -> Target:
 
         raise FrameworkError("casgd has no source to emit: cosa run casgd --data F.svm ...", field="target")
 
-    return Target(nothing, nothing, "cluster", command=command)
+    return Target(nothing, nothing, "cluster", command=command,
+                  summary={"run": "logistic regression by SGD or s-step CA-SGD on MPI ranks"})
 
 
 def _cp_target() -> Target:
@@ -104,7 +111,8 @@ def _cp_target() -> Target:
         raise FrameworkError("cp has no source to emit: cosa run cp --synthetic I,J,K:nnz:rank --rank R ...",
                              field="target")
 
-    return Target(nothing, nothing, "cpu", command=command)
+    return Target(nothing, nothing, "cpu", command=command,
+                  summary={"run": "CP decomposition (CP-ALS, CP-ARLS-LEV, STS-CP) of a sparse or dense tensor"})
 
 
 def _mpi_command(argv) -> int:
@@ -114,9 +122,16 @@ def _mpi_command(argv) -> int:
     return main(argv)
 
 
-TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu", schedule_arch=_cpu_schedule_arch), "cuda": _gpu_target("cuda"),
+_CPU_SUMMARY = {"emit": "C + OpenMP from the mapping (cpu arch)",
+                "run": "C + OpenMP built with gcc and run on this machine, verified against NumPy"}
+_MPI_SUMMARY = {"run": "a distributed SpMM, SDDMM or FusedMM on MPI ranks"}
+
+TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu", schedule_arch=_cpu_schedule_arch,
+                                            summary=_CPU_SUMMARY),
+                              "cuda": _gpu_target("cuda"),
                               "opencl": _gpu_target("opencl"),
-                              "mpi": Target(_mpi_emit, None, "cluster", command=_mpi_command),  # cosa.cli_mpi
+                              "mpi": Target(_mpi_emit, None, "cluster", command=_mpi_command,  # cosa.cli_mpi
+                                            summary=_MPI_SUMMARY),
                               "casgd": _casgd_target(),  # run: cosa.cli_casgd (its own options, no WORKLOAD)
                               "cp": _cp_target()}  # run: algorithms.cp.cli
 
@@ -126,18 +141,47 @@ def standalone(name: str) -> bool:
     return name in TARGETS and TARGETS[name].command is not None
 
 
-def add_options(parser, command: str) -> None:
-    """Options of ``cosa emit|run`` that the targets here read (Gemmini ignores them)."""
-    if command not in ("emit", "run"):
-        return
-    parser.add_argument("--arch", default=None,
-                        help="architecture for cpu/gpu targets (preset or YAML; default: the target's preset)")
-    if command == "run":
-        parser.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
-        parser.add_argument("--repeat", type=int, default=5, help="timed runs; seconds is their median")
-        parser.add_argument("--exceptions", default="ieee",
-                            help="NaN/Inf handling (targets/exceptions.py): ieee (propagate, default) or check "
-                                 "(scan inputs and output; the JSON's exception_status names the argument)")
+def add_exceptions_option(parser) -> None:
+    """``--exceptions`` of every ``cosa run`` target that takes a WORKLOAD."""
+    parser.add_argument("--exceptions", default="ieee",
+                        help="NaN/Inf handling (targets/exceptions.py): ieee (propagate, default) or check "
+                             "(scan inputs and output; the JSON's exception_status names the argument)")
+
+
+def add_target_parsers(targets, command: str, func) -> None:
+    """One parser per target of ``TARGETS`` under ``cosa emit`` or ``cosa run`` (``targets``: that
+    command's subparsers), with the options that target reads.  A target with its own command line
+    (``Target.command``) is listed only: ``cosa run NAME`` goes to it before this parser, and
+    ``cosa emit NAME`` says it has no source."""
+    from .cli_common import JSON_HELP, LAYER_HELP, _add_sched_opts, add_workload_opts, arch_help
+
+    for name, target in TARGETS.items():
+        summary = target.summary.get(command, target.summary.get("run", name))
+        if target.command is not None:
+            if command == "run":
+                targets.add_parser(name, help=f"{summary} (its own options: cosa run {name} --help)", add_help=False)
+            else:
+                p = targets.add_parser(name, help="(no source to emit: " + f"cosa run {name} --help)")
+                p.add_argument("rest", nargs=argparse.REMAINDER, help="ignored")
+                p.set_defaults(func=lambda args, t=target: t.emit(None, None, None, args))
+            continue
+        p = targets.add_parser(name, help=summary, description=summary)
+        p.add_argument("workload", help=LAYER_HELP)
+        add_workload_opts(p)
+        p.add_argument("--mapping", help="mapping YAML (default: schedule with --scheduler)")
+        _add_sched_opts(p)
+        p.add_argument("--arch", default=None, help=arch_help(target.default_arch))
+        if command == "emit":
+            p.add_argument("-o", "--output", default="-", help="the source file to write (default: standard output)")
+        else:
+            if name == "cpu":
+                p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+            else:
+                p.set_defaults(threads=None)
+            p.add_argument("--repeat", type=int, default=5, help="timed runs; seconds is their median (default 5)")
+            add_exceptions_option(p)
+            p.add_argument("--json", action="store_true", help=JSON_HELP)
+        p.set_defaults(func=func)
 
 
 def _mapping(args, workload, arch, target):
@@ -239,9 +283,10 @@ def cmd_calibrate(args) -> int:
 def add_arch_commands(asub) -> None:
     """``cosa arch calibrate cpu [-o cpu.yaml]``, ``cosa arch calibrate cluster --ranks 4``."""
     q = asub.add_parser("calibrate", help="measure this machine and write its arch YAML")
-    q.add_argument("kind", choices=["cpu", "cluster"])
+    q.add_argument("kind", choices=["cpu", "cluster"],
+                   help="cpu: this machine's caches, cores, SIMD and bandwidths; cluster: MPI alpha, beta, gamma")
     q.add_argument("--ranks", type=int, default=4, help="cluster: MPI ranks of the ping-pong job")
     q.add_argument("-o", "--output", help="write the YAML here (default: print it)")
     q.add_argument("--quick", action="store_true", help="shorter probes")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print the arch as JSON (instead of YAML)")
     q.set_defaults(func=cmd_calibrate)

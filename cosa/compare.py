@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from lowerbounds import roofline
 from workloads import FrameworkError, LoopNest
 
+from .compare_progress import Progress, progress_form
 from .schedule import SchedulingError
 
 RANDOM_TIME_FACTOR = 10.0
@@ -169,8 +170,10 @@ def _repeat_safe_name(workload: LoopNest, seen: dict[str, int]) -> str:
 def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], objective: str = "latency",
                    time_limit_s: float | None = None, seed: int = 0,
                    random_time_factor: float = RANDOM_TIME_FACTOR, layer: str | None = None,
-                   random_samples: int | None = None, keep_mapping: bool = False) -> list[CompareRow]:
+                   random_samples: int | None = None, keep_mapping: bool = False,
+                   on_done=None) -> list[CompareRow]:
     """Run every scheduler on one layer; failures become rows with ``error`` set (never raised).
+    ``on_done(name, ok)``: called as each scheduler finishes (progress in this process).
 
     The random baseline's budget: ``random_time_factor`` x the MIP's seconds when "cosa"
     ran on the layer, and at most ``random_samples`` samples when given (whichever ends
@@ -191,6 +194,8 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
                 mip_seconds = seconds
         except FrameworkError as err:
             results[name] = (None, time.perf_counter() - start, str(err))
+        if on_done is not None:
+            on_done(name, results[name][0] is not None)
     done = [s for s, _, _ in results.values() if s is not None]
     bound = _bound_bytes(workload, arch, done) if done else None
     roof = roofline(workload, arch).cycles
@@ -274,7 +279,7 @@ def _mpi_executor():
     return MPICommExecutor(MPI.COMM_WORLD, root=0)
 
 
-def _run_pool(executor: Executor, layer_args, layers, bar, task) -> dict[int, list[CompareRow]]:
+def _run_pool(executor: Executor, layer_args, layers, report) -> dict[int, list[CompareRow]]:
     """Submit every layer, collect the rows by layer index (completion order does not matter)."""
     from concurrent.futures import as_completed
 
@@ -283,19 +288,10 @@ def _run_pool(executor: Executor, layer_args, layers, bar, task) -> dict[int, li
     for fut in as_completed(futures):
         k = futures[fut]
         per_layer[k] = fut.result()
-        if bar is not None:
-            bar.update(task, description=layers[k])
-            bar.advance(task)
+        if report is not None:
+            report.layer_started(k)
+            report.layer_done(k, per_layer[k])
     return per_layer
-
-
-def _progress(enabled: bool):
-    if not enabled:
-        return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("[bold]compare[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("{task.description}"), transient=True)
 
 
 def _resolve(workloads, arch):
@@ -322,7 +318,9 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
 
     ``workloads``: LoopNests, or sources ``workloads.load`` understands (files,
     zoo names, networks, ONNX).  ``arch``: an Arch or a preset name / YAML file.
-    ``progress``: a rich progress bar (default: when stdout is a terminal).
+    ``progress``: "bar" (or True): rich bars on standard error, one for the layers and one per
+    scheduler; "lines": a line per finished layer on standard error; False: nothing; None (the
+    default): "bar" when standard error is a terminal, else nothing (``cosa.compare_progress``).
     ``random_time_factor``, ``random_samples``: the random baseline's budget (see ``schedule_layer``).
     ``measure``: run every scheduled mapping and record its seconds (see the module docstring).
     ``jobs``: local processes; ignored under mpiexec with more than one rank, where the layers go
@@ -348,7 +346,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
         raise SchedulingError("no workloads given", source=src, field="workloads")
     seen: dict[str, int] = {}
     layers = [_repeat_safe_name(w, seen) for w in nests]
-    progress = sys.stdout.isatty() if progress is None else progress
+    form = progress_form(("bar" if sys.stderr.isatty() else None) if progress is None else progress)
     start = time.perf_counter()
     # under MPI every launch goes through the pool, even for one layer: worker ranks must not go on
     mode = "mpi" if under_mpi() else ("processes" if jobs > 1 and len(nests) > 1 else "serial")
@@ -358,35 +356,35 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     if mode == "mpi":
         from mpi4py import MPI
 
-        progress = progress and MPI.COMM_WORLD.Get_rank() == 0  # one bar, at the rank that reports
-    bar = _progress(progress)
-    task = None
+        form = form if MPI.COMM_WORLD.Get_rank() == 0 else None  # one report, at the rank that reports
+    report = Progress(form, layers, schedulers) if form else None
     try:
-        if bar is not None:
-            bar.start()
-            task = bar.add_task("", total=len(nests))
+        if report is not None:
+            report.start()
         args = lambda k: (nests[k], arch, schedulers, objective, time_limit_s, seed, random_time_factor, layers[k],
                           random_samples, measure is not None)
         if mode == "serial":
             for k in range(len(nests)):
-                if bar is not None:
-                    bar.update(task, description=layers[k])
-                per_layer[k] = schedule_layer(*args(k))
-                if bar is not None:
-                    bar.advance(task)
+                done = None
+                if report is not None:
+                    report.layer_started(k)
+                    done = lambda name, ok, k=k: report.scheduler_done(k, name, ok)
+                per_layer[k] = schedule_layer(*args(k), on_done=done)
+                if report is not None:
+                    report.layer_done(k, per_layer[k])
         elif mode == "mpi":
             with _mpi_executor() as executor:
                 if executor is not None:
                     # both launches: every other rank works (None: workers spawned, COSA_MPI=1 without mpiexec)
                     mpi_workers = MPI.COMM_WORLD.Get_size() - 1 or None
-                    per_layer = _run_pool(executor, args, layers, bar, task)
+                    per_layer = _run_pool(executor, args, layers, report)
             worker_rank = executor is None
         else:
             with ProcessPoolExecutor(max_workers=jobs) as executor:
-                per_layer = _run_pool(executor, args, layers, bar, task)
+                per_layer = _run_pool(executor, args, layers, report)
     finally:
-        if bar is not None:
-            bar.stop()
+        if report is not None:
+            report.stop()
     if worker_rank:
         # a worker rank of a plain mpiexec launch: rank 0 has the rows and reports them
         raise SystemExit(0)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from .compare import CompareResult, CompareRow
@@ -78,6 +80,96 @@ def geomeans(result: CompareResult) -> dict[str, dict]:
     return out
 
 
+# --- failures -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FailureCause:
+    """The layers on which one scheduler failed for one reason.  ``number``: 1, 2, ... in the
+    order the causes first occur (the table's failed cells say ``[number]``); ``message``: the
+    error of the first such layer, in full."""
+
+    number: int
+    scheduler: str
+    layers: tuple[str, ...]
+    message: str
+
+    @property
+    def count(self) -> int:
+        return len(self.layers)
+
+    def line(self, shown: int = 3) -> str:
+        """One line: number, scheduler, count, the first ``shown`` layers, the message."""
+        first = ", ".join(self.layers[:shown]) + (f", ... ({self.count - shown} more)" if self.count > shown else "")
+        noun = "layer" if self.count == 1 else "layers"
+        return f"[{self.number}] {self.scheduler} failed on {self.count} {noun} ({first}): {self.message}"
+
+    def to_dict(self) -> dict:
+        return {"number": self.number, "scheduler": self.scheduler, "count": self.count, "layers": list(self.layers),
+                "message": self.message}
+
+
+def _cause_key(row: CompareRow) -> str:
+    """A failure's message with its layer's name and every number blanked: layers that failed for
+    the same reason (e.g. a group count of 4 on one layer and 8 on another) share a key."""
+    text = row.error or ""
+    base = row.layer.split("#", 1)[0]  # "conv#2": the second occurrence of the layer "conv"
+    if base:
+        text = text.replace(base, "<layer>")
+    return re.sub(r"\d+(\.\d+)?", "#", text)
+
+
+def failure_causes(result: CompareResult) -> list[FailureCause]:
+    """Failed rows grouped by scheduler and cause (see ``_cause_key``), in the order they first occur."""
+    groups: dict[tuple[str, str], list[CompareRow]] = {}
+    for r in result.rows:
+        if not r.ok:
+            groups.setdefault((r.scheduler, _cause_key(r)), []).append(r)
+    return [FailureCause(k + 1, rows[0].scheduler, tuple(r.layer for r in rows), rows[0].error or "")
+            for k, rows in enumerate(groups.values())]
+
+
+def failure_number(causes: list[FailureCause], row: CompareRow) -> int | None:
+    """The number of the cause of a failed row (None for a row that did not fail)."""
+    for c in causes:
+        if c.scheduler == row.scheduler and row.layer in c.layers:
+            return c.number
+    return None
+
+
+def failure_summary(result: CompareResult) -> list[str]:
+    """Lines for the end of a comparison with failures: a count, then one line per cause (empty when
+    nothing failed)."""
+    causes = failure_causes(result)
+    if not causes:
+        return []
+    failed = sum(c.count for c in causes)
+    plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")
+    head = (f"{failed} of {plural(len(result.rows), 'run')} failed ({plural(len(result.layers), 'layer')} x "
+            f"{plural(len(result.schedulers), 'scheduler')}), {plural(len(causes), 'cause')}:")
+    return [head] + ["  " + c.line() for c in causes]
+
+
+def error_reason(message: str) -> str:
+    """The innermost reason of an error message: what follows its last "field '...': " (messages
+    nest as "source: field 'f': reason"; the table's cell shows this part, the summary the whole)."""
+    parts = re.split(r"field '[^']*': ", message)
+    return parts[-1].strip() or message
+
+
+def clip_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with " ..." when cut
+    (a first word longer than ``limit`` is kept whole)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit - 3)
+    if cut <= 0:
+        cut = text.find(" ")
+        if cut < 0:
+            return text
+    return text[:cut].rstrip(" ,;:") + " ..."
+
+
 # --- table --------------------------------------------------------------------------------
 
 def _fmt(x, spec: str) -> str:
@@ -92,8 +184,16 @@ def _fmt_energy_uj(energy_pj) -> str:
     return f"{uj:,.2f}" if abs(uj) >= 100 else f"{uj:.4g}"
 
 
-def table(result: CompareResult, title: str | None = None):
-    """A rich Table: one row per (layer, scheduler), then the geomeans."""
+ERROR_CELL_CHARS = 60
+"""A failed row's error cell holds at most this many characters of its reason, cut between words;
+the failure summary below the table has each cause's message in full."""
+
+
+def table(result: CompareResult, title: str | None = None, error_chars: int = ERROR_CELL_CHARS):
+    """A rich Table: one row per (layer, scheduler); failed rows say FAILED and, in an "error" column,
+    the number of their cause and (``error_chars`` > 0) its reason cut between words; then a "total"
+    row and a "geomean" row per scheduler (see ``geomeans``)."""
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title=title or f"{result.arch}: objective {result.objective}", show_lines=False)
@@ -104,48 +204,70 @@ def table(result: CompareResult, title: str | None = None):
     measured = any(r.measured_s is not None for r in result.rows)
     if measured:
         t.add_column("measured s", justify="right")
+    causes = failure_causes(result)
+    if causes:  # words wrap inside the cell (print_table drops the reasons where they would not fit)
+        t.add_column("error", justify="left")
+    tail = [""] if causes else []
     groups = result.by_layer()
     for k, name in enumerate(result.layers):
         label = name + "".join({f" x{r.repeat}" for r in groups[name] if r.repeat > 1})  # identical layers
         for r in groups[name]:
             if not r.ok:
-                t.add_row(label, r.scheduler, "[red]failed[/]", "", "", "", _fmt(r.seconds, ".2f"), "",
-                          (r.error or "")[:60])
+                number = failure_number(causes, r)
+                t.add_row(escape(label), r.scheduler, "[bold red]FAILED[/]", "-", "-", "-", _fmt(r.seconds, ".2f"),
+                          "-", "-", "-", *(["-"] if measured else []),
+                          escape(f"[{number}]" + (" " + clip_words(error_reason(r.error or ""), error_chars)
+                                                   if error_chars > 0 else "")))
                 continue
             ratio = _fmt(r.ratio, ".3f")
             if _finite(r.ratio) and r.ratio == 1.0:
                 ratio = f"[bold green]{ratio}[/]"
-            t.add_row(label, r.scheduler, _fmt(r.cycles, ",.0f"), _fmt_energy_uj(r.energy_pj),
+            t.add_row(escape(label), r.scheduler, _fmt(r.cycles, ",.0f"), _fmt_energy_uj(r.energy_pj),
                       _fmt(100 * r.utilization, ".1f") + "%", _fmt(r.dram_bytes, ",.0f"), _fmt(r.seconds, ".2f"),
                       ratio, _fmt(r.bound_ratio, ".2f"), _fmt(r.cycles_over_roofline, ".2f"),
                       *([_fmt(r.measured_s, ".4g") + ("" if r.measured_verified in (None, True) else " [red]WRONG[/]")]
-                        if measured else []))
+                        if measured else []), *tail)
         if k != len(result.layers) - 1:
             t.add_section()
     summary = geomeans(result)
     t.add_section()
     for name, g in summary.items():
-        t.add_row("[bold]geomean[/]" if name == result.schedulers[0] else "", name,
-                  _fmt(g["total_cycles"], ",.0f"), _fmt_energy_uj(g["total_energy_pj"]),
-                  _fmt(100 * g["utilization_geomean"], ".1f") + "%", _fmt(g["total_dram_bytes"], ",.0f"),
-                  _fmt(g["total_seconds"], ".2f"), _fmt(g["ratio_geomean_weighted"], ".3f"),
-                  _fmt(g["bound_ratio_geomean"], ".2f"), _fmt(g["cycles_over_roofline_total"], ".2f"),
-                  *([""] if measured else []))
-    t.caption = ("geomean rows: totals = sum of repeat x value; util and ratio = geomeans weighted by layer "
-                 f"repeats; seconds and traffic/bound unweighted; over {len(common_layers(result))} layers "
-                 "where every scheduler succeeded; cycles/roofline: total cycles over total roofline cycles")
+        none = g["layers"] == 0  # no layer where every scheduler succeeded: no totals (not zeros)
+        t.add_row("[bold]total[/]", name, "-" if none else _fmt(g["total_cycles"], ",.0f"),
+                  "-" if none else _fmt_energy_uj(g["total_energy_pj"]), "-",
+                  "-" if none else _fmt(g["total_dram_bytes"], ",.0f"), "-" if none else _fmt(g["total_seconds"], ".2f"),
+                  "-", "-", _fmt(g["cycles_over_roofline_total"], ".2f"), *(["-"] if measured else []), *tail)
+    t.add_section()
+    for name, g in summary.items():
+        t.add_row("[bold]geomean[/]", name, "-", "-", _fmt(100 * g["utilization_geomean"], ".1f") + "%", "-", "-",
+                  _fmt(g["ratio_geomean_weighted"], ".3f"), _fmt(g["bound_ratio_geomean"], ".2f"), "-",
+                  *(["-"] if measured else []), *tail)
+    common = len(common_layers(result))
+    over = (f"the {common} layers" if common == len(result.layers)
+            else f"the {common} of {len(result.layers)} layers where every scheduler succeeded")
+    t.caption = (f"total and geomean rows over {over}. total: sums of repeat x value (seconds: each distinct "
+                 "layer once; cycles/roofline: total cycles over total roofline cycles). geomean: util and ratio "
+                 "weighted by layer repeats, traffic/bound unweighted."
+                 + (" \\[n]: the number of a failure's cause, listed in full after the table." if causes else ""))
     return t
 
 
 def print_table(result: CompareResult, console=None, title: str | None = None) -> None:
-    """Print the table; when stdout is not a terminal, 160 columns wide rather than truncated to 80."""
+    """Print the table, then the failure summary (``failure_summary``) when a run failed; when stdout
+    is not a terminal, 160 columns wide rather than truncated to 80."""
     import sys
 
     from rich.console import Console
 
     if console is None:
         console = Console() if sys.stdout.isatty() else Console(width=160)
-    console.print(table(result, title))
+    t = table(result, title)
+    # the table's narrowest form keeps every word whole; where even that is too wide, the causes' numbers only
+    if console.measure(t, options=console.options.update_width(1 << 16)).minimum > console.width:
+        t = table(result, title, error_chars=0)
+    console.print(t)
+    for line in failure_summary(result):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 # --- CSV and JSON ---------------------------------------------------------------------------
@@ -194,6 +316,7 @@ def to_json(result: CompareResult) -> dict:
         "layers": list(result.layers),
         "rows": [r.to_dict() for r in result.rows],
         "geomeans": geomeans(result),
+        "failures": [c.to_dict() for c in failure_causes(result)],
         "meta": result.meta,
     })
 
@@ -215,32 +338,86 @@ def _figure(width: float, height: float):
     return fig
 
 
-def plot(result: CompareResult, path) -> Path:
-    """Grouped bars: per layer, each scheduler's cycles over the best cycles of that layer (1 = best)."""
-    path = Path(path)
+PLOT_LAYERS_PER_PANEL = 25
+"""Layers per panel of ``plot`` (more panels, one under the other, for longer networks)."""
+PLOT_MAX_PANELS = 8
+"""At most this many panels: past PLOT_LAYERS_PER_PANEL x PLOT_MAX_PANELS layers the panels hold more
+layers each, so the image stays within PLOT_MAX_PX pixels."""
+PLOT_DPI = 100
+PLOT_MAX_PX = (1400, 2500)
+"""The largest image ``plot`` writes, (width, height) in pixels, whatever the number of layers."""
+FAILED_HATCH = "xx"
+
+
+def plot_figure(result: CompareResult):
+    """The figure ``plot`` saves: grouped bars, per layer each scheduler's cycles over the best cycles
+    of that layer (1 = best), in panels of at most PLOT_LAYERS_PER_PANEL layers stacked vertically
+    (spread evenly; more per panel past PLOT_MAX_PANELS panels).  A scheduler that failed on a layer gets an empty
+    hatched bar up to the top of its panel (legend: "failed"), not a gap; a log scale when a ratio
+    exceeds 10."""
+    from matplotlib.patches import Patch
+
     groups = result.by_layer()
-    n_layers, n_sched = len(result.layers), len(result.schedulers)
-    fig = _figure(max(6.0, 0.5 * n_layers * max(n_sched, 2) * 0.6 + 2), 4.5)
-    ax = fig.add_subplot(1, 1, 1)
-    width = 0.8 / n_sched
-    for s, name in enumerate(result.schedulers):
-        xs, ys = [], []
-        for k, layer in enumerate(result.layers):
-            rows = [r for r in groups[layer] if r.ok]
-            best = min((r.cycles for r in rows), default=None)
-            mine = next((r for r in rows if r.scheduler == name), None)
-            if mine is not None and best:
-                xs.append(k - 0.4 + width * (s + 0.5))
-                ys.append(mine.cycles / best)
-        ax.bar(xs, ys, width=width, label=name)
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(range(n_layers))
-    ax.set_xticklabels(result.layers, rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("cycles / best cycles of the layer")
-    ax.set_title(f"{result.arch}: cycles normalized to the best scheduler per layer")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    layers, schedulers = list(result.layers), list(result.schedulers)
+    panels = max(1, math.ceil(len(layers) / max(PLOT_LAYERS_PER_PANEL, math.ceil(len(layers) / PLOT_MAX_PANELS))))
+    per_panel = max(1, math.ceil(len(layers) / panels))  # the layers spread evenly over the panels
+    shown = min(len(layers), per_panel)
+    width_in = min(PLOT_MAX_PX[0] / PLOT_DPI, max(6.0, 2.5 + 0.2 * shown * max(len(schedulers), 2)))
+    height_in = min(PLOT_MAX_PX[1] / PLOT_DPI, 1.2 + 2.9 * panels)
+    fig = _figure(width_in, height_in)
+    colors = {name: f"C{s % 10}" for s, name in enumerate(schedulers)}
+    ratios = {}
+    for layer in layers:
+        best = min((r.cycles for r in groups[layer] if r.ok and _finite(r.cycles)), default=None)
+        for r in groups[layer]:
+            if r.ok and best and _finite(r.cycles):
+                ratios[(layer, r.scheduler)] = r.cycles / best
+    log = max(ratios.values(), default=1.0) > 10
+    bar_w = 0.8 / max(len(schedulers), 1)
+    any_failed = False
+    for p in range(panels):
+        ax = fig.add_subplot(panels, 1, p + 1)
+        chunk = layers[p * per_panel:(p + 1) * per_panel]
+        top = max([ratios.get((layer, name), 1.0) for layer in chunk for name in schedulers] + [1.0]) * 1.08
+        for s, name in enumerate(schedulers):
+            xs, ys, failed = [], [], []
+            for k, layer in enumerate(chunk):
+                x = k - 0.4 + bar_w * (s + 0.5)
+                if (layer, name) in ratios:
+                    xs.append(x)
+                    ys.append(ratios[(layer, name)])
+                elif any(r.scheduler == name and not r.ok for r in groups[layer]):
+                    failed.append(x)
+            ax.bar(xs, ys, width=bar_w, color=colors[name])
+            if failed:
+                any_failed = True
+                ax.bar(failed, [top] * len(failed), width=bar_w, fill=False, hatch=FAILED_HATCH,
+                       edgecolor=colors[name], linewidth=0.6)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        if log:
+            ax.set_yscale("log", nonpositive="clip")
+        ax.set_ylim(0.9 if log else 0.0, top)
+        ax.set_xlim(-0.6, (per_panel if panels > 1 else max(len(chunk), 1)) - 0.4)  # same bar width in every panel
+        ax.set_xticks(range(len(chunk)))
+        ax.set_xticklabels(chunk, rotation=60, ha="right", fontsize=7 if per_panel <= 40 else 5)
+        ax.tick_params(axis="y", labelsize=7)
+    handles = [Patch(color=colors[name], label=name) for name in schedulers]
+    if any_failed:
+        handles.append(Patch(fill=False, hatch=FAILED_HATCH, edgecolor="black", label="failed (no schedule)"))
+    top_in = 0.5  # inches above the panels: the title, then the legend
+    fig.suptitle(f"{result.arch}: cycles normalized to the best scheduler per layer", fontsize=10,
+                 y=1 - 0.06 / height_in, va="top")
+    fig.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.3 / height_in),
+               ncols=min(len(handles), max(2, int(width_in // 2))), frameon=False)
+    fig.supylabel("cycles / best cycles of the layer", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 1 - top_in / height_in))
+    return fig
+
+
+def plot(result: CompareResult, path) -> Path:
+    """Save ``plot_figure(result)`` as a PNG at PLOT_DPI (at most PLOT_MAX_PX pixels)."""
+    path = Path(path)
+    plot_figure(result).savefig(path, dpi=PLOT_DPI)
     return path
 
 

@@ -300,9 +300,18 @@ def arch_to_dict(arch: Arch) -> dict:
 
 
 def describe_arch(arch: Arch) -> dict:
-    """``arch_to_dict`` plus derived facts for ``cosa arch show``: instances per level, peak MACs per cycle."""
-    out = arch_to_dict(arch)
-    out["peak_macs_per_cycle"] = arch.total_macs_per_cycle
+    """What ``cosa arch show --json`` prints: ``arch_to_dict`` with derived facts.  ``pes``: MAC units
+    (instances below the innermost level); ``macs_per_cycle_per_pe``: the file's ``macs_per_cycle``
+    (per innermost instance); ``macs_per_cycle``: the total of all PEs (256 on a 16 x 16 Gemmini);
+    ``instances`` of each level.  Not an arch file (``arch_from_dict`` refuses the derived keys)."""
+    out = {}
+    for key, value in arch_to_dict(arch).items():
+        if key == "macs_per_cycle":
+            out["macs_per_cycle"] = arch.total_macs_per_cycle
+            out["macs_per_cycle_per_pe"] = arch.macs_per_cycle
+            out["pes"] = arch.instances(len(arch.levels))
+        else:
+            out[key] = value
     for i, lv in enumerate(out["levels"]):
         lv["instances"] = arch.instances(i)
     return out

@@ -34,13 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--tensor", help="a FROSTT .tns file (one-based indices, one nonzero per line)")
     src.add_argument("--synthetic", help="I1,I2,...:nnz:rank: a planted sparse tensor of that exact rank")
     p.add_argument("--rank", type=int, required=True, help="CP rank R")
-    p.add_argument("--method", choices=["als", "arls-lev", "sts-cp"], default="als")
+    p.add_argument("--method", choices=["als", "arls-lev", "sts-cp"], default="als",
+                   help="als: exact CP-ALS (default); arls-lev: leverage-score sampled ALS; sts-cp: the exact "
+                        "Khatri-Rao leverage sampler")
     p.add_argument("--samples", type=int, default=None, help="J, rows of the Khatri-Rao product sampled "
                    "(arls-lev, sts-cp; default 4 R log R rounded)")
     p.add_argument("--iters", type=int, default=20, help="ALS sweeps")
     p.add_argument("--noise", type=float, default=0.0, help="--synthetic: relative Gaussian noise on the nonzeros")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--init", choices=["svd", "random"], default="svd")
+    p.add_argument("--seed", type=int, default=0, help="seed of the data, the start and the samples (default 0)")
+    p.add_argument("--init", choices=["svd", "random"], default="svd",
+                   help="starting factors: leading singular vectors of the unfoldings (default) or random")
     p.add_argument("--dense", action="store_true", help="decompose the tensor as a dense array")
     p.add_argument("--backend", choices=["cpu", "numpy"], default="cpu",
                    help="dense exact ALS: the MTTKRP loop nest scheduled on the cpu arch and compiled, or NumPy")
@@ -48,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ranks", type=int, default=1, help="MPI ranks (mpiexec started here with a time-out)")
     p.add_argument("--schedule", choices=["tensor", "accumulator"], default="accumulator",
                    help="with --ranks > 1 and sts-cp: accumulator- or tensor-stationary MTTKRP (als: tensor)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     return p
 
 

@@ -70,7 +70,9 @@ def test_every_preset_round_trips_through_yaml(name, tmp_path):
     dump_arch(arch, path)
     back = load_arch(path)
     assert back == arch
-    assert describe_arch(arch)["peak_macs_per_cycle"] == arch.total_macs_per_cycle
+    described = describe_arch(arch)
+    assert described["macs_per_cycle"] == arch.total_macs_per_cycle
+    assert described["pes"] * described["macs_per_cycle_per_pe"] == arch.total_macs_per_cycle
     assert all(lv.read_energy_pj_per_byte > 0 for lv in arch.levels)
 
 
