@@ -229,8 +229,10 @@ def test_time_limit_returns_the_incumbent_with_status_and_gap():
     layer = next(w for w in zoo.network("resnet50") if w.name == "res4a_branch2b")
     result = schedule(layer, arch, time_limit_s=2.0, mip_gap=0.0, polish=False, order_levels="all", bound=False)
     validate(result.mapping, layer, arch)
-    assert result.stats.status == "time_limit"
-    assert result.stats.gap is not None and result.stats.gap > 0
+    assert result.stats.status == "time_limit" and result.stats.objective is not None
+    # a gap where HiGHS had a dual bound at the time limit; on a loaded machine the 2 s may run out before
+    # its first bound, and then no gap is reported rather than a made-up one
+    assert result.stats.gap is None or result.stats.gap > 0
 
 
 def test_time_out_without_incumbent_says_so(monkeypatch):
