@@ -38,7 +38,6 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from lowerbounds import roofline
 from workloads import FrameworkError, LoopNest
 
 from .schedule import SchedulingError
@@ -193,6 +192,8 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
             results[name] = (None, time.perf_counter() - start, str(err))
     done = [s for s, _, _ in results.values() if s is not None]
     bound = _bound_bytes(workload, arch, done) if done else None
+    from lowerbounds import roofline  # here: importing lowerbounds loads SciPy's optimizers
+
     roof = roofline(workload, arch).cycles
     rows = []
     for name in schedulers:
