@@ -39,9 +39,8 @@ the whole round).  The ring first exchanges its blocks' nonzero counts (phase ``
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
-from .problem import row_dots
+from .local import Csr, ScipyLocal
 
 
 def grid15d(ranks, c: int):
@@ -53,17 +52,11 @@ def grid15d(ranks, c: int):
     return q, i, j, fiber, ring
 
 
-def _rows_of(block) -> np.ndarray:
-    return np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
-
-
-def _sampled(block, values) -> sp.csr_matrix:
-    return sp.csr_matrix((values, block.indices, block.indptr), shape=block.shape)
-
-
-def dense_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
-    """Run ``problem.kernel`` with the 1.5D dense shift algorithm; this rank's pieces of the result."""
+def dense_shift(ranks, problem, s, a, b, c: int, elide: str, local=None) -> dict:
+    """Run ``problem.kernel`` with the 1.5D dense shift algorithm; this rank's pieces of the result.
+    ``local``: the local kernels (``targets.mpi.local``; SciPy's when None)."""
     p, kernel, r = ranks.size, problem.kernel, problem.r
+    local = local or ScipyLocal()
     q, i, j, fiber, ring = grid15d(ranks, c)
     orient = "ST" if kernel == "fusedmm" and elide == "reuse" else "S"
     t_mat, rside, hside = (s, a, b) if orient == "S" else (s.T.tocsr(), b, a)
@@ -71,12 +64,7 @@ def dense_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
     own = c * i + j
     r_own, h_own = rside[own * rb:(own + 1) * rb], hside[own * hb:(own + 1) * hb]
     sup = t_mat[c * i * rb:(c * i + c) * rb]
-    blocks = {}
-    for ip in range(q):
-        bid = c * ip + j
-        blk = sup[:, bid * hb:(bid + 1) * hb].tocsr()
-        blk.sort_indices()
-        blocks[bid] = (blk, _rows_of(blk))
+    blocks = {c * ip + j: Csr.of(sup[:, (c * ip + j) * hb:(c * ip + j + 1) * hb]) for ip in range(q)}
 
     def round_(buf, step, start=0):
         """q steps, q - 1 shifts; at step t this rank holds the block of ring row i - start - t (start = 1:
@@ -97,8 +85,8 @@ def dense_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
 
     def sddmm_step(r_rep):
         def step(bid, h):
-            blk, rows = blocks[bid]
-            sddmm_vals[bid] = blk.data * row_dots(r_rep[rows], h[blk.indices])
+            blk = blocks[bid]
+            sddmm_vals[bid] = local.sddmm(blk, r_rep, h, np.empty(blk.nnz))
             return h
         return step
 
@@ -106,7 +94,7 @@ def dense_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
         acc = np.zeros((c * rb, r))
 
         def step(bid, h):
-            acc[:] += _sampled(blocks[bid][0], values[bid]) @ h
+            local.spmm(blocks[bid].with_data(values[bid]), h, acc, accumulate=True)
             return h
         round_(h_own, step)
         with ranks.phase("replication"):
@@ -116,7 +104,7 @@ def dense_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
         round_(h_own, sddmm_step(replicate_r()))
         return _sddmm_pieces(blocks, sddmm_vals, c * i * rb, hb, orient)
     if kernel == "spmm":
-        return {"dense": [(own * rb, 0, spmm_into_r({k: v[0].data for k, v in blocks.items()}))]}
+        return {"dense": [(own * rb, 0, spmm_into_r({k: v.data for k, v in blocks.items()}))]}
     if elide == "none":
         round_(h_own, sddmm_step(replicate_r()))
         return {"dense": [(own * rb, 0, spmm_into_r(sddmm_vals))]}
@@ -127,7 +115,7 @@ def dense_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
 
         def fused(bid, h):
             sd(bid, h)
-            acc[:] += _sampled(blocks[bid][0], sddmm_vals[bid]) @ h
+            local.spmm(blocks[bid].with_data(sddmm_vals[bid]), h, acc, accumulate=True)
             return h
         round_(h_own, fused)
         with ranks.phase("replication"):
@@ -135,17 +123,19 @@ def dense_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
     # reuse, orientation ST: R = B replicated once; the output (A side, H) travels and accumulates
     r_rep = replicate_r()
     round_(h_own, sddmm_step(r_rep))
+    transposed = {bid: blk.transpose_order() for bid, blk in blocks.items()}  # local: the pattern of T's blocks^T
 
     def into_h(bid, acc):
-        return acc + _sampled(blocks[bid][0], sddmm_vals[bid]).T @ r_rep
+        pattern, perm = transposed[bid]
+        return local.spmm(pattern.with_data(sddmm_vals[bid][perm]), r_rep, acc, accumulate=True)
     out = round_(np.zeros((hb, r)), into_h, start=1)
     return {"dense": [(own * hb, 0, out)]}
 
 
 def _sddmm_pieces(blocks, vals, row0, hb, orient) -> dict:
     rows, cols, data = [], [], []
-    for bid, (blk, lrows) in blocks.items():
-        rows.append(lrows + row0)
+    for bid, blk in blocks.items():
+        rows.append(blk.rows + row0)
         cols.append(blk.indices.astype(np.int64) + bid * hb)
         data.append(vals[bid])
     rows, cols = np.concatenate(rows), np.concatenate(cols)
@@ -154,26 +144,26 @@ def _sddmm_pieces(blocks, vals, row0, hb, orient) -> dict:
     return {"sparse": (rows, cols, np.concatenate(data))}
 
 
-def sparse_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
-    """Run ``problem.kernel`` with the 1.5D sparse shift algorithm; this rank's pieces of the result."""
+def sparse_shift(ranks, problem, s, a, b, c: int, elide: str, local=None) -> dict:
+    """Run ``problem.kernel`` with the 1.5D sparse shift algorithm; this rank's pieces of the result.
+    ``local``: the local kernels (``targets.mpi.local``; SciPy's when None)."""
     p, kernel = ranks.size, problem.kernel
+    local = local or ScipyLocal()
     q, i, j, fiber, ring = grid15d(ranks, c)
     m, n, r = problem.m, problem.n, problem.r
     slab = r // q
     cols = slice(i * slab, (i + 1) * slab)
     mb, nb = m // p, n // p
     mine = [c * ip + j for ip in range(q)]
-    a_loc = {bid: a[bid * mb:(bid + 1) * mb, cols] for bid in mine}
+    a_loc = {bid: np.ascontiguousarray(a[bid * mb:(bid + 1) * mb, cols]) for bid in mine}
     b_loc = np.concatenate([b[bid * nb:(bid + 1) * nb, cols] for bid in mine])
     own = c * i + j
 
     def row_block(bid):
-        blk = s[bid * mb:(bid + 1) * mb].tocsr()
-        blk.sort_indices()
-        return blk
+        return Csr.of(s[bid * mb:(bid + 1) * mb])
 
     blk = row_block(own)
-    rows, bcols = _rows_of(blk).astype(np.float64), blk.indices.astype(np.float64)
+    rows, bcols = blk.rows.astype(np.float64), blk.indices.astype(np.float64)
     # the values this rank scales at the end of an SDDMM round (module docstring): block c (i + 1) + j
     last = c * ((i + 1) % q) + j
     scale = row_block(last).data if kernel != "spmm" else None
@@ -202,7 +192,8 @@ def sparse_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
         for t in range(q):
             bid, z = block_at(t, start)
             with ranks.phase("computation"):
-                step(bid, buf[:z].astype(np.int64), buf[z:2 * z].astype(np.int64), buf[2 * z:3 * z])
+                held = Csr.from_rows(buf[:z].astype(np.int64), buf[z:2 * z], buf[2 * z:3 * z], (mb, n))
+                step(bid, held, buf[2 * z:3 * z])
             if t < q - 1:
                 with ranks.phase("propagation"):
                     out = np.empty(3 * block_at(t + 1, start)[1])
@@ -211,8 +202,8 @@ def sparse_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
 
     def sddmm(b_rep):
         """The sampled values of block ``last`` (rows, columns and values travel as one buffer)."""
-        def step(bid, lr, lc, partial):
-            partial += row_dots(a_loc[bid][lr], b_rep[lc])
+        def step(bid, held, partial):  # the travelling values are the partial sums: S's values enter at the end
+            local.sddmm(held.with_data(np.ones(held.nnz)), a_loc[bid], b_rep, partial, accumulate=True)
         buf = round_(np.concatenate([rows, bcols, np.zeros(blk.nnz)]), step, 0)
         z = scale.size
         buf[2 * z:] *= scale
@@ -221,8 +212,8 @@ def sparse_shift(ranks, problem, s, a, b, c: int, elide: str) -> dict:
     out = {bid: np.zeros((mb, slab)) for bid in mine}
 
     def spmm(b_rep, buf, start):
-        def step(bid, lr, lc, v):
-            out[bid] += sp.csr_matrix((v, (lr, lc)), shape=(mb, n)) @ b_rep
+        def step(bid, held, _):
+            local.spmm(held, b_rep, out[bid], accumulate=True)
         round_(buf, step, start)
         return {"dense": [(bid * mb, i * slab, out[bid]) for bid in mine]}
 
