@@ -15,12 +15,14 @@ bound=False, **options).mapping``, stored as JSON under ``schedules`` in the fra
   e.g. to the command line, keeps the entries).
 
 A stored mapping is validated against the workload and arch when read; an unreadable or invalid entry is
-solved again and replaced.  Writes are atomic (``write_atomic``), so ranks solving the same entry at once
-leave one whole file.
+solved again and replaced.  Processes that want one entry at once (MPI ranks) take a lock on it: the first
+solves, the others wait and read its answer; writes are atomic (``write_atomic``), so a reader never sees
+a partial file.
 """
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
@@ -75,22 +77,37 @@ def entry_path(workload, arch, **options) -> Path:
 def cached_mapping(workload, arch, **options):
     """The mapping ``cosa.schedule(workload, arch, bound=False, **options)`` returns, solved once for all
     processes (see the module docstring).  ``options`` must be JSON-able (weights objects are not)."""
-    from mappings import mapping_from_dict, mapping_to_dict, validate
-    from mappings.mapping import MappingError
+    from mappings import mapping_to_dict
 
     from .scheduler import schedule
 
     path = entry_path(workload, arch, **options)
-    if path.exists():
-        try:
-            mapping = mapping_from_dict(json.loads(path.read_text())["mapping"], arch, source=str(path))
-            validate(mapping, workload, arch)
-            return mapping
-        except (MappingError, SchedulingError, ValueError, KeyError, TypeError):
-            pass  # solved again and replaced below
-    t0 = time.perf_counter()
-    result = schedule(workload, arch, bound=False, **options)
-    doc = {"mapping": mapping_to_dict(result.mapping, arch), "workload": workload.name, "arch": arch.name,
-           "options": options, "solve_s": time.perf_counter() - t0}
-    write_atomic(path, json.dumps(doc, sort_keys=True, default=repr))
+    found = _read(path, workload, arch)
+    if found is not None:
+        return found
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one process solves; the others wait (at most the solve's time limit)
+        found = _read(path, workload, arch)
+        if found is not None:
+            return found
+        t0 = time.perf_counter()
+        result = schedule(workload, arch, bound=False, **options)
+        doc = {"mapping": mapping_to_dict(result.mapping, arch), "workload": workload.name, "arch": arch.name,
+               "options": options, "solve_s": time.perf_counter() - t0}
+        write_atomic(path, json.dumps(doc, sort_keys=True, default=repr))
     return result.mapping
+
+
+def _read(path: Path, workload, arch):
+    """The valid mapping stored at ``path``, or None (missing, unreadable or invalid)."""
+    from mappings import mapping_from_dict, validate
+    from mappings.mapping import MappingError
+
+    if not path.exists():
+        return None
+    try:
+        mapping = mapping_from_dict(json.loads(path.read_text())["mapping"], arch, source=str(path))
+        validate(mapping, workload, arch)
+        return mapping
+    except (MappingError, SchedulingError, ValueError, KeyError, TypeError):
+        return None

@@ -80,3 +80,22 @@ def test_a_second_process_does_not_solve(tmp_path):
     assert outs[0].stdout == outs[1].stdout
     assert len(list((tmp_path / "schedules").glob("*.json"))) == 1
 
+
+
+def test_processes_asking_at_once_solve_once(tmp_path):
+    code = ("import sys, costmodel, workloads, cosa.scheduler as s\n"
+            "from cosa.schedule_cache import cached_mapping\n"
+            "real = s.schedule\n"
+            "def counted(*a, **k):\n"
+            f"    open({str(tmp_path / 'solves.txt')!r}, 'a').write('x')\n"
+            "    return real(*a, **k)\n"
+            "s.schedule = counted\n"
+            "m = cached_mapping(workloads.matmul('g', M=64, N=32, K=16, bits=64), costmodel.preset('cpu'),"
+            " time_limit_s=10, seed=0)\n"
+            "print(m.levels[0].temporal)\n")
+    env = {"COSA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env) for _ in range(3)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert len({o for o, _ in outs}) == 1 and (tmp_path / "solves.txt").read_text() == "x"
