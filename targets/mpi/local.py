@@ -137,7 +137,6 @@ def local_shapes(kernel: str, m: int, n: int, r: int, p: int, algorithm: str, c:
 
     kinds = {"spmm": ("spmm",), "sddmm": ("sddmm",), "fusedmm": ("sddmm", "spmm")}[kernel]
     orient_st = kernel == "fusedmm" and elide == "reuse"
-    out = set()
     if algorithm == "15d-sparse":
         return {(kd, m // p, n, r // (p // c)) for kd in kinds}
     if algorithm == "25d-sparse":
@@ -150,10 +149,9 @@ def local_shapes(kernel: str, m: int, n: int, r: int, p: int, algorithm: str, c:
         parts, w = s * c, r // s
     rside, hside = (n, m) if orient_st else (m, n)
     rb, hb = rside // parts, hside // parts
-    out = {(kd, c * rb, hb, w) for kd in kinds}
     if orient_st:  # the SpMM into H runs on the transposed block
-        out = {("sddmm", c * rb, hb, w), ("spmm", hb, c * rb, w)}
-    return out
+        return {("sddmm", c * rb, hb, w), ("spmm", hb, c * rb, w)}
+    return {(kd, c * rb, hb, w) for kd in kinds}
 
 
 def local_nests(problem, p: int, algorithm: str, c: int, elide: str, nnz: int) -> list:
