@@ -38,15 +38,11 @@ def test_every_algorithm_with_the_cpu_kernels_equals_scipy():
             elides = ["none"] if build is not fusedmm else ["none", "reuse"] + (["fusion"] if alg == "15d-dense" else [])
             configs += [(prob, alg, c, e) for c in cs for e in elides]
     maps = quick_mappings(configs, 4)
-    both = [cfg + ("cosa",) for cfg in configs] + [cfg + ("scipy",) for cfg in configs]
-    results = run_batch(both, ranks=4, timeout_s=180, mappings=maps, threads=1)
-    for cfg, d in zip(both, results):
+    results = run_batch(configs, ranks=4, timeout_s=180, mappings=maps, threads=1, local_kernel="cosa")
+    for cfg, d in zip(configs, results):
+        # verified against SciPy's product; the words and messages equal the model's (as with SciPy's kernels)
         assert d["verified"] and d["counts_match"], (cfg[0].kernel, *cfg[1:], d["max_abs_err"])
-        assert d["local_kernel"] == cfg[4]
-    half = len(configs)
-    for d_cosa, d_scipy in zip(results[:half], results[half:]):
-        assert d_cosa["words_per_rank"] == d_scipy["words_per_rank"]
-
+        assert d["local_kernel"] == "cosa"
 
 def test_a_missing_mapping_is_named():
     prob = Problem.from_nest(spmm(m=16, n=16, r=4, nnz_per_row=2))
@@ -63,11 +59,10 @@ def test_local_kernels_agree_on_one_block():
     blk = Csr.of(mat)
     a, b, bt = rng.random((24, 8)), rng.random((40, 8)), rng.random((24, 8))
     d = local_density(blk.nnz, 24, 40)
-    nests = {(k, r, c): None for k, r, c in (("sddmm", 24, 40), ("spmm", 24, 40), ("spmm", 40, 24))}
     from targets.mpi.local import local_nest
 
     maps = {}
-    for kind, rows, cols in nests:
+    for kind, rows, cols in (("sddmm", 24, 40), ("spmm", 24, 40), ("spmm", 40, 24)):
         nest = local_nest(kind, rows, cols, 8, d)
         arch = cpu_arch(nest)
         maps[nest.name] = mapping_to_dict(cosa.schedule(nest, arch, scheduler="random", samples=10, seed=1,
