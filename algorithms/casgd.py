@@ -227,10 +227,6 @@ def kernel_nests(rows: int, n_loc: int, density: float = 1.0) -> dict:
                          tensor_names=["Y", "u", "d"], bits=64)}
 
 
-def _density_key(density: float) -> str:
-    return "dense" if density >= 1 else "csr"
-
-
 @functools.lru_cache(maxsize=None)
 def scheduled(kind: str, rows: int, n_loc: int, sparse: bool):
     """(nest, mapping, arch, callable) of one kernel: the CoSA MIP's mapping on the cpu preset (cached on
@@ -238,7 +234,7 @@ def scheduled(kind: str, rows: int, n_loc: int, sparse: bool):
     from algorithms.sketch import scheduled_mapping
 
     nest = kernel_nests(rows, n_loc, 0.01 if sparse else 1.0)[kind]
-    mapping, arch = scheduled_mapping(nest, f"{nest.name}-{_density_key(0.01 if sparse else 1.0)}")
+    mapping, arch = scheduled_mapping(nest)
     if sparse:
         from targets.cpu import emit
         from targets.cpu.build import build, load

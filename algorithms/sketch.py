@@ -22,15 +22,14 @@ Streams (one 64-bit word = ``Philox`` output number ``L``):
 Kernels: a dense operator is applied block by block (``chunk`` columns of S at a time, the last block
 zero-padded) as a GEMM LoopNest scheduled by ``cosa.schedule`` on the ``cpu`` preset and run by
 ``targets.cpu``; a sparse one (sjlt, countsketch, sampling) as a CSR SpMM LoopNest through the CPU
-target's sparse kernel.  Schedules are cached per shape in memory and on disk (beside the CPU target's
-build cache), kernels by the target's content-hash build cache, so a driver pays for each shape once.
+target's sparse kernel.  Schedules are cached per shape in memory and on disk (``cosa.schedule_cache``),
+kernels by the target's content-hash build cache, so a driver pays for each shape once.
 A sparse A is sketched by SciPy's sparse product when S is sparse, by SpMM on ``A^T`` when S is dense.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -316,33 +315,15 @@ def _cpu_arch():
     return costmodel.preset("cpu")
 
 
-def _schedule_file(key: str):
-    from targets.cpu.build import cache_dir
-
-    path = cache_dir().parent / "schedules"
-    path.mkdir(parents=True, exist_ok=True)
-    return path / f"{key}.json"
-
-
-def scheduled_mapping(nest, key: str):
-    """The CoSA MIP's mapping of ``nest`` on the cpu preset (its fan-outs as spatial axes), cached on
-    disk under ``key``; returns (mapping, arch)."""
-    import cosa
-    from mappings import mapping_from_dict, mapping_to_dict
+def scheduled_mapping(nest):
+    """The CoSA MIP's mapping of ``nest`` on the cpu preset (its fan-outs as spatial axes), solved once
+    for every process (``cosa.schedule_cache``: on disk, keyed by the workload, arch and options);
+    returns (mapping, arch)."""
+    from cosa.schedule_cache import cached_mapping
     from targets.cpu.plan import arch_for
 
     arch = arch_for(nest, _cpu_arch())
-    path = _schedule_file(f"{arch.name}-{key}")
-    if path.exists():
-        try:
-            return mapping_from_dict(json.loads(path.read_text()), arch), arch
-        except (FrameworkError, ValueError, KeyError):
-            pass
-    mapping = cosa.schedule(nest, arch, time_limit_s=20, bound=False, seed=0).mapping
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(mapping_to_dict(mapping, arch)))
-    os.replace(tmp, path)
-    return mapping, arch
+    return cached_mapping(nest, arch, time_limit_s=20, seed=0), arch
 
 
 @functools.lru_cache(maxsize=None)
@@ -352,7 +333,7 @@ def gemm_kernel(m: int, n: int, k: int):
     from targets.cpu import compile_kernel
 
     nest = workloads.matmul(f"gemm_{m}x{n}x{k}", M=m, N=n, K=k, bits=64)
-    mapping, arch = scheduled_mapping(nest, f"gemm64-{m}x{n}x{k}")
+    mapping, arch = scheduled_mapping(nest)
     return compile_kernel(nest, mapping, arch)
 
 
@@ -368,7 +349,7 @@ def spmm_kernel(m: int, n: int, k: int):
 
     nest = workloads.matmul(f"spmm_{m}x{n}x{k}", M=m, N=n, K=k, bits=64)
     nest = replace(nest, tensors=tuple(replace(t, density=0.01) if t.name == "A" else t for t in nest.tensors))
-    mapping, arch = scheduled_mapping(nest, f"spmm64-{m}x{n}x{k}")
+    mapping, arch = scheduled_mapping(nest)
     return load(build(emit_sparse(nest, mapping, arch)), "cosa_kernel", 5)
 
 

@@ -3,7 +3,7 @@
     cosa run mpi KERNEL --m M --n N --r R (--density D | --nnz-per-row K | --matrix F.mtx)
                  --ranks P [--algorithm auto|15d-dense|15d-sparse|25d-dense|25d-sparse] [--c C]
                  [--elide none|reuse|fusion] [--generator erdos_renyi|rmat] [--seed S]
-                 [--arch cluster.yaml] [--timeout S] [--repeat N] [--json]
+                 [--local-kernel cosa|scipy] [--arch cluster.yaml] [--timeout S] [--repeat N] [--json]
 
 ``auto`` (and any of --algorithm, --c, --elide left out) is the scheduler's choice with the alpha-beta-
 gamma model (``targets.mpi.choose``; alpha, beta, gamma and memory per rank from ``--arch``, e.g. the
@@ -11,6 +11,13 @@ YAML ``cosa arch calibrate cluster`` writes).  The command starts mpiexec itself
 rank that raises, dies or hangs ends the job with one line naming it, exit 1), or, started under
 mpiexec with several ranks, runs on those ranks.  The result must equal SciPy's to 1e-10 and the
 measured words and messages must equal the model's, else exit 1.  Bad input: one line, exit 2.
+
+``--local-kernel``: what each rank runs on its blocks: ``cosa`` (default), the CPU target's SpMM and
+SDDMM kernels (FusedMM: the two in turn), each scheduled by the CoSA MIP on the ``cpu`` preset
+(``local_mappings``; solved once per shape and kept on disk by ``cosa.schedule_cache``, built once by
+``targets.cpu``'s cache), or ``scipy``, SciPy's CSR product and NumPy row dot products.  ``cosa`` is the
+default because it is not slower: ``bench/distributed_local.py`` measured the distributed kernels with it
+at 0.43-0.95x SciPy's time at p = 2 (every kernel, 1.5D algorithms).
 Like ``cosa/cli.py`` this module may import ``targets``.
 """
 
@@ -22,8 +29,15 @@ import sys
 KERNELS = ("spmm", "sddmm", "fusedmm")
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (through cosa.cli.main), not argparse's usage block
+        from targets.mpi import MpiError
+
+        raise MpiError(message, source="cosa run mpi")
+
+
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="cosa run mpi", description="a distributed sparse kernel on MPI ranks")
+    ap = _Parser(prog="cosa run mpi", description="a distributed sparse kernel on MPI ranks")
     ap.add_argument("workload", metavar="KERNEL", help="spmm, sddmm or fusedmm")
     ap.add_argument("--m", type=int, help="rows of S")
     ap.add_argument("--n", type=int, help="columns of S")
@@ -43,6 +57,8 @@ def parser() -> argparse.ArgumentParser:
                          "(local kernel fusion, 15d-dense only); default: the model's choice")
     ap.add_argument("--arch", default=None, help="cluster arch YAML (alpha_s, beta_s_per_word, gamma_s_per_flop, "
                                                  "memory_per_rank_bytes), e.g. from cosa arch calibrate cluster")
+    ap.add_argument("--local-kernel", choices=["cosa", "scipy"], default="cosa",
+                    help="the ranks' local kernels: the scheduled CPU kernels (cosa) or SciPy's")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds before the job is ended")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs; seconds is the fastest")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -127,7 +143,24 @@ def configure(args, problem, machine) -> tuple[str, int, str, object]:
     return ch.best.algorithm, ch.best.c, ch.best.elide, ch
 
 
-def _inside_mpiexec(problem, args, alg, c, elide, machine) -> dict | None:
+def local_mappings(problem, ranks: int, alg: str, c: int, elide: str) -> dict:
+    """{local nest name: mapping dict} of every local kernel the ranks will call
+    (``targets.mpi.local.local_nests``), each the CoSA MIP's schedule on the ``cpu`` preset, solved once
+    for all processes (``cosa.schedule_cache``)."""
+    from mappings import mapping_to_dict
+    from targets.mpi.local import cpu_arch, local_nests
+    from targets.mpi.problem import sparse
+
+    from .schedule_cache import cached_mapping
+
+    out = {}
+    for nest in local_nests(problem, ranks, alg, c, elide, sparse(problem).nnz):
+        arch = cpu_arch(nest)
+        out[nest.name] = mapping_to_dict(cached_mapping(nest, arch, time_limit_s=20, seed=0), arch)
+    return out
+
+
+def _inside_mpiexec(problem, args, alg, c, elide, machine, mappings) -> dict | None:
     """Run on the ranks of the mpiexec this process belongs to; the report at rank 0, None elsewhere."""
     from mpi4py import MPI
 
@@ -137,13 +170,14 @@ def _inside_mpiexec(problem, args, alg, c, elide, machine) -> dict | None:
     comm = MPI.COMM_WORLD
     try:
         _check(problem, comm.Get_size(), alg, c, elide)
-        res = execute(Ranks(comm), problem.to_dict(), alg, c, elide, args.repeat)
+        res = execute(Ranks(comm), problem.to_dict(), alg, c, elide, args.repeat, args.local_kernel, mappings)
     except Exception as exc:  # noqa: BLE001 - one rank's failure ends every rank
         print(f"cosa: rank {comm.Get_rank()}: {exc}", file=sys.stderr, flush=True)
         comm.Abort(1)
         raise
     results = comm.gather(res, root=0)
-    return summarise(problem, comm.Get_size(), alg, c, elide, results, machine) if comm.Get_rank() == 0 else None
+    return summarise(problem, comm.Get_size(), alg, c, elide, results, machine, args.local_kernel) \
+        if comm.Get_rank() == 0 else None
 
 
 def cmd_run_mpi(args) -> int:
@@ -165,14 +199,16 @@ def cmd_run_mpi(args) -> int:
     problem = _problem(args)
     machine = _machine(args)
     alg, c, elide, choice = configure(args, problem, machine)
+    mappings = local_mappings(problem, args.ranks, alg, c, elide) if args.local_kernel == "cosa" else None
     if under_mpiexec():
-        d = _inside_mpiexec(problem, args, alg, c, elide, machine)
+        d = _inside_mpiexec(problem, args, alg, c, elide, machine, mappings)
         if d is None:
             return 0
     else:
         from targets.mpi.run import run
 
-        d = run(problem, args.ranks, alg, c, elide, repeat=args.repeat, timeout_s=args.timeout, machine=machine)
+        d = run(problem, args.ranks, alg, c, elide, repeat=args.repeat, timeout_s=args.timeout, machine=machine,
+                local_kernel=args.local_kernel, mappings=mappings)
     d.pop("phases", None)
     d["chosen_by_model"] = choice is not None
     from targets.exceptions import UNCHECKED  # the distributed kernels do not scan (targets/exceptions.py)
@@ -184,7 +220,7 @@ def cmd_run_mpi(args) -> int:
         _print_json(d)
     else:
         print(f"{problem.kernel} m={problem.m} n={problem.n} r={problem.r} nnz={d['nnz']} on {d['ranks']} ranks: "
-              f"{alg} c={c} elide={elide}{' (model choice)' if choice else ''}")
+              f"{alg} c={c} elide={elide}{' (model choice)' if choice else ''}, local kernels {args.local_kernel}")
         print(f"  {'verified' if d['verified'] else 'MISMATCH'} against SciPy (max abs err {d['max_abs_err']:.3g}); "
               f"words received per rank {d['words_per_rank']} (model {d['model_words']}), messages "
               f"{d['messages_per_rank']}")

@@ -38,7 +38,6 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from lowerbounds import roofline
 from workloads import FrameworkError, LoopNest
 
 from .compare_progress import Progress, progress_form
@@ -198,6 +197,8 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
             on_done(name, results[name][0] is not None)
     done = [s for s, _, _ in results.values() if s is not None]
     bound = _bound_bytes(workload, arch, done) if done else None
+    from lowerbounds import roofline  # here: importing lowerbounds loads SciPy's optimizers
+
     roof = roofline(workload, arch).cycles
     rows = []
     for name in schedulers:

@@ -1,14 +1,17 @@
 """Compile generated C with gcc into a shared object cached by content hash, and load it with ctypes.
 
-The cache directory is ``$COSA_CACHE_DIR/cpu`` when that variable is set, else
-``$XDG_CACHE_HOME/cosa/cpu`` or ``~/.cache/cosa/cpu``; a kernel is named after the SHA-256 of its
-source, the compiler's version and the flags, so an unchanged kernel is built once.  ``COSA_CC``
-overrides the compiler (default ``gcc``).
+The cache directory is ``cpu`` under the framework's cache root (``workloads.cachedir``:
+``$COSA_CACHE_DIR``, else ``$XDG_CACHE_HOME/cosa`` or ``~/.cache/cosa``); a kernel is named after the
+SHA-256 of its source (the emitted C, which spells out the mapping), the compiler's path and version and
+the flags, so an unchanged kernel is built once by any process.  Processes that want the same kernel at
+once (MPI ranks) take a lock on it: the first compiles, into a file of its own renamed into place, the
+others wait for it and load the result.  ``COSA_CC`` overrides the compiler (default ``gcc``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import functools
 import hashlib
 import os
@@ -17,6 +20,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from workloads.cachedir import cache_dir as _cache_dir, temporary_path, write_atomic
+
 from .. import TargetError
 
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11")
@@ -24,6 +29,8 @@ FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11")
 gcc's default -ffp-contract=fast for GNU C fuses multiply-adds, which propagate NaN/Inf like the pair."""
 UNSAFE_FLAGS = ("-ffast-math", "-ffinite-math-only", "-Ofast", "-fno-honor-nans", "-fno-honor-infinities")
 _PACKAGE = "gcc (Debian package 'gcc'; OpenMP comes with it as libgomp)"
+COMPILE_TIMEOUT_S = 300.0
+"""The most one gcc run may take (a kernel of a few hundred lines builds in about a second)."""
 
 
 @dataclass(frozen=True)
@@ -68,13 +75,14 @@ def isa() -> Isa:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("COSA_CACHE_DIR")
-    if root:
-        path = Path(root) / "cpu"
-    else:
-        path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cosa" / "cpu"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """Where built kernels live (see the module docstring)."""
+    return _cache_dir("cpu")
+
+
+def kernel_key(source: str, cc: str, flags: tuple[str, ...]) -> str:
+    """The cache key of a kernel: SHA-256 (24 hex digits) of its source, the compiler (path and the first
+    line of ``--version``) and the flags."""
+    return hashlib.sha256("\0".join((source, cc, _compiler_id(cc), *flags)).encode()).hexdigest()[:24]
 
 
 def build(source: str, extra_flags: tuple[str, ...] = ()) -> Path:
@@ -87,21 +95,30 @@ def build(source: str, extra_flags: tuple[str, ...] = ()) -> Path:
     bad = [f for f in flags if f in UNSAFE_FLAGS]
     if bad:
         raise TargetError(f"{bad} would let gcc assume no NaN/Inf (see targets.exceptions)", field="flags")
-    key = hashlib.sha256("\0".join((source, _compiler_id(cc), *flags)).encode()).hexdigest()[:24]
+    key = kernel_key(source, cc, flags)
     root = cache_dir()
     lib = root / f"k{key}.so"
     if lib.exists():
         return lib
-    src = root / f"k{key}.c"
-    src.write_text(source)
-    log = root / f"k{key}.log"
-    tmp = root / f"k{key}.{os.getpid()}.so"
-    proc = subprocess.run([cc, *flags, str(src), "-o", str(tmp), "-lm"], capture_output=True, text=True)
-    log.write_text(f"$ {cc} {' '.join(flags)} {src} -o {tmp} -lm\n{proc.stdout}{proc.stderr}")
-    if proc.returncode != 0:
-        first = next((line for line in proc.stderr.splitlines() if "error" in line), "compiler failed")
-        raise TargetError(f"{first.strip()} (full log: {log})", source=str(src), exit_code=1)
-    os.replace(tmp, lib)
+    with open(root / f"k{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # held for at most one compile (COMPILE_TIMEOUT_S)
+        if lib.exists():  # another process built it while this one waited
+            return lib
+        src = write_atomic(root / f"k{key}.c", source)
+        tmp = temporary_path(lib)
+        cmd = [cc, *flags, str(src), "-o", str(tmp), "-lm"]
+        log = root / f"k{key}.log"
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            tmp.unlink(missing_ok=True)
+            raise TargetError(f"the compiler ran over {COMPILE_TIMEOUT_S:.0f} s", source=str(src), exit_code=1) from None
+        write_atomic(log, f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        if proc.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            first = next((line for line in proc.stderr.splitlines() if "error" in line), "compiler failed")
+            raise TargetError(f"{first.strip()} (full log: {log})", source=str(src), exit_code=1)
+        os.replace(tmp, lib)
     return lib
 
 

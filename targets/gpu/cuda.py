@@ -35,11 +35,10 @@ def nvcc() -> str:
 
 
 def cache_dir() -> Path:
-    """``$COSA_CACHE_DIR/gpu``, else ``$XDG_CACHE_HOME/cosa/gpu`` or ``~/.cache/cosa/gpu`` (as targets.cpu)."""
-    root = os.environ.get("COSA_CACHE_DIR")
-    path = Path(root) / "gpu" if root else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cosa" / "gpu"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """``gpu`` under the framework's cache root (``workloads.cachedir``, as targets.cpu)."""
+    from workloads.cachedir import cache_dir as _cache_dir
+
+    return _cache_dir("gpu")
 
 
 @functools.lru_cache(maxsize=None)

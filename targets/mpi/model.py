@@ -128,7 +128,7 @@ def _dense15(kernel, elide, m, n, r, p, c):
     ba, bb = m // p * r, n // p * r
     ag = lambda w: collective_cost("allgather", c, w)
     rs = lambda w: collective_cost("reduce_scatter", c, w)
-    shift = lambda w: (q * w, q * w, q, q)
+    shift = lambda w: ((q - 1) * w, (q - 1) * w, q - 1, q - 1)  # a round: q - 1 shifts of one block
     if kernel == "sddmm":
         return {"replication": ag(ba), "propagation": shift(bb)}
     if kernel == "spmm":
@@ -142,15 +142,19 @@ def _dense15(kernel, elide, m, n, r, p, c):
 
 def _sparse15(kernel, elide, m, n, r, p, c, rank, block_nnz):
     q = p // c
-    j = rank % c
-    z = 3 * int(sum(block_nnz[c * ip + j] for ip in range(q)))
+    i, j = divmod(rank, c)
+    nnz_at = lambda row: int(block_nnz[c * (row % q) + j])  # S's row block of ring row ``row``
+    total = sum(nnz_at(ip) for ip in range(q))
+
+    def round_(start):  # q - 1 shifts from the block of ring row i - start: it never sends the block it
+        # ends with (ring row i - start + 1) nor receives the one it starts with; 3 words per nonzero
+        return (3 * (total - nnz_at(i - start + 1)), 3 * (total - nnz_at(i - start)), q - 1, q - 1)
     ag = collective_cost("allgather", c, n * r // p)
     setup = collective_cost("allgather", q, 1)
-    shift = (z, z, q, q)
     if kernel in ("sddmm", "spmm"):
-        return {"setup": setup, "replication": ag, "propagation": shift}
+        return {"setup": setup, "replication": ag, "propagation": round_(0)}
     return {"setup": setup, "replication": ag if elide == "reuse" else _times(2, ag),
-            "propagation": _times(2, shift)}
+            "propagation": _add(round_(0), round_(-1))}  # SpMM starts where SDDMM left the blocks
 
 
 def local_flops(kernel: str, nnz_local: float, r: int) -> float:

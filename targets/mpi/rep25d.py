@@ -30,10 +30,9 @@ kept.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
+from .local import Csr, ScipyLocal
 from .model import _add, _times, grid25d
-from .problem import row_dots
 from .ranks import collective_cost
 
 
@@ -52,9 +51,11 @@ def _coo(block):
     return rows, block.indices.astype(np.int64), block.data
 
 
-def dense_replicate(ranks, problem, s_mat, a, b, c: int, elide: str) -> dict:
-    """Run ``problem.kernel`` with 2.5D dense replicate; this rank's pieces of the result."""
+def dense_replicate(ranks, problem, s_mat, a, b, c: int, elide: str, local=None) -> dict:
+    """Run ``problem.kernel`` with 2.5D dense replicate; this rank's pieces of the result.
+    ``local``: the local kernels (``targets.mpi.local``; SciPy's when None)."""
     kernel, r = problem.kernel, problem.r
+    local = local or ScipyLocal()
     s, i, j, k, fiber, row, col = _grid(ranks, c)
     orient = "ST" if kernel == "fusedmm" and elide == "reuse" else "S"
     t_mat, rside, hside = (s_mat, a, b) if orient == "S" else (s_mat.T.tocsr(), b, a)
@@ -62,8 +63,9 @@ def dense_replicate(ranks, problem, s_mat, a, b, c: int, elide: str) -> dict:
     slab = slice(j * w, (j + 1) * w)
     x0 = (i + j) % s
     hid = c * x0 + k
-    r_own = rside[(c * i + k) * rb:(c * i + k + 1) * rb, slab]
-    h_own = hside[hid * hb:(hid + 1) * hb, slab]
+    r_own = np.ascontiguousarray(rside[(c * i + k) * rb:(c * i + k + 1) * rb, slab])
+    h_own = np.ascontiguousarray(hside[hid * hb:(hid + 1) * hb, slab])
+    shape = (c * rb, hb)  # of T's block
     blk = t_mat[c * i * rb:(c * i + c) * rb, hid * hb:(hid + 1) * hb].tocsr()
     blk.sort_indices()
     lrows, lcols, tvals = _coo(blk)
@@ -87,7 +89,7 @@ def dense_replicate(ranks, problem, s_mat, a, b, c: int, elide: str) -> dict:
 
     def sddmm(r_rep):
         def step(rr, cc, partial, h):
-            partial += row_dots(r_rep[rr], h[cc])
+            local.sddmm(Csr.from_rows(rr, cc, np.ones(len(rr)), shape), r_rep, h, partial, accumulate=True)
             return h
         return tvals * round_(np.zeros(blk.nnz), h_own, step)[0]
 
@@ -99,7 +101,7 @@ def dense_replicate(ranks, problem, s_mat, a, b, c: int, elide: str) -> dict:
         acc = np.zeros((c * rb, w))
 
         def step(rr, cc, v, h):
-            acc[:] += sp.csr_matrix((v, (rr, cc)), shape=(c * rb, hb)) @ h
+            local.spmm(Csr.from_rows(rr, cc, v, shape), h, acc, accumulate=True)
             return h
         round_(values, h_own, step)
         with ranks.phase("replication"):
@@ -116,20 +118,22 @@ def dense_replicate(ranks, problem, s_mat, a, b, c: int, elide: str) -> dict:
         return spmm_into_r(vals)
 
     def into_h(rr, cc, v, acc):
-        return acc + sp.csr_matrix((v, (rr, cc)), shape=(c * rb, hb)).T @ r_rep
+        return local.spmm_t(Csr.from_rows(rr, cc, v, shape), r_rep, acc, accumulate=True)
     _, out = round_(vals, np.zeros((hb, w)), into_h)
     return {"dense": [(hid * hb, j * w, out)]}
 
 
-def sparse_replicate(ranks, problem, s_mat, a, b, c: int, elide: str) -> dict:
-    """Run ``problem.kernel`` with 2.5D sparse replicate; this rank's pieces of the result."""
+def sparse_replicate(ranks, problem, s_mat, a, b, c: int, elide: str, local=None) -> dict:
+    """Run ``problem.kernel`` with 2.5D sparse replicate; this rank's pieces of the result.
+    ``local``: the local kernels (``targets.mpi.local``; SciPy's when None)."""
     kernel, m, n, r = problem.kernel, problem.m, problem.n, problem.r
+    local = local or ScipyLocal()
     s, i, j, k, fiber, row, col = _grid(ranks, c)
     mb, nb, w = m // s, n // s, r // (s * c)
     y0 = c * ((i + j) % s) + k
     slab = slice(y0 * w, (y0 + 1) * w)
-    a_own = a[i * mb:(i + 1) * mb, slab]
-    b_own = b[j * nb:(j + 1) * nb, slab]
+    a_own = np.ascontiguousarray(a[i * mb:(i + 1) * mb, slab])
+    b_own = np.ascontiguousarray(b[j * nb:(j + 1) * nb, slab])
     blk = s_mat[i * mb:(i + 1) * mb, j * nb:(j + 1) * nb].tocsr()
     blk.sort_indices()
     rows, cols, svals = _coo(blk)
@@ -160,18 +164,19 @@ def sparse_replicate(ranks, problem, s_mat, a, b, c: int, elide: str) -> dict:
 
     def sddmm_partial(rr, cc):
         partial = np.zeros(len(rr))
+        pattern = Csr.from_rows(rr, cc, np.ones(len(rr)), (mb, nb))
 
         def step(a_cur, b_cur):
-            partial[:] += row_dots(a_cur[rr], b_cur[cc])
+            local.sddmm(pattern, a_cur, b_cur, partial, accumulate=True)
             return a_cur
         round_(a_own, b_own, step)
         return partial
 
     def spmm(rr, cc, v):
-        mat = sp.csr_matrix((v, (rr, cc)), shape=(mb, nb))
+        mat = Csr.from_rows(rr, cc, v, (mb, nb))
 
         def step(acc, b_cur):
-            return acc + mat @ b_cur
+            return local.spmm(mat, b_cur, acc, accumulate=True)
         out = round_(np.zeros((mb, w)), b_own, step)
         return {"dense": [(i * mb, y0 * w, out)]}
 

@@ -2,7 +2,9 @@
 its measured words and messages with the model, rank by rank and phase by phase.
 
 ``run(problem, ranks=4, algorithm="15d-dense", c=1, elide="none")`` -> dict with the keys of
-``cosa run mpi --json``: verified, max_abs_err, algorithm, c, elide, words_per_rank (words received),
+``cosa run mpi --json``: verified, max_abs_err, algorithm, c, elide, local_kernel (``scipy`` or ``cosa``:
+the scheduled CPU kernels, built on the ranks from ``mappings``, see ``targets.mpi.local``),
+words_per_rank (words received),
 words_sent_per_rank, messages_per_rank (messages received), model_words, model_messages,
 model_seconds, counts_match, phases (measured, per rank), seconds (the slowest rank's wall time of
 the kernel).  ``execute`` is what every rank runs.
@@ -16,6 +18,7 @@ import numpy as np
 
 from . import model
 from .launch import MpiError, launch
+from .local import LOCAL_KERNELS
 from .problem import KERNELS, Problem, full_data, reference
 
 TOLERANCE = 1e-10
@@ -59,17 +62,25 @@ def _assemble(problem: Problem, pieces: list, s) -> np.ndarray:
     return out
 
 
-def execute(ranks, problem: dict, algorithm: str, c: int, elide: str, repeat: int = 1) -> dict:
-    """One rank's part: build its data, run the kernel ``repeat`` times (counts of the first run), verify."""
+def execute(ranks, problem: dict, algorithm: str, c: int, elide: str, repeat: int = 1, local_kernel: str = "scipy",
+            mappings: dict | None = None, threads: int | None = None) -> dict:
+    """One rank's part: build its data, run the kernel ``repeat`` times (counts of the first run), verify.
+    ``local_kernel``, ``mappings``, ``threads``: the local kernels (``targets.mpi.local.make_local``)."""
+    from .local import local_density, local_shapes, make_local
+
     prob = Problem(**problem)
     s, a, b = full_data(prob)
     fn = _algorithm(algorithm)
+    local = make_local(local_kernel, mappings, local_density(s.nnz, prob.m, prob.n), ranks.size, threads)
+    if local_kernel == "cosa":  # build (or load) every kernel before the clock starts
+        for shape in sorted(local_shapes(prob.kernel, prob.m, prob.n, prob.r, ranks.size, algorithm, c, elide)):
+            local.kernel(*shape)
     times, traffic, pieces = [], None, None
     for k in range(max(1, repeat)):
         ranks.reset()
         ranks.barrier()
         t0 = time.perf_counter()
-        pieces = fn(ranks, prob, s, a, b, c, elide)
+        pieces = fn(ranks, prob, s, a, b, c, elide, local)
         times.append(time.perf_counter() - t0)
         if traffic is None:
             traffic = {ph: t.to_dict() for ph, t in ranks.traffic().items()}
@@ -109,25 +120,34 @@ def execute_batch(ranks, runs: list) -> list:
 
 
 def run(problem: Problem, ranks: int = 4, algorithm: str = "15d-dense", c: int = 1, elide: str = "none",
-        repeat: int = 1, timeout_s: float = 120.0, machine: model.Machine | None = None) -> dict:
+        repeat: int = 1, timeout_s: float = 120.0, machine: model.Machine | None = None, local_kernel: str = "scipy",
+        mappings: dict | None = None, threads: int | None = None) -> dict:
     """Launch, verify, compare with the model (see the module docstring)."""
-    return run_batch([(problem, algorithm, c, elide)], ranks, repeat, timeout_s, machine)[0]
+    return run_batch([(problem, algorithm, c, elide)], ranks, repeat, timeout_s, machine, local_kernel, mappings,
+                     threads)[0]
 
 
 def run_batch(configs: list, ranks: int = 4, repeat: int = 1, timeout_s: float = 120.0,
-              machine: model.Machine | None = None) -> list[dict]:
-    """``run`` for several (problem, algorithm, c, elide) on the same ranks, in one mpiexec launch."""
-    for problem, algorithm, c, elide in configs:
+              machine: model.Machine | None = None, local_kernel: str = "scipy", mappings: dict | None = None,
+              threads: int | None = None) -> list[dict]:
+    """``run`` for several (problem, algorithm, c, elide) on the same ranks, in one mpiexec launch; a config
+    may carry a fifth entry, its local kernels (``local_kernel`` otherwise).  ``mappings``: {local nest name:
+    mapping dict} for the ``cosa`` local kernels (``targets.mpi.local.local_nests``)."""
+    configs = [tuple(cfg) + (local_kernel,) if len(cfg) == 4 else tuple(cfg) for cfg in configs]
+    for problem, algorithm, c, elide, lk in configs:
         _check(problem, ranks, algorithm, c, elide)
-    runs = [{"problem": pr.to_dict(), "algorithm": al, "c": c, "elide": el, "repeat": repeat}
-            for pr, al, c, el in configs]
+        if lk not in LOCAL_KERNELS:
+            raise MpiError(f"{lk!r} is not one of {', '.join(LOCAL_KERNELS)}", field="--local-kernel")
+    runs = [{"problem": pr.to_dict(), "algorithm": al, "c": c, "elide": el, "repeat": repeat, "local_kernel": lk,
+             "mappings": mappings if lk == "cosa" else None, "threads": threads}
+            for pr, al, c, el, lk in configs]
     per_rank = launch("targets.mpi.run:execute_batch", ranks, {"runs": runs}, timeout_s=timeout_s)
-    return [summarise(cfg[0], ranks, *cfg[1:], [res[k] for res in per_rank], machine)
+    return [summarise(cfg[0], ranks, *cfg[1:4], [res[k] for res in per_rank], machine, cfg[4])
             for k, cfg in enumerate(configs)]
 
 
 def summarise(problem: Problem, ranks: int, algorithm: str, c: int, elide: str, results: list,
-              machine: model.Machine | None = None) -> dict:
+              machine: model.Machine | None = None, local_kernel: str = "scipy") -> dict:
     """The report of one run from every rank's ``execute`` result."""
     want = modelled(problem, ranks, algorithm, c, elide)
     measured = [{ph: tuple(t[k] for k in COUNTED) for ph, t in res["traffic"].items() if any(t[k] for k in COUNTED)}
@@ -144,7 +164,7 @@ def summarise(problem: Problem, ranks: int, algorithm: str, c: int, elide: str, 
     err = r0["max_abs_err"]
     return {
         "verified": bool(np.isfinite(err) and err <= TOLERANCE * max(1.0, r0["scale"])),
-        "max_abs_err": err, "algorithm": algorithm, "c": c, "elide": elide, "ranks": ranks,
+        "max_abs_err": err, "algorithm": algorithm, "c": c, "elide": elide, "local_kernel": local_kernel, "ranks": ranks,
         "kernel": problem.kernel, "m": problem.m, "n": problem.n, "r": problem.r, "nnz": int(s.nnz),
         "words_per_rank": [total(mm, 1) for mm in measured],
         "words_sent_per_rank": [total(mm, 0) for mm in measured],

@@ -23,7 +23,8 @@ def test_json_of_a_chosen_and_of_a_given_configuration(capsys):
     d = json.loads(capsys.readouterr().out)
     assert KEYS <= set(d) and d["verified"] and d["chosen_by_model"]
     assert d["words_per_rank"] == d["model_words"] and d["max_abs_err"] <= 1e-10
-    assert (d["algorithm"], d["c"], d["elide"]) == ("15d-dense", 1, "fusion")   # fewest words at c = 1
+    # the fewest words any configuration moves (several tie: 15d-dense fusion at c = 1 or 2, reuse at c = 2)
+    assert d["elide"] in ("fusion", "reuse") and max(d["model_words"]) == 96
     assert main(["run", "mpi", "sddmm", "--m", "32", "--n", "16", "--r", "4", "--density", "0.2", "--ranks", "4",
                  "--algorithm", "25d-sparse", "--c", "4", "--elide", "none", "--repeat", "1", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
