@@ -73,6 +73,7 @@ class CompareRow:
     status: str = "ok"
     error: str | None = None
     extra: dict = field(default_factory=dict, compare=False)
+    claim: str = ""  # the status in words, with the model it holds in (``Schedule.claim``, checked by the layer's rows)
 
     @property
     def ok(self) -> bool:
@@ -86,7 +87,7 @@ class CompareRow:
             "ratio": self.ratio, "bound_bytes": self.bound_bytes, "bound_ratio": self.bound_ratio,
             "roofline_cycles": self.roofline_cycles, "cycles_over_roofline": self.cycles_over_roofline,
             "measured_s": self.measured_s, "measured_verified": self.measured_verified,
-            "status": self.status, "error": self.error, "extra": self.extra,
+            "status": self.status, "claim": self.claim, "error": self.error, "extra": self.extra,
         }
 
 
@@ -212,9 +213,23 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
             objective_value=_objective_value(cost, objective), bound_bytes=bound,
             bound_ratio=float(cost.dram_bytes) / bound if bound else None, roofline_cycles=roof,
             cycles_over_roofline=float(cost.cycles) / roof if roof else None, status=sched.stats.status,
-            extra=extra))
+            extra=extra, claim=sched.claim()))
     best = min((r.objective_value for r in rows if r.ok), default=None)
-    return [replace(r, ratio=r.objective_value / best) if r.ok and best else r for r in rows]
+    return [_checked_claim(replace(r, ratio=r.objective_value / best) if r.ok and best else r, rows, objective)
+            for r in rows]
+
+
+def _checked_claim(row: CompareRow, rows: list[CompareRow], objective: str) -> CompareRow:
+    """``row`` whose claim of optimality is qualified where another scheduler's schedule of the layer is better
+    in the cost model (the MIP is optimal in its linearised model, exhaustive search in its mapspace only)."""
+    if not row.ok or not row.claim.startswith("optimal"):
+        return row
+    better = sorted((r for r in rows if r.ok and r.objective_value < row.objective_value), key=lambda r: r.objective_value)
+    if not better:
+        return row
+    what = "cycles" if objective in ("latency", "cosa") else objective
+    beaten = ", ".join(f"{r.scheduler} {1 - r.objective_value / row.objective_value:.1%}" for r in better)
+    return replace(row, claim=f"{row.claim}; not optimal in the cost model, where {beaten} lower {what}")
 
 
 # --- executors ------------------------------------------------------------------------------------

@@ -123,6 +123,8 @@ class Formulation:
     runs: dict = field(default_factory=dict)
     reuse: dict = field(default_factory=dict)  # (tensor, dim) -> binary: reused at the outermost level
     cycles: object = None  # the latency objective's expression (cycles in ideal units)
+    log_words: dict = field(default_factory=dict)  # (tensor, child level) -> log2 words moved into one child
+    spatial_outside: object = None  # (tensor, lo, hi, relevant_only) -> log2 of the spatial factors at lo..hi-1
 
     # --- model size -----------------------------------------------------------
     def size(self) -> tuple[int, int, int]:
@@ -328,6 +330,8 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
     def spatial_outside(t, lo, hi, relevant_only):
         """log2 of spatial factors at levels lo..hi-1 (relevant to t only, when asked)."""
         return sum(log_s(k, d) for k in range(lo, hi) for d in dims if (not relevant_only or d in t.dims))
+
+    form.log_words, form.spatial_outside = log_words, spatial_outside
 
     # --- compute commands at levels with compute_rows (runs.py) -------------------
     if objective in ("latency", "edp"):
