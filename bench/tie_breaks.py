@@ -28,6 +28,12 @@ from costmodel import preset
 from cosa import compare
 from workloads import zoo
 
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed table (bench/results_section.py)
+    {"table": 0, "column": "vendor/cosa cycles", "what": "the vendor's cost-model cycles over cosa's",
+     "stats": ["geomean", "min", "max", "below:1"]},
+    {"table": 0, "column": "flag", "what": "Layers where the cycles tie and cosa moves more bytes or spends more energy",
+     "stats": ["equal:bytes", "equal:energy", "equal:bytes+energy"]},
+]
 QUICK_LAYERS = ["res2a_branch2b", "res3a_branch2c", "res4b_branch2a", "res4b_branch2b", "res5a_branch2b"]
 
 
@@ -115,7 +121,7 @@ def main(argv=None) -> int:
                  command="python bench/tie_breaks.py" + (" --quick" if args.quick else "")
                  + (f" --layers {args.layers}" if args.layers else ""),
                  data={"args": vars(args), "rows": rows, "flagged": flagged, "failed": failed, "wall_s": wall},
-                 json_path=args.json, results_path=args.results, summary=[])
+                 json_path=args.json, results_path=args.results, summary=SUMMARY)
     return 1 if failed else 0
 
 
