@@ -41,7 +41,7 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     (Timeloop's mapper when a binary is available; options ``search_size``, ``binary``, ``mapspace``,
     ``workdir``: ``cosa.baselines.timeloop_mapper``).  "cosa", "random" and "exhaustive" also take
     ``tie_tolerance``: objective values within this fraction of the best tie and are then ranked by
-    DRAM bytes and energy (``cosa.baselines.objective``, default 1 %).
+    DRAM bytes and energy (``cosa.baselines.objective``, default 2 %).
     objective: "latency" (cycles), "energy" (pJ), "edp" (cycles * pJ), or for
     the MIP also "cosa" (CoSA's weighted log-domain objective).
     bound: attach ``lowerbounds.bound_for_arch`` as ``Schedule.bound`` (False

@@ -108,13 +108,17 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     valid incumbent was found (``extra["returned"]`` says which).
     Ties are broken lexicographically, as by every baseline
     (``cosa.baselines.objective``): among the mappings found whose objective
-    in the cost model is within ``tie_tolerance`` (1 %) of the best, the one
+    in the cost model is within ``tie_tolerance`` (2 %) of the best, the one
     with the fewest DRAM bytes, then the least energy.  For the latency and
     energy objectives a second solve (``tiebreak.fewest_dram_bytes``, at most
     ``tiebreak.TIE_SOLVE_S`` seconds) looks for it in the model: the main
     objective capped at ``1 + tie_tolerance`` times its optimum, the model's
-    DRAM bytes minimised; its mapping competes with the main one in the cost
-    model (``extra["tie_break"]`` says which won).
+    DRAM bytes minimised (once more at half that cap when the cost model puts
+    its mapping outside the tolerance); its mapping competes with the main
+    one in the cost model (``extra["tie_break"]`` says which won,
+    ``extra["tie_solves"]`` what each solve found and took).  The model holds
+    no energy term under the latency objective, so energy, the third key, is
+    decided among these mappings by the cost model only.
     Raises SchedulingError when no valid mapping exists or the time limit
     passes with no incumbent.
     """

@@ -227,3 +227,12 @@ def test_large_fc_tiles_shrink_until_they_fit():
     before, after = s.extra["shrunk"]["K"]
     assert after < before and 25088 % after == 0 and after == s.extra["tile_extents"]["K"]
     assert evaluate(w, WS, s.mapping).cycles > 0
+
+
+def test_output_stationary_fc_shrinks_its_accumulator_tile():
+    """OS on 1001 = 7 x 11 x 13 output columns: the C tile overflows the accumulator as exact divisors; an
+    output dim shrinks (never the reduction, which the accumulator does not hold)."""
+    w = matmul("fc_os", M=100, N=1001, K=960)
+    s = gemmini_default(w, OS)
+    assert not violations(s.mapping, w, OS)
+    assert s.extra["shrunk"] and set(s.extra["shrunk"]) <= {"M", "N"}
