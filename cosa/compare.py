@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from lowerbounds import roofline
 from workloads import FrameworkError, LoopNest
 
+from .baselines.objective import objective_value
 from .schedule import SchedulingError
 
 RANDOM_TIME_FACTOR = 10.0
@@ -116,14 +117,6 @@ class CompareResult:
 
 
 # --- one layer ------------------------------------------------------------------------------------
-
-def _objective_value(cost, objective: str) -> float:
-    if objective == "energy":
-        return float(cost.energy_pj)
-    if objective == "edp":
-        return float(cost.cycles) * float(cost.energy_pj)
-    return float(cost.cycles)
-
 
 def _run(workload: LoopNest, arch, name: str, objective: str, time_limit_s: float | None, seed: int,
          random_seconds: float | None, random_samples: int | None):
@@ -210,7 +203,7 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
         rows.append(CompareRow(
             layer, name, workload.repeat, workload.macs, cycles=float(cost.cycles), energy_pj=float(cost.energy_pj),
             utilization=float(cost.utilization), dram_bytes=float(cost.dram_bytes), seconds=seconds,
-            objective_value=_objective_value(cost, objective), bound_bytes=bound,
+            objective_value=objective_value(cost, objective), bound_bytes=bound,
             bound_ratio=float(cost.dram_bytes) / bound if bound else None, roofline_cycles=roof,
             cycles_over_roofline=float(cost.cycles) / roof if roof else None, status=sched.stats.status,
             extra=extra, claim=sched.claim()))

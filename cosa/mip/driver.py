@@ -12,8 +12,8 @@ from workloads.divisors import prime_factor_counts
 from ..schedule import Schedule, SchedulingError, SolverStats
 from .decode import add_capacity_cut, decode
 from .formulation import OBJECTIVES, CosaWeights, build
-from ..baselines.objective import TIE_TOLERANCE, TieSet, within
-from .polish import objective_value, polish_orders
+from ..baselines.objective import TIE_TOLERANCE, TieSet, objective_value, within
+from .polish import polish_orders
 from .predict import baseline_mappings, load_start
 from .problem import build_problem
 from .solve import SOLVERS, solve

@@ -14,7 +14,7 @@ import itertools
 
 from mappings import LevelMapping, Mapping
 
-from ..baselines.objective import TIE_TOLERANCE, TieSet, objective_value  # noqa: F401  (objective_value: re-export)
+from ..baselines.objective import TIE_TOLERANCE, TieSet
 
 MAX_ORDERS_PER_LEVEL = 720
 MAX_EVALUATIONS = 24
