@@ -16,7 +16,7 @@ DEFAULT_LIMIT = 2_000_000
 def exhaustive(workload: LoopNest, arch, objective: str = "latency", limit: int = DEFAULT_LIMIT,
                tie_tolerance: float = TIE_TOLERANCE) -> Schedule:
     """The lexicographic optimum of the mapspace in the cost model: the objective, with values within
-    ``tie_tolerance`` of the best as ties, then DRAM bytes, energy and the mapping text
+    ``tie_tolerance`` of the best as ties, then DRAM bytes, energy, the objective and the first found
     (``cosa.baselines.objective``).
 
     Raises SchedulingError when the space (``MapSpace.exhaustive_size``: factorizations

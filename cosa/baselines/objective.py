@@ -1,7 +1,8 @@
 """Objectives of the schedulers and their one tie-breaking rule, shared by the MIP and every baseline.
 
 The rule is lexicographic: the objective (latency: cycles, energy: pJ, edp:
-cycles * pJ), then DRAM bytes, then energy in pJ, then the order in which
+cycles * pJ), then DRAM bytes, then energy in pJ, then the objective again
+(of two ties equal in bytes and energy, the faster), then the order in which
 the candidates came (the first wins: a search's stream is seeded, and the
 MIP offers its main solution first, so a full tie keeps it).  Objective
 values within ``TIE_TOLERANCE`` (relative) of the best one count as ties:
@@ -19,7 +20,7 @@ among those it moves the fewest bytes.  ``tolerance=0`` gives the strict
 lexicographic order.
 
 Among the candidates within the tolerance of the best objective the one with
-the smallest (DRAM bytes, energy) wins, the earliest among equals.  ``TieSet`` keeps, while
+the smallest (DRAM bytes, energy, objective) wins, the earliest among equals.  ``TieSet`` keeps, while
 candidates stream in, only those that can still win: within the tolerance of
 the best objective so far and not beaten on both the objective and the
 secondary key by another one, so an exhaustive search keeps a handful.
@@ -54,11 +55,6 @@ def objective_value(cost, objective: str) -> float:
     return float(cost.cycles)
 
 
-def objective_key(cost, objective: str) -> tuple:
-    """The strict lexicographic key: the objective, DRAM bytes, energy in pJ (smaller is better)."""
-    return (objective_value(cost, objective),) + secondary_key(cost)
-
-
 def secondary_key(cost) -> tuple:
     """What breaks ties of the objective: DRAM bytes, then energy in pJ."""
     return (float(cost.dram_bytes), float(cost.energy_pj))
@@ -86,7 +82,7 @@ class TieSet:
         value = objective_value(cost, self.objective)
         if self.best_value is not None and not within(value, self.best_value, self.tolerance):
             return
-        key = secondary_key(cost)
+        key = secondary_key(cost) + (value,)
         if any(v <= value and k <= key for v, k, *_ in self.entries):
             return  # another candidate is at least as good on both: this one can never win
         if self.best_value is None or value < self.best_value:

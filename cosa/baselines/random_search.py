@@ -17,7 +17,8 @@ DEFAULT_SAMPLES = 1000
 def random_search(workload: LoopNest, arch, samples: int | None = None, seconds: float | None = None, seed: int = 0,
                   objective: str = "latency", tie_tolerance: float = TIE_TOLERANCE) -> Schedule:
     """Best of random valid mappings: the lexicographic choice of ``cosa.baselines.objective`` (the
-    objective, values within ``tie_tolerance`` of the best as ties, then DRAM bytes, energy, mapping text).
+    objective, values within ``tie_tolerance`` of the best as ties, then DRAM bytes, energy, the objective,
+    the first drawn).
 
     Budget: ``samples`` valid mappings evaluated, or ``seconds`` of wall time,
     whichever ends first when both are given (``DEFAULT_SAMPLES`` when neither).

@@ -45,7 +45,7 @@ def polish_orders(workload, arch, mapping: Mapping, evaluate, objective: str, sw
     """Best loop orders for fixed factors; returns (mapping, cost, evaluations).
 
     "Best" is the schedulers' lexicographic rule (``cosa.baselines.objective``: the objective, values
-    within ``tolerance`` of the best tried as ties, then DRAM bytes, energy, mapping text).
+    within ``tolerance`` of the best tried as ties, then DRAM bytes, energy, the objective, the first tried).
 
     ``cost``: the mapping's cost when already known.  Orders with the same reuse signature (per tensor, the loops inside its
     innermost relevant loop) cost the same, so one order per signature is

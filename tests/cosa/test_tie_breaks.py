@@ -18,10 +18,10 @@ from workloads import ROLES, matmul
 
 def brute_force_choice(costed, objective_of, tolerance):
     """The rule written out plainly: the candidates within ``tolerance`` of the best objective, then the
-    fewest DRAM bytes, then the least energy, then the first in the list."""
+    fewest DRAM bytes, then the least energy, then the best objective, then the first in the list."""
     best = min(objective_of(c) for c, _ in costed)
     ties = [(c, m) for c, m in costed if objective_of(c) <= best * (1 + tolerance)]
-    return min(ties, key=lambda cm: (cm[0].dram_bytes, cm[0].energy_pj))  # min keeps the first of equals
+    return min(ties, key=lambda cm: (cm[0].dram_bytes, cm[0].energy_pj, objective_of(cm[0])))  # the first of equals
 
 
 def every_valid_mapping(workload, arch):
