@@ -9,10 +9,10 @@ import time
 from mappings.validate import violations
 from workloads.divisors import prime_factor_counts
 
+from ..baselines.objective import TIE_TOLERANCE, TieSet, objective_value, within
 from ..schedule import Schedule, SchedulingError, SolverStats
 from .decode import add_capacity_cut, decode
 from .formulation import OBJECTIVES, CosaWeights, build
-from ..baselines.objective import TIE_TOLERANCE, TieSet, objective_value, within
 from .polish import polish_orders
 from .predict import baseline_mappings, load_start
 from .problem import build_problem
