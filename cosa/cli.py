@@ -152,11 +152,12 @@ def cmd_schedule(args) -> int:
     if args.json:
         _print_json({**schedule_to_dict(sched), **({"note": note} if note else {})})
         return 0
+    from rich.markup import escape
+
     console = _console()
     s = sched.stats
     console.print(f"[bold]{workload.name}[/] on [bold]{arch.name}[/] by {sched.scheduler} "
-                  f"({s.solver}, {s.status}, {s.total_s:.2f} s"
-                  + (f", gap {s.gap:.2%}" if s.gap is not None else "") + ")")
+                  f"({s.solver}, {s.total_s:.2f} s): {escape(sched.claim())}")
     console.print(format_loopnest(sched.mapping, workload, arch), markup=False, highlight=False)
     _print_cost(console, sched.cost)
     if sched.bound is not None:

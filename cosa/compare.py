@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 
 from workloads import FrameworkError, LoopNest
 
+from .baselines.objective import objective_value
 from .compare_progress import Progress, progress_form
 from .schedule import SchedulingError
 
@@ -73,6 +74,7 @@ class CompareRow:
     status: str = "ok"
     error: str | None = None
     extra: dict = field(default_factory=dict, compare=False)
+    claim: str = ""  # the status in words, with the model it holds in (``Schedule.claim``, checked by the layer's rows)
 
     @property
     def ok(self) -> bool:
@@ -86,7 +88,7 @@ class CompareRow:
             "ratio": self.ratio, "bound_bytes": self.bound_bytes, "bound_ratio": self.bound_ratio,
             "roofline_cycles": self.roofline_cycles, "cycles_over_roofline": self.cycles_over_roofline,
             "measured_s": self.measured_s, "measured_verified": self.measured_verified,
-            "status": self.status, "error": self.error, "extra": self.extra,
+            "status": self.status, "claim": self.claim, "error": self.error, "extra": self.extra,
         }
 
 
@@ -115,14 +117,6 @@ class CompareResult:
 
 
 # --- one layer ------------------------------------------------------------------------------------
-
-def _objective_value(cost, objective: str) -> float:
-    if objective == "energy":
-        return float(cost.energy_pj)
-    if objective == "edp":
-        return float(cost.cycles) * float(cost.energy_pj)
-    return float(cost.cycles)
-
 
 def _run(workload: LoopNest, arch, name: str, objective: str, time_limit_s: float | None, seed: int,
          random_seconds: float | None, random_samples: int | None):
@@ -215,12 +209,26 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
         rows.append(CompareRow(
             layer, name, workload.repeat, workload.macs, cycles=float(cost.cycles), energy_pj=float(cost.energy_pj),
             utilization=float(cost.utilization), dram_bytes=float(cost.dram_bytes), seconds=seconds,
-            objective_value=_objective_value(cost, objective), bound_bytes=bound,
+            objective_value=objective_value(cost, objective), bound_bytes=bound,
             bound_ratio=float(cost.dram_bytes) / bound if bound else None, roofline_cycles=roof,
             cycles_over_roofline=float(cost.cycles) / roof if roof else None, status=sched.stats.status,
-            extra=extra))
+            extra=extra, claim=sched.claim()))
     best = min((r.objective_value for r in rows if r.ok), default=None)
-    return [replace(r, ratio=r.objective_value / best) if r.ok and best else r for r in rows]
+    return [_checked_claim(replace(r, ratio=r.objective_value / best) if r.ok and best else r, rows, objective)
+            for r in rows]
+
+
+def _checked_claim(row: CompareRow, rows: list[CompareRow], objective: str) -> CompareRow:
+    """``row`` whose claim of optimality is qualified where another scheduler's schedule of the layer is better
+    in the cost model (the MIP is optimal in its linearised model, exhaustive search in its mapspace only)."""
+    if not row.ok or not row.claim.startswith("optimal"):
+        return row
+    better = sorted((r for r in rows if r.ok and r.objective_value < row.objective_value), key=lambda r: r.objective_value)
+    if not better:
+        return row
+    what = "cycles" if objective in ("latency", "cosa") else objective
+    beaten = ", ".join(f"{r.scheduler} {1 - r.objective_value / row.objective_value:.1%}" for r in better)
+    return replace(row, claim=f"{row.claim}; not optimal in the cost model, where {beaten} lower {what}")
 
 
 # --- executors ------------------------------------------------------------------------------------

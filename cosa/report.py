@@ -30,7 +30,7 @@ from .compare import CompareResult, CompareRow
 
 CSV_FIELDS = ("layer", "scheduler", "repeat", "macs", "cycles", "energy_pj", "utilization", "dram_bytes",
               "seconds", "objective_value", "ratio", "bound_bytes", "bound_ratio", "roofline_cycles", "cycles_over_roofline",
-              "measured_s", "measured_verified", "status", "error", "tile_args")
+              "measured_s", "measured_verified", "status", "claim", "error", "tile_args")
 
 
 def _finite(x) -> bool:

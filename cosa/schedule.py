@@ -17,7 +17,10 @@ class SolverStats:
     """Statistics of one search.  Times in seconds.
 
     For the MIP: model size and the solver's status and relative gap.  For
-    search baselines: ``evaluated`` mappings and no model size.
+    search baselines: ``evaluated`` mappings and no model size.  ``model``:
+    the model in which ``status`` holds ("the MIP's linearised model" for
+    the MIP, "the cost model" for exhaustive search); ``claim()`` says it
+    in words, which is how reports print the status.
     """
 
     solver: str
@@ -32,6 +35,15 @@ class SolverStats:
     evaluated: int = 0
     cuts: int = 0
     seed: int | None = None
+    model: str | None = None
+
+    def claim(self) -> str:
+        """The status with the model it holds in: "optimal in the MIP's linearised model (gap 0.05%)",
+        "time_limit in ... (gap 3.1%)", "optimal in the cost model"; the bare status when no model is named."""
+        if not self.model:
+            return self.status
+        gap = f" (gap {self.gap:.2%})" if self.gap is not None else ""
+        return f"{self.status} in {self.model}{gap}"
 
     @property
     def total_s(self) -> float:
@@ -42,7 +54,7 @@ class SolverStats:
             "solver": self.solver, "status": self.status, "variables": self.variables, "binaries": self.binaries,
             "constraints": self.constraints, "gap": self.gap, "objective": self.objective, "build_s": self.build_s,
             "solve_s": self.solve_s, "total_s": self.total_s, "evaluated": self.evaluated, "cuts": self.cuts,
-            "seed": self.seed,
+            "seed": self.seed, "model": self.model, "claim": self.claim(),
         }
 
 
@@ -63,3 +75,18 @@ class Schedule:
     stats: SolverStats
     extra: dict = field(default_factory=dict)
     bound: Any = None
+
+    def claim(self) -> str:
+        """What the scheduler may say of this schedule: its status in the model it holds in
+        (``SolverStats.claim``), and where the MIP returned another mapping than its main solve's
+        (a tie-break within its tolerance, or its start), which one."""
+        text = self.stats.claim()
+        how = (self.extra or {}).get("tie_break")
+        tolerance = (self.extra or {}).get("tie_tolerance")
+        returned = (self.extra or {}).get("returned")
+        if returned not in (None, "mip"):
+            text += f"; returned its start, the {returned} mapping, which the cost model ranks first"
+        elif how not in (None, "main"):
+            text += (f"; returned the {how} mapping within {tolerance:.0%} of that optimum (ties: fewer DRAM bytes, "
+                     "then less energy, in the cost model)")
+        return text

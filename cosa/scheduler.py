@@ -39,7 +39,9 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     start: what it finds on its own), "gemmini-default" (the vendor's tiling),
     "random" (options ``samples``/``seconds``), "exhaustive" (option ``limit``), "timeloop-mapper"
     (Timeloop's mapper when a binary is available; options ``search_size``, ``binary``, ``mapspace``,
-    ``workdir``: ``cosa.baselines.timeloop_mapper``).
+    ``workdir``: ``cosa.baselines.timeloop_mapper``).  "cosa", "random" and "exhaustive" also take
+    ``tie_tolerance``: objective values within this fraction of the best tie and are then ranked by
+    DRAM bytes and energy (``cosa.baselines.objective``, default 2 %).
     objective: "latency" (cycles), "energy" (pJ), "edp" (cycles * pJ), or for
     the MIP also "cosa" (CoSA's weighted log-domain objective).
     bound: attach ``lowerbounds.bound_for_arch`` as ``Schedule.bound`` (False
@@ -54,7 +56,7 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     if scheduler == "cosa":
         from .mip import mip_schedule
 
-        allowed = {"weights", "order_levels", "polish", "min_utilization", "warm_start"}
+        allowed = {"weights", "order_levels", "polish", "min_utilization", "warm_start", "tie_tolerance"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'cosa'; known: {sorted(allowed)}",
@@ -69,7 +71,7 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     elif scheduler == "random":
         from .baselines import random_search
 
-        allowed = {"samples", "seconds"}
+        allowed = {"samples", "seconds", "tie_tolerance"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'random'; known: {sorted(allowed)}",
@@ -78,7 +80,7 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     elif scheduler == "exhaustive":
         from .baselines import exhaustive
 
-        allowed = {"limit"}
+        allowed = {"limit", "tie_tolerance"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'exhaustive'; known: {sorted(allowed)}",

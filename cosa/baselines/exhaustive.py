@@ -8,13 +8,16 @@ from workloads import LoopNest
 
 from ..schedule import Schedule, SchedulingError, SolverStats
 from .mapspace import MapSpace
-from .objective import check_objective, objective_key
+from .objective import TIE_TOLERANCE, TieSet, check_objective, objective_value
 
 DEFAULT_LIMIT = 2_000_000
 
 
-def exhaustive(workload: LoopNest, arch, objective: str = "latency", limit: int = DEFAULT_LIMIT) -> Schedule:
-    """The optimum of the mapspace under ``objective`` (ties: fewer DRAM bytes, then the mapping text).
+def exhaustive(workload: LoopNest, arch, objective: str = "latency", limit: int = DEFAULT_LIMIT,
+               tie_tolerance: float = TIE_TOLERANCE) -> Schedule:
+    """The lexicographic optimum of the mapspace in the cost model: the objective, with values within
+    ``tie_tolerance`` of the best as ties, then DRAM bytes, energy, the objective and the first found
+    (``cosa.baselines.objective``).
 
     Raises SchedulingError when the space (``MapSpace.exhaustive_size``: factorizations
     times pruned orders) exceeds ``limit``, or when no mapping is valid.
@@ -34,7 +37,8 @@ def exhaustive(workload: LoopNest, arch, objective: str = "latency", limit: int 
         raise SchedulingError(f"the mapspace has at least {size:,} points, more than the limit {limit:,}; "
                               "use a smaller problem, a larger limit or another scheduler", source=src, field="limit")
     build_s = time.perf_counter() - start
-    best = None
+    ties = TieSet(objective, tie_tolerance)
+    best_value = None
     evaluated = invalid = 0
     for mapping in space.enumerate():
         try:
@@ -44,14 +48,15 @@ def exhaustive(workload: LoopNest, arch, objective: str = "latency", limit: int 
             continue
         cost = evaluate(workload, arch, mapping)
         evaluated += 1
-        key = objective_key(cost, mapping, objective)
-        if best is None or key < best[0]:
-            best = (key, mapping, cost)
+        ties.offer(cost, mapping)
+        value = objective_value(cost, objective)
+        best_value = value if best_value is None else min(best_value, value)
     solve_s = time.perf_counter() - start - build_s
-    if best is None:
+    if not len(ties):
         raise SchedulingError("no valid mapping in the whole mapspace", source=src, field="mapping")
-    key, mapping, cost = best
+    cost, mapping, _ = ties.best()
     stats = SolverStats(solver="exhaustive", status="optimal", build_s=build_s, solve_s=solve_s,
-                        evaluated=evaluated, objective=key[0])
-    extra = {"objective": objective, "space_size": size, "evaluated": evaluated, "invalid": invalid}
+                        evaluated=evaluated, objective=objective_value(cost, objective), model="the cost model")
+    extra = {"objective": objective, "space_size": size, "evaluated": evaluated, "invalid": invalid,
+             "tie_tolerance": tie_tolerance, "best_objective": best_value}
     return Schedule(workload, arch, mapping, cost, "exhaustive", stats, extra)

@@ -93,8 +93,8 @@ from mappings import Mapping
 from workloads import LoopNest
 
 from ..schedule import Schedule, SchedulingError, SolverStats
-from .gemmini_mapping import (CONV_ORDER, check_preset, conv_mapping, matmul_mapping, pointwise_mapping,
-                              unrollable, row_extents, tile_extent)
+from .gemmini_mapping import (CONV_ORDER, SHRINK_ORDER, check_preset, conv_mapping, fit_extents, matmul_mapping,
+                              pointwise_mapping, unrollable, row_extents, tile_extent)
 
 ACC_BYTES_PER_ENTRY = 4
 """The accumulator stores int32 partial sums: one row is DIM * 4 bytes."""
@@ -470,7 +470,11 @@ def gemmini_default_mapping(workload: LoopNest, arch) -> tuple[Mapping, dict]:
         vendor = {i: tiles.tile_I * config.dim, j: tiles.tile_J * config.dim, k: tiles.tile_K * config.dim}
         on_array = {j, k} if dataflow == "ws" else {i, j}
         extents = {d: tile_extent(bounds[d], vendor[d], config.dim, d in on_array) for d in (i, j, k)}
-        mapping = matmul_mapping(workload, matmul, extents, config.dim, dataflow)
+        names = {"i": i, "j": j, "k": k}
+        shrink = {lv: tuple(names[n] for n in order) for lv, order in SHRINK_ORDER["matmul"].items()}
+        mapping, extents, shrunk = fit_extents(
+            workload, arch, extents, lambda e: matmul_mapping(workload, matmul, e, config.dim, dataflow), shrink,
+            on_array, config.dim)
         kind, tile_args, call = "matmul", tiles.to_dict(), "tiled_matmul_auto"
     else:
         conv = _conv_shape(workload)
@@ -478,14 +482,16 @@ def gemmini_default_mapping(workload: LoopNest, arch) -> tuple[Mapping, dict]:
             raise SchedulingError("the gemmini-default heuristic handles matmuls (C[i,j] += A[i,k]*B[k,j]) and "
                                   "dense convolutions (dims N K C P Q R S) only", source=src, field="dims")
     b = workload.dims
-    if matmul is None and b["R"] == 1 and b["S"] == 1 and conv.pointwise:
+    if matmul is None and b["R"] == 1 and b["S"] == 1 and conv.pointwise and b.get("G", 1) == 1:
         # resnet50.c / mobilenet.c: tiled_matmul_nn_auto on the [N*Q*P, C] image
         tiles = tiled_matmul_auto_tiles(b["N"] * b["Q"] * b["P"], b["K"], b["C"], config, dataflow)
         extents = row_extents(b, tiles.tile_I * config.dim)
         extents.update({d: tile_extent(b[d], t * config.dim, config.dim, d == "K" or dataflow == "ws")
                         for d, t in (("K", tiles.tile_J), ("C", tiles.tile_K))})
         extents.update(R=1, S=1)
-        mapping = pointwise_mapping(workload, extents, config.dim, dataflow)
+        mapping, extents, shrunk = fit_extents(
+            workload, arch, extents, lambda e: pointwise_mapping(workload, e, config.dim, dataflow),
+            SHRINK_ORDER["conv"], {"K"} | ({"C"} if dataflow == "ws" else set()), config.dim)
         kind, tile_args, call = "conv-as-matmul", tiles.to_dict(), "tiled_matmul_nn_auto"
     elif matmul is None:
         if dataflow != "ws":
@@ -497,7 +503,8 @@ def gemmini_default_mapping(workload: LoopNest, arch) -> tuple[Mapping, dict]:
         if groups > 1 and conv.dilation != 1:
             raise SchedulingError("the library has no call for dilated grouped or depthwise convolutions",
                                   source=src, field="dilation")
-        downsample = b["S"] == 1 and conv.downsample(b["R"]) and groups == 1
+        # tiled_conv_stride_auto (one call per group) takes the downsample path as tiled_conv_auto does
+        downsample = b["S"] == 1 and conv.downsample(b["R"]) and not depthwise
         tiles = tiled_conv_auto_tiles(b["N"], b["Q"], b["P"], b["K"], b["C"], b["S"], b["R"], config,
                                       stride=conv.stride, kernel_dilation=conv.dilation, downsample=downsample)
         extents = {_CONV_ARG_DIM[name]: tile_extent(b[_CONV_ARG_DIM[name]], value, config.dim,
@@ -508,7 +515,9 @@ def gemmini_default_mapping(workload: LoopNest, arch) -> tuple[Mapping, dict]:
             raise SchedulingError(f"the preset cannot unroll a grouped layer's channels ({sorted({'C', 'K'} - unroll)}"
                                   "), so the library's per-group tiles do not map onto it; its command stream is "
                                   "gemmini.vendor.calls.grouped", source=src, field="G")
-        mapping = conv_mapping(workload, extents, config.dim, unroll)
+        mapping, extents, shrunk = fit_extents(
+            workload, arch, extents, lambda e: conv_mapping(workload, e, config.dim, unroll), SHRINK_ORDER["conv"],
+            {"C", "K"} & set(unroll), config.dim)
         kind = "depthwise" if depthwise else ("grouped" if groups > 1 else "conv")
         call = {"depthwise": "tiled_conv_dw_auto", "grouped": "tiled_conv_stride_auto per group"}.get(
             kind, "tiled_conv_auto")
@@ -519,6 +528,8 @@ def gemmini_default_mapping(workload: LoopNest, arch) -> tuple[Mapping, dict]:
         "dataflow": dataflow,
         "tile_args": tile_args,
         "tile_extents": extents,
+        # tiles shrunk below the vendor's where exact divisor tiles overflow a level its padded ones fit
+        "shrunk": {d: list(v) for d, v in shrunk.items()},
         "padding_rule": "tile extent = a divisor of the bound <= the vendor's tile extent (for dims on the "
                         "array: the one with the largest divisor <= DIM, then the largest; else the largest); "
                         "spatial factor = largest divisor of the tile extent <= DIM",

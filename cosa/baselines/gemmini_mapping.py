@@ -118,3 +118,39 @@ def conv_mapping(workload: LoopNest, extents: dict[str, int], dim: int, unroll=(
     return Mapping((dram, LevelMapping(), array, regs))
 
 
+
+
+SHRINK_ORDER = {
+    # per call kind and overflowing level: the dims whose tile extent shrinks first (the reduction first:
+    # fewer operand rows and no extra output traffic, the accumulator tile staying resident)
+    "matmul": {"Scratchpad": ("k", "i", "j"), "Accumulator": ("i", "j")},
+    "conv": {"Scratchpad": ("C", "P", "Q", "N", "K"), "Accumulator": ("P", "Q", "N", "K")},
+}
+
+
+def fit_extents(workload: LoopNest, arch, extents: dict[str, int], make, shrink: dict, on_array, dim: int):
+    """(mapping, extents, shrunk) with ``make(extents)`` valid on ``arch``: where exact divisor tiles overflow
+    a level the vendor's padded ones fit (its rows hold whole DIM-wide blocks, ours as wide as the divisor
+    allows, so a dim like 1000 = 8 x 125 needs 1.6x the rows), the overflowing level's dims in ``shrink``
+    order step down to their next smaller divisor tile until it fits.  ``shrunk``: dim -> (extent before,
+    after).  Raises SchedulingError when nothing is left to shrink."""
+    from mappings.validate import violations
+
+    extents, shrunk = dict(extents), {}
+    while True:
+        mapping = make(extents)
+        found = violations(mapping, workload, arch)
+        capacity = [e for e in found if (e.field or "").endswith(".capacity")]
+        if not found or len(capacity) < len(found):
+            return mapping, extents, shrunk
+        level = capacity[0].field.rsplit(".", 1)[0]
+        for d in shrink.get(level, ()):
+            smaller = [e for e in divisors(workload.dims[d]) if e < extents[d]]
+            if smaller:
+                before = extents[d]
+                extents[d] = tile_extent(workload.dims[d], before - 1, dim, d in on_array)
+                shrunk[d] = (shrunk.get(d, (before,))[0], extents[d])
+                break
+        else:
+            raise SchedulingError(f"the vendor's tiles overflow the {level} and no tile is left to shrink: "
+                                  f"{capacity[0]}", source=f"workload {workload.name}", field="mapping")

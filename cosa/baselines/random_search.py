@@ -9,14 +9,16 @@ from workloads import LoopNest
 
 from ..schedule import Schedule, SchedulingError, SolverStats
 from .mapspace import MapSpace, random_mapping_with_rejections
-from .objective import check_objective, objective_key
+from .objective import TIE_TOLERANCE, TieSet, check_objective, objective_value
 
 DEFAULT_SAMPLES = 1000
 
 
 def random_search(workload: LoopNest, arch, samples: int | None = None, seconds: float | None = None, seed: int = 0,
-                  objective: str = "latency") -> Schedule:
-    """Best of random valid mappings.
+                  objective: str = "latency", tie_tolerance: float = TIE_TOLERANCE) -> Schedule:
+    """Best of random valid mappings: the lexicographic choice of ``cosa.baselines.objective`` (the
+    objective, values within ``tie_tolerance`` of the best as ties, then DRAM bytes, energy, the objective,
+    the first drawn).
 
     Budget: ``samples`` valid mappings evaluated, or ``seconds`` of wall time,
     whichever ends first when both are given (``DEFAULT_SAMPLES`` when neither).
@@ -37,24 +39,22 @@ def random_search(workload: LoopNest, arch, samples: int | None = None, seconds:
     rng = random.Random(seed)
     space = MapSpace(workload, arch)
     build_s = time.perf_counter() - start
-    best = None
+    ties = TieSet(objective, tie_tolerance)
     evaluated = rejected = 0
     while True:
         mapping, tries = random_mapping_with_rejections(workload, arch, rng, space=space)
         rejected += tries
         cost = evaluate(workload, arch, mapping)
         evaluated += 1
-        key = objective_key(cost, mapping, objective)
-        if best is None or key < best[0]:
-            best = (key, mapping, cost)
+        ties.offer(cost, mapping)
         if samples is not None and evaluated >= samples:
             break
         if seconds is not None and time.perf_counter() - start >= seconds:
             break
     solve_s = time.perf_counter() - start - build_s
-    key, mapping, cost = best
+    cost, mapping, _ = ties.best()
     stats = SolverStats(solver="random", status="ok", build_s=build_s, solve_s=solve_s, evaluated=evaluated,
-                        seed=seed, objective=key[0])
-    extra = {"objective": objective, "samples": evaluated, "rejected": rejected,
+                        seed=seed, objective=objective_value(cost, objective))
+    extra = {"objective": objective, "samples": evaluated, "rejected": rejected, "tie_tolerance": tie_tolerance,
              "budget": {"samples": samples, "seconds": seconds}}
     return Schedule(workload, arch, mapping, cost, "random", stats, extra)

@@ -9,13 +9,15 @@ import time
 from mappings.validate import violations
 from workloads.divisors import prime_factor_counts
 
+from ..baselines.objective import TIE_TOLERANCE, TieSet, objective_value, within
 from ..schedule import Schedule, SchedulingError, SolverStats
 from .decode import add_capacity_cut, decode
 from .formulation import OBJECTIVES, CosaWeights, build
-from .polish import objective_value, polish_orders
+from .polish import polish_orders
 from .predict import baseline_mappings, load_start
 from .problem import build_problem
 from .solve import SOLVERS, solve
+from .tiebreak import fewest_dram_bytes, least_energy
 
 MAX_CUT_ROUNDS = 16
 NOGOOD_CUTS_PER_LEVEL = 2
@@ -23,7 +25,8 @@ EDP_ROUNDS = 3
 MAX_START_TRIES = 3  # baseline mappings tried for a MIP start before solving without one
 START_TIME_LIMIT_S = 10.0  # per fixed solve; never more than a quarter of the time left
 START_MIN_S = 1.0  # ... except before any baseline has loaded
-TIE_TOLERANCE = 1e-3  # latency objectives this close to the optimum count as ties (the default mip_gap)
+TIE_CAP_SHARES = (1.0, 0.5)  # the fewest-DRAM-bytes solve's cap on the objective, in tie tolerances
+COMPUTE_TIE_TOLERANCE = 1e-3  # model latencies this close to the optimum: ties for the fewest-compute solve
 
 
 def _evaluator():
@@ -78,7 +81,7 @@ def _diagnose_infeasible(form, src: str) -> SchedulingError:
 def mip_schedule(workload, arch, objective: str = "latency", solver: str = "highs", time_limit_s: float = 60.0,
                  mip_gap: float = 0.001, seed: int = 0, weights: CosaWeights | None = None,
                  order_levels="outer", polish: bool = True, min_utilization: float | None = None,
-                 warm_start: bool = True) -> Schedule:
+                 warm_start: bool = True, tie_tolerance: float = TIE_TOLERANCE) -> Schedule:
     """Schedule ``workload`` on ``arch`` with the CoSA MIP.
 
     Returns a Schedule whose mapping passed ``mappings.validate``.  ``polish``
@@ -103,6 +106,19 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     When the time limit stops the search, the baseline start is returned
     instead of the incumbent if the cost model ranks it better, or if no
     valid incumbent was found (``extra["returned"]`` says which).
+    Ties are broken lexicographically, as by every baseline
+    (``cosa.baselines.objective``): among the mappings found whose objective
+    in the cost model is within ``tie_tolerance`` (2 %) of the best, the one
+    with the fewest DRAM bytes, then the least energy.  For the latency and
+    energy objectives a second solve (``tiebreak.fewest_dram_bytes``, at most
+    ``tiebreak.TIE_SOLVE_S`` seconds) looks for it in the model: the main
+    objective capped at ``1 + tie_tolerance`` times its optimum, the model's
+    DRAM bytes minimised (once more at half that cap when the cost model puts
+    its mapping outside the tolerance); its mapping competes with the main
+    one in the cost model (``extra["tie_break"]`` says which won,
+    ``extra["tie_solves"]`` what each solve found and took).  Under the
+    latency objective a third solve (``tiebreak.least_energy``) keeps that
+    cap and the DRAM bytes found and minimises the model's energy.
     Raises SchedulingError when no valid mapping exists or the time limit
     passes with no incumbent.
     """
@@ -117,6 +133,9 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
                               field="time_limit_s")
     if not isinstance(mip_gap, (int, float)) or not mip_gap >= 0:
         raise SchedulingError(f"mip_gap must be a number >= 0, got {mip_gap!r}", source=src, field="mip_gap")
+    if isinstance(tie_tolerance, bool) or not isinstance(tie_tolerance, (int, float)) or not 0 <= tie_tolerance < 1:
+        raise SchedulingError(f"tie_tolerance must be a number in [0, 1), got {tie_tolerance!r}", source=src,
+                              field="tie_tolerance")
     t0 = time.perf_counter()
     problem = build_problem(workload, arch, order_levels)
     if min_utilization is not None:
@@ -137,8 +156,9 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     rounds = 0
     evaluated = 0
     polished = False
-    tie_broken = False  # the schedule is the fewest-compute one among the model's ties
-    best = None  # (key, mapping, cost, result, "mip" or the start's source)
+    pool = TieSet(objective, tie_tolerance)  # every costed mapping found; items (result, returned, tie-break)
+    tie_solves = []  # per tie-breaking solve: (what, status, seconds)
+    best = None  # (key, mapping, cost, result, "mip" or the start's source, tie-break)
     fallback = None  # (source, mapping, model objective): the first valid baseline that loaded as a start
     fallback_costed = False
     reference = None
@@ -224,28 +244,57 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
             cost = evaluate(workload, arch, mapping)
             evaluated += 1
             if polish and objective != "cosa" and not _prediction_exact(form, result, cost, objective):
-                mapping, cost, n = polish_orders(workload, arch, mapping, evaluate, objective, cost=cost)
+                mapping, cost, n = polish_orders(workload, arch, mapping, evaluate, objective, cost=cost,
+                                                 tolerance=tie_tolerance)
                 evaluated += n
                 polished = True
+        costed = [(mapping, cost, "main", 0)]
         if (objective == "latency" and returned == "mip" and result.status == "optimal" and cost is not None
                 and form.cycles is not None and time.perf_counter() < deadline):
             # ties: the model prices some schedules alike that the cost model does not (its transfer terms
             # bind and over-count reloads at levels whose order it does not decide); among them, the one
-            # with the fewest compute cycles, kept when the cost model ranks it better
+            # with the fewest compute cycles
             other, spent = _fewest_compute(form, result, deadline, solver, seed, src)
             solve_s += spent
-            if other is not None and other != mapping and not violations(other, workload, arch):
-                other_cost = evaluate(workload, arch, other)
-                evaluated += 1
-                if polish:
-                    other, other_cost, n = polish_orders(workload, arch, other, evaluate, objective, cost=other_cost)
-                    evaluated += n
-                if objective_value(other_cost, objective) < objective_value(cost, objective):
-                    mapping, cost, tie_broken = other, other_cost, True
-        key = objective_value(cost, objective) if cost is not None else result.objective
-        if best is None or key < best[0]:
-            best = (key, mapping, cost, result, returned)
-            start_choice = ("incumbent", mapping)
+            tie_solves.append(("fewest compute", "optimal" if other is not None else "none", spent))
+            costed.append(_costed(other, "fewest compute", workload, arch, evaluate, objective, polish,
+                                 tie_tolerance))
+        if (objective in ("latency", "energy") and returned == "mip" and result.has_solution and cost is not None
+                and result.objective is not None):
+            # the lexicographic second key in the model: fewest DRAM bytes within the tolerance of the optimum.
+            # That solve goes to the edge of the cap, where the model and the cost model may disagree by a
+            # little: when the cost model puts its mapping outside the tolerance, once more with half the cap
+            fastest = min(objective_value(c, objective) for _, c, _, _ in costed if c is not None)
+            for share in TIE_CAP_SHARES:
+                other, spent, status = fewest_dram_bytes(form, result.objective, tie_tolerance * share, deadline,
+                                                         solver, seed, mip_gap, src)
+                solve_s += spent
+                tie_solves.append((f"fewest DRAM bytes (cap {tie_tolerance * share:.2%})", status, spent))
+                costed.append(_costed(other, "fewest DRAM bytes", workload, arch, evaluate, objective, polish,
+                                      tie_tolerance))
+                got = costed[-1][1]
+                if got is None or within(objective_value(got, objective), fastest, tie_tolerance):
+                    break
+            if objective == "latency" and other is not None:
+                # the third key in the model: least energy at those DRAM bytes (the model is at that solution)
+                other, spent, status = least_energy(form, result.objective, tie_tolerance * share, deadline, solver,
+                                                    seed, mip_gap, src)
+                solve_s += spent
+                tie_solves.append(("least energy", status, spent))
+                costed.append(_costed(other, "least energy", workload, arch, evaluate, objective, polish,
+                                      tie_tolerance))
+        for other, other_cost, how, n in costed:
+            evaluated += n
+            if other is None:
+                continue
+            if other_cost is None:  # no cost model: the model's objective decides
+                if best is None or result.objective < best[0]:
+                    best = (result.objective, other, None, result, returned, how)
+                continue
+            pool.offer(other_cost, other, (result, returned, how))
+        if len(pool):
+            best = _pool_best(pool, objective)
+        start_choice = ("incumbent", best[1])
         if (result.status == "time_limit" and returned == "mip" and fallback is not None and not fallback_costed
                 and evaluate is not None and objective != "cosa"):
             # stopped by the clock: the incumbent is not proven better than the start it began from,
@@ -255,11 +304,11 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
             other_cost = evaluate(workload, arch, other)
             evaluated += 1
             if polish:
-                other, other_cost, n = polish_orders(workload, arch, other, evaluate, objective, cost=other_cost)
+                other, other_cost, n = polish_orders(workload, arch, other, evaluate, objective, cost=other_cost,
+                                                     tolerance=tie_tolerance)
                 evaluated += n
-            other_key = objective_value(other_cost, objective)
-            if other_key < best[0]:
-                best = (other_key, other, other_cost, other_result, fallback[0])
+            pool.offer(other_cost, other, (other_result, fallback[0], "start"))
+            best = _pool_best(pool, objective)
         rounds += 1
         if objective != "edp" or cost is None or rounds >= EDP_ROUNDS or time.perf_counter() >= deadline:
             break
@@ -274,13 +323,15 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
         if min_utilization is not None:
             _add_min_utilization(form, min_utilization)
         build_s += time.perf_counter() - t1
-    key, mapping, cost, result, returned = best
+    key, mapping, cost, result, returned, tie_break = best
     nvars, nint, ncons = form.size()
     stats = SolverStats(solver=solver, status=result.status, variables=nvars, binaries=nint, constraints=ncons,
                         gap=result.gap, objective=result.objective, build_s=build_s, solve_s=solve_s, cuts=cuts,
-                        seed=seed, evaluated=evaluated)
+                        seed=seed, evaluated=evaluated, model="the MIP's linearised model")
     extra = {"objective": objective, "order_levels": list(problem.order_levels), "polished": polished,
-             "tie_broken": tie_broken,
+             "tie_broken": tie_break not in ("main", "start"), "tie_break": tie_break,
+             "tie_tolerance": tie_tolerance,
+             "tie_solves": [{"what": w, "status": st, "seconds": sec} for w, st, sec in tie_solves],
              "rounds": rounds, "last_round_objective": objective_of_round,
              "start": starts[0][0] if starts and starts[0] else None,
              "start_objective": starts[0][1] if starts and starts[0] else None,
@@ -293,16 +344,34 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     return Schedule(workload, arch, mapping, cost, "cosa", stats, extra)
 
 
+def _costed(mapping, how: str, workload, arch, evaluate, objective: str, polish: bool, tolerance: float):
+    """(mapping, cost, how, cost-model calls) of a tie-breaking solve's mapping, costed and polished;
+    (None, None, how, 0) when there is none or it is not valid (tie solves add no capacity cuts)."""
+    if mapping is None or evaluate is None or violations(mapping, workload, arch):
+        return None, None, how, 0
+    cost = evaluate(workload, arch, mapping)
+    n = 0
+    if polish and objective != "cosa":
+        mapping, cost, n = polish_orders(workload, arch, mapping, evaluate, objective, cost=cost, tolerance=tolerance)
+    return mapping, cost, how, n + 1
+
+
+def _pool_best(pool, objective: str):
+    """``best`` as the driver keeps it, from the pool's lexicographic winner."""
+    cost, mapping, (result, returned, how) = pool.best()
+    return objective_value(cost, objective), mapping, cost, result, returned, how
+
+
 def _fewest_compute(form, result, deadline: float, solver: str, seed: int, src: str):
     """The mapping with the fewest compute cycles among the solutions whose latency objective is within
-    ``TIE_TOLERANCE`` of the optimum ``result`` (loaded in the model, which starts the solve), or None when
+    ``COMPUTE_TIE_TOLERANCE`` of the optimum ``result`` (loaded in the model, which starts the solve), or None when
     that solve is not proven optimal before ``deadline``; and the seconds spent.  The model is left as it
     was (its objective active, the extra row and objective removed)."""
     import pyomo.environ as pe
 
     m = form.model
     m.obj.deactivate()
-    m.tie_cap = pe.Constraint(expr=form.cycles <= result.objective * (1 + TIE_TOLERANCE))
+    m.tie_cap = pe.Constraint(expr=form.cycles <= result.objective * (1 + COMPUTE_TIE_TOLERANCE))
     m.tie_obj = pe.Objective(expr=form.terms["compute"], sense=pe.minimize)
     try:
         remaining = max(deadline - time.perf_counter(), 0.05)

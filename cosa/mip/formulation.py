@@ -80,8 +80,9 @@ import pyomo.environ as pe
 from workloads.divisors import multiplicity
 from workloads.footprint import group_dims
 
+from .energy import energy_expr
 from .latency import Terms, cycles_expr
-from .linear import EPS, add as _add, exp_tangents as _exp_tangents
+from .linear import EPS, add as _add
 from .problem import Problem, WindowAxis
 from .reuse import build_order, reload_log
 from .runs import build_runs, run_levels
@@ -123,6 +124,10 @@ class Formulation:
     runs: dict = field(default_factory=dict)
     reuse: dict = field(default_factory=dict)  # (tensor, dim) -> binary: reused at the outermost level
     cycles: object = None  # the latency objective's expression (cycles in ideal units)
+    log_words: dict = field(default_factory=dict)  # (tensor, child level) -> log2 words moved into one child
+    spatial_outside: object = None  # (tensor, lo, hi, relevant_only) -> log2 of the spatial factors at lo..hi-1
+    log_s: object = None  # (level, dim) -> log2 of the dim's spatial factors at the level
+    all_temporal: object = None  # log2 of every temporal factor
 
     # --- model size -----------------------------------------------------------
     def size(self) -> tuple[int, int, int]:
@@ -329,6 +334,8 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         """log2 of spatial factors at levels lo..hi-1 (relevant to t only, when asked)."""
         return sum(log_s(k, d) for k in range(lo, hi) for d in dims if (not relevant_only or d in t.dims))
 
+    form.log_words, form.spatial_outside = log_words, spatial_outside
+
     # --- compute commands at levels with compute_rows (runs.py) -------------------
     if objective in ("latency", "edp"):
         def log_factor(k, d, kind):
@@ -345,6 +352,7 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
     ideal_log = macs_log - log2(arch.total_macs_per_cycle)
     all_temporal = sum(log_t(k, d) for k in range(L) for d in dims)
     compute_log = all_temporal - log2(arch.macs_per_cycle)
+    form.log_s, form.all_temporal = log_s, all_temporal
     if objective == "cosa":
         w = weights or CosaWeights()
         util = sum(tile(t.name, i) for t in wl.tensors for i in problem.holders[t.name] if i > 0)
@@ -360,37 +368,9 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         m.obj = pe.Objective(expr=form.cycles, sense=pe.minimize)
         return form
 
-    # energy (and EDP): totals over all instances, in units of one pJ per MAC
+    # energy (and EDP): totals over all instances, in units of one pJ per MAC (energy.py)
     e_ref = macs_log
-    energy_terms = []
-    for (t, p, c) in pairs:
-        lp, lc = arch.levels[p], arch.levels[c]
-        per_word_parent = lp.read_energy_pj_per_byte * lp.bytes_per_word(t)
-        per_word_child = lc.write_energy_pj_per_byte * lc.bytes_per_word(t)
-        if t.is_output:
-            per_word_parent += lp.write_energy_pj_per_byte * lp.bytes_per_word(t)
-            per_word_child += lc.read_energy_pj_per_byte * lc.bytes_per_word(t)
-        x_parent = log_words[t.name, c] + spatial_outside(t, 0, p, False) + spatial_outside(t, p, c, lp.multicast)
-        x_child = log_words[t.name, c] + spatial_outside(t, 0, c, False)
-        for tag, x, coef in (("p", x_parent, per_word_parent), ("c", x_child, per_word_child)):
-            if coef > 0:
-                y = _exp_tangents(m, f"energy_{t.name}_{c}_{tag}", x - e_ref, -10, 16)
-                energy_terms.append(coef * y)
-    # MAC side: the innermost holder of each tensor serves every temporal iteration
-    # (distinct words across the units below one instance; outputs are also written)
-    for t in wl.tensors:
-        inner = problem.holders[t.name][-1]
-        lv = arch.levels[inner]
-        coef = lv.read_energy_pj_per_byte * lv.bytes_per_word(t)
-        if t.is_output:
-            coef += lv.write_energy_pj_per_byte * lv.bytes_per_word(t)
-        if coef <= 0:
-            continue
-        x = (all_temporal + spatial_outside(t, 0, inner, False)
-             + sum(log_s(k, d) for k in range(inner, L) for d in dims if d in t.dims))
-        y = _exp_tangents(m, f"energy_mac_{t.name}", x - e_ref, -10, 16)
-        energy_terms.append(coef * y)
-    energy = sum(energy_terms) if energy_terms else 0
+    energy = energy_expr(m, problem, pairs, log_words, spatial_outside, log_s, all_temporal)
     if objective == "energy":
         m.obj = pe.Objective(expr=energy, sense=pe.minimize)
         return form

@@ -14,6 +14,8 @@ import itertools
 
 from mappings import LevelMapping, Mapping
 
+from ..baselines.objective import TIE_TOLERANCE, TieSet
+
 MAX_ORDERS_PER_LEVEL = 720
 MAX_EVALUATIONS = 24
 
@@ -31,15 +33,6 @@ def _reuse_signature(order, tensors) -> tuple:
     return tuple(sig)
 
 
-def objective_value(cost, objective: str) -> float:
-    """latency: cycles; energy: pJ; edp: cycles * pJ; cosa: cycles (for ranking only)."""
-    if objective == "energy":
-        return float(cost.energy_pj)
-    if objective == "edp":
-        return float(cost.cycles) * float(cost.energy_pj)
-    return float(cost.cycles)
-
-
 def _with_order(mapping: Mapping, level: int, order: tuple[str, ...]) -> Mapping:
     levels = list(mapping.levels)
     lm = levels[level]
@@ -48,17 +41,21 @@ def _with_order(mapping: Mapping, level: int, order: tuple[str, ...]) -> Mapping
 
 
 def polish_orders(workload, arch, mapping: Mapping, evaluate, objective: str, sweeps: int = 2,
-                  max_evaluations: int = MAX_EVALUATIONS, cost=None):
+                  max_evaluations: int = MAX_EVALUATIONS, cost=None, tolerance: float = TIE_TOLERANCE):
     """Best loop orders for fixed factors; returns (mapping, cost, evaluations).
+
+    "Best" is the schedulers' lexicographic rule (``cosa.baselines.objective``: the objective, values
+    within ``tolerance`` of the best tried as ties, then DRAM bytes, energy, the objective, the first tried).
 
     ``cost``: the mapping's cost when already known.  Orders with the same reuse signature (per tensor, the loops inside its
     innermost relevant loop) cost the same, so one order per signature is
-    tried, within ``max_evaluations`` cost-model calls.  Ties keep the
-    incumbent, so the result is deterministic and never worse.
+    tried, within ``max_evaluations`` cost-model calls.  Deterministic, and never
+    worse than the start under the rule.
     """
     best = mapping
     best_cost = cost if cost is not None else evaluate(workload, arch, mapping)
-    best_key = (objective_value(best_cost, objective), float(getattr(best_cost, "dram_bytes", 0.0)))
+    ties = TieSet(objective, tolerance)
+    ties.offer(best_cost, best)
     evaluations = 0 if cost is not None else 1
     for _ in range(sweeps):
         improved = False
@@ -78,9 +75,10 @@ def polish_orders(workload, arch, mapping: Mapping, evaluate, objective: str, sw
                 candidate = _with_order(best, level, tuple(order))
                 cost = evaluate(workload, arch, candidate)
                 evaluations += 1
-                key = (objective_value(cost, objective), float(getattr(cost, "dram_bytes", 0.0)))
-                if key < best_key:
-                    best, best_cost, best_key, improved = candidate, cost, key, True
+                ties.offer(cost, candidate)
+                if ties.best()[1] is not best:
+                    best_cost, best, _ = ties.best()
+                    improved = True
                     lm = best.levels[level]
         if not improved:
             break

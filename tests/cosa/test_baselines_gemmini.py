@@ -203,3 +203,36 @@ def test_depthwise_takes_the_library_dw_tiles_one_channel_at_a_time():
     args = s.extra["tile_args"]
     assert ((cfg2[2] >> 48) & 0xFFFF, (cfg2[2] >> 32) & 0xFFFF, (cfg2[2] >> 16) & 0xFFFF) == (
         args["batches"], args["porows"], args["pocols"])
+
+
+def test_grouped_pointwise_takes_one_library_conv_call_per_group():
+    """A grouped 1x1 layer (ShuffleNet's) is not a matmul for the library: resnet50.c / mobilenet.c style,
+    one tiled_conv_stride_auto per group on the group's channels, G walked outermost at DRAM."""
+    w = conv2d("gconv1", C=240, K=60, H=14, W=14, groups=3)  # per group: 80 -> 20 channels
+    s = gemmini_default(w, WS)
+    validate(s.mapping, w, WS)
+    assert s.extra["kind"] == "grouped" and s.extra["library_call"] == "tiled_conv_stride_auto per group"
+    assert s.extra["tile_args"] == tiled_conv_auto_tiles(1, 14, 14, 20, 80, 1, 1).to_dict()
+    dram = s.mapping.levels[0]
+    assert dram.loop_order(list(w.dims))[0] == "G" and dram.temporal["G"] == 3
+
+
+def test_large_fc_tiles_shrink_until_they_fit():
+    """A 1000-way FC on a long input: 1000 = 8 x 125 columns fill DIM-wide blocks only 10 wide, so the
+    vendor's padded tile overflows as exact divisor tiles; its reduction tile shrinks until it fits."""
+    w = matmul("fc", M=1, N=1000, K=25088)
+    s = gemmini_default(w, WS)
+    assert not violations(s.mapping, w, WS)
+    assert set(s.extra["shrunk"]) == {"K"}
+    before, after = s.extra["shrunk"]["K"]
+    assert after < before and 25088 % after == 0 and after == s.extra["tile_extents"]["K"]
+    assert evaluate(w, WS, s.mapping).cycles > 0
+
+
+def test_output_stationary_fc_shrinks_its_accumulator_tile():
+    """OS on 1001 = 7 x 11 x 13 output columns: the C tile overflows the accumulator as exact divisors; an
+    output dim shrinks (never the reduction, which the accumulator does not hold)."""
+    w = matmul("fc_os", M=100, N=1001, K=960)
+    s = gemmini_default(w, OS)
+    assert not violations(s.mapping, w, OS)
+    assert s.extra["shrunk"] and set(s.extra["shrunk"]) <= {"M", "N"}

@@ -233,9 +233,10 @@ def test_decoded_order_realizes_the_counted_run(nest):
 
 def test_schedule_streams_full_commands_where_merging_pays():
     """A 1x1 conv of 8x8 pixels: the best mapping streams 16-row commands (a merged 2-D patch or a 16-pixel
-    loop), never short runs of the old quantum model's choices."""
+    loop), never short runs of the old quantum model's choices (ties: no tolerance; mappings of equal
+    cycles, DRAM bytes and energy keep the main solve's)."""
     nest = workloads.conv2d("pw8", C=64, K=64, P=8, Q=8)
-    result = mip_schedule(nest, WS, time_limit_s=30, mip_gap=0.0, polish=False)
+    result = mip_schedule(nest, WS, time_limit_s=30, mip_gap=0.0, polish=False, tie_tolerance=0.0)
     runs = level_runs(nest, WS, result.mapping, REGS)
     assert runs.iterations_per_residency / runs.computes_per_residency == 16
     ideal = nest.macs / WS.total_macs_per_cycle

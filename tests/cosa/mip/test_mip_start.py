@@ -6,7 +6,7 @@ import pytest
 
 import costmodel
 import workloads
-from cosa.mip import driver
+from cosa.mip import driver, tiebreak
 from cosa.mip.decode import fix_to_mapping, unfix_all
 from cosa.mip.formulation import build
 from cosa.mip.predict import baseline_mappings, load_start, predict
@@ -122,6 +122,7 @@ def test_time_limited_incumbent_worse_than_the_start_is_replaced_by_it(monkeypat
     real_solve = driver.solve
     monkeypatch.setattr(driver, "solve", lambda *a, **k: dataclasses.replace(real_solve(*a, **k), status=status))
     monkeypatch.setattr(driver, "decode", lambda form: poor)
+    monkeypatch.setattr(tiebreak, "decode", lambda form: poor)  # the tie-breaking solve decodes the same
     result = driver.mip_schedule(CONV, GEMMINI, time_limit_s=60, polish=False)
     if status == "time_limit":
         assert result.extra["returned"] == "gemmini-default" and result.mapping == default
