@@ -93,8 +93,9 @@ def compare(sgd_seconds: float, casgd_seconds: dict, predicted: dict, tolerance:
 
 
 def path_alpha_beta(rounds: list[dict]) -> tuple[float, float, dict]:
-    """(alpha s, beta s/word, {words: one-way s}) from the ping-pong rounds: per size the least of the
-    rounds' medians (the quietest round's view of the path), then ``fit_alpha_beta``."""
+    """(alpha s, beta s/word, {words: one-way s}) from the ping-pong rounds ({words: one-way s} each; the
+    benchmark's are means): per size the least over the rounds (the quietest round's view of the path),
+    then ``fit_alpha_beta``."""
     from targets.mpi.calibrate import fit_alpha_beta
 
     best = {w: min(r[w] for r in rounds) for w in rounds[0]}
@@ -278,7 +279,10 @@ def main() -> int:
              "what is missing and is skipped); \"delayline\" rows delay packets in a forwarding process between "
              "TUN devices, whose wake-up per packet is part of the measured alpha.  The machine was shared with "
              "other jobs: the load average is printed, and with more runnable jobs than cores a rank waits for a "
-             "core however few ranks there are.")
+             "core however few ranks there are; the ping-pong's alpha counts some of that wait, the model's SGD "
+             "seconds leave out SGD's per-iteration Python work and the rest of it, so where the path's alpha is "
+             "small (no added delay) the model's SGD is far faster than the measured one (compare the model "
+             "seconds with the seconds of the sgd rows) and its predicted speedup far below the measured.")
     save_outputs(name="casgd", title="CA-SGD vs SGD over a delayed network path", command=command, date=date,
                  machine=machine_text, console=console,
                  data={"rows": rows, "skipped": skipped, "failed": failed,
