@@ -50,7 +50,7 @@ class Config:
     cond: float = 10.0
     kernels: str = "numpy"
     threads: int = 1
-    latency_s: float = 0.0
+    sleep_after_send_s: float = 0.0  # time.sleep after each message sent: a stall, not network latency
     check: bool = True  # also run SGD on the same samples: iterate_diff_vs_sgd
     timeout_s: float = 300.0
 
@@ -65,8 +65,8 @@ class Config:
             raise CasgdError(f"must be a positive number, got {self.eta!r}", field="--eta")
         if self.method not in ("sgd", "casgd"):
             raise CasgdError(f"must be sgd or casgd, got {self.method!r}", field="--method")
-        if self.latency_s < 0:
-            raise CasgdError(f"must be >= 0, got {self.latency_s!r}", field="--latency")
+        if self.sleep_after_send_s < 0:
+            raise CasgdError(f"must be >= 0, got {self.sleep_after_send_s!r}", field="--sleep-after-send")
 
 
 def parse_synthetic(text: str) -> tuple[int, int, float]:
@@ -165,7 +165,7 @@ def best_s(iters: int, b: int, p: int, n: int, density: float, machine: dict,
 def rank_main(ranks, config: dict) -> dict:
     """One rank: its column block, the shared samples, the method(s) (each in its own counted phase)."""
     cfg = Config(**{**config, "synthetic": tuple(config["synthetic"]) if config.get("synthetic") else None})
-    ranks.ledger.latency_s = cfg.latency_s
+    ranks.ledger.sleep_after_send_s = cfg.sleep_after_send_s
     data = dataset(cfg)
     m, n = data.shape
     c0, c1 = ca.column_block(n, ranks.size, ranks.rank)
@@ -254,9 +254,11 @@ def run(cfg: Config, machine: dict | None = None, reference: bool = False) -> di
     return run_many([cfg], machine, reference)[0]
 
 
-def run_many(cfgs: list, machine: dict | None = None, reference: bool = False, keep_x: bool = False) -> list:
+def run_many(cfgs: list, machine: dict | None = None, reference: bool = False, keep_x: bool = False,
+             launch_kw: dict | None = None) -> list:
     """``run`` for several configs on the same data and rank count, in one launch of the ranks
-    (``keep_x``: each result's ``x`` too, the final iterate as a list)."""
+    (``keep_x``: each result's ``x`` too, the final iterate as a list; ``launch_kw``: more keyword
+    arguments of ``targets.mpi.launch``, e.g. the ranks' hosts on a network path)."""
     from targets.mpi import launch
 
     if not cfgs or any(c.ranks != cfgs[0].ranks or c.data != cfgs[0].data or c.synthetic != cfgs[0].synthetic
@@ -270,7 +272,7 @@ def run_many(cfgs: list, machine: dict | None = None, reference: bool = False, k
         prepare_kernels(cfg, data)
     t0 = time.perf_counter()
     res = launch("algorithms.casgd_run:rank_many", cfgs[0].ranks, {"configs": [asdict(c) for c in cfgs]},
-                 timeout_s=max(c.timeout_s for c in cfgs))
+                 timeout_s=max(c.timeout_s for c in cfgs), **(launch_kw or {}))
     wall = time.perf_counter() - t0
     ref = sklearn_reference(data, cfgs[0].seed) if reference else None
     out = [summarise(cfg, data, sorted((r[i] for r in res), key=lambda r: r["rank"]), machine, ref, wall)
@@ -312,7 +314,7 @@ def summarise(cfg: Config, data: ca.Dataset, res: list, machine: dict | None, re
         "seconds": max(r["seconds"][cfg.method] for r in res),
         "seconds_by_method": {k: max(r["seconds"][k] for r in res) for k in xs},
         "wall_seconds": wall,
-        "latency_s": cfg.latency_s,
+        "sleep_after_send_s": cfg.sleep_after_send_s,
         "x": x.tolist(),
         **{k: v for k, v in best_s(cfg.iters, cfg.b, cfg.ranks, n, data.density, machine, candidates).items()
            if k in ("best_s", "crossover_s")},

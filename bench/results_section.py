@@ -227,6 +227,8 @@ def cell_number(cell: str) -> tuple[float, float] | None:
     value = float(f"{sign}{whole.replace(',', '')}{frac or ''}{exp or ''}")
     half = 0.5 * 10.0 ** -(len(frac) - 1 if frac else 0)
     if exp:
+        if abs(int(exp[1:])) > 300:  # '5e867' of a commit hash like 5e867e2: a name, not a figure
+            return None
         half *= 10.0 ** int(exp[1:])
     return value, half
 

@@ -1,7 +1,7 @@
 """``cosa run casgd``: SGD / s-step CA-SGD for logistic regression on P mpiexec ranks (``algorithms.casgd``).
 
     cosa run casgd (--data F.svm | --synthetic m,n,density) --ranks P --b B --s S --eta E --iters H
-                   [--method sgd|casgd] [--kernels cosa|numpy] [--latency SECONDS] [--explain]
+                   [--method sgd|casgd] [--kernels cosa|numpy] [--sleep-after-send S] [--explain]
                    [--sklearn] [--arch cluster.yaml] [--alpha A --beta B --gamma G] [--json]
 
 JSON keys: loss, accuracy, iterate_diff_vs_sgd, words_per_rank, messages_per_rank (received, per rank),
@@ -55,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernels", choices=["cosa", "numpy"], default="cosa",
                    help="cosa: Gram, Y x, Y^T u scheduled by the MIP on the cpu preset and compiled")
     p.add_argument("--threads", type=int, default=1, help="threads per rank of the compiled kernels")
-    p.add_argument("--latency", type=finite_number, default=0.0, help="injected seconds per message sent")
+    p.add_argument("--sleep-after-send", type=finite_number, default=0.0,
+                   help="seconds each rank sleeps after every message it sends (a sleep-based stall, not network "
+                        "latency: bench/casgd.py measures a real delayed path)")
     p.add_argument("--no-check", action="store_true", help="do not run SGD beside CA-SGD (no iterate diff)")
     p.add_argument("--explain", action="store_true", help="print each kernel's mapping as a tiled loop nest")
     p.add_argument("--sklearn", action="store_true", help="also fit scikit-learn on the same data")
@@ -81,7 +83,7 @@ def main(argv: list[str]) -> int:
     cfg = cr.Config(data=args.data, synthetic=cr.parse_synthetic(args.synthetic) if args.synthetic else None,
                     ranks=args.ranks, b=args.b, s=args.s, eta=args.eta, iters=args.iters, method=args.method,
                     seed=args.seed, cond=args.cond, kernels=args.kernels, threads=args.threads,
-                    latency_s=args.latency, check=not args.no_check, timeout_s=args.timeout)
+                    sleep_after_send_s=args.sleep_after_send, check=not args.no_check, timeout_s=args.timeout)
     cfg.validate()
     machine = dict(cr.CLUSTER_LIKE)
     if args.arch:
@@ -124,7 +126,7 @@ def _print(d: dict) -> None:
     print(f"  per rank: messages {d['messages_per_rank']} (model {d['model_messages_per_rank']}), words "
           f"{d['words_per_rank']} (model {d['model_words_per_rank']}): "
           f"{'equal' if d['counts_match'] else 'DIFFERENT'}")
-    print(f"  seconds {d['seconds']:.4f} measured (latency {d['latency_s']:g} s/message), {d['model_seconds']:.3g} "
+    print(f"  seconds {d['seconds']:.4f} measured (sleep after send {d['sleep_after_send_s']:g} s), {d['model_seconds']:.3g} "
           f"modelled; model's best s {d['best_s']}, crossover s {d['crossover_s']}")
     for name, ref in d.get("sklearn", {}).items():
         print(f"  scikit-learn {name}: loss {ref['loss']:.6f}, accuracy {ref['accuracy']:.2%}")

@@ -28,9 +28,11 @@ buffer handed to MPI).  Every collective is carried out here over counted point-
   child in the tree (``binomial_children``).
 * ``barrier``: not counted (no payload).
 
-Injected latency: ``ranks.ledger.latency_s = 50e-6`` makes the rank sleep that long after every message it
-sends (a latency-bound network emulated on one machine; ``time.sleep`` may overshoot by tens of
-microseconds).
+Sleep after send (not network latency): ``ranks.ledger.sleep_after_send_s = 50e-6`` makes the rank call
+``time.sleep`` that long after every message it sends.  The message itself is not delayed: the sender
+stalls, the receiver does not wait for it, and ``time.sleep`` overshoots by tens of microseconds or, on a
+loaded machine, by a scheduler's wake-up.  A real added latency needs a real path (``bench/netpath.py``:
+two network namespaces joined by a delayed link).
 
 A phase is a name; nested phases count into the innermost.  Operations outside every phase count into
 ``"other"``.  Sub-communicators (``split``) share the counters of the wrapper they came from.
@@ -79,7 +81,7 @@ class Ledger:
     by_phase: dict = field(default_factory=dict)
     stack: list = field(default_factory=list)
     on_phase: object = None  # callable(name) told when a phase opens (the launcher's status file)
-    latency_s: float = 0.0  # injected latency: seconds slept after every message sent (0: none)
+    sleep_after_send_s: float = 0.0  # sleep-based stall: seconds slept after every message sent (0: none)
 
     def current(self) -> Traffic:
         name = self.stack[-1] if self.stack else OTHER
@@ -190,8 +192,8 @@ class Ranks:
             t.words_sent += sent.size
             t.bytes_sent += sent.nbytes
             t.msgs_sent += 1
-            if self.ledger.latency_s > 0:
-                time.sleep(self.ledger.latency_s)
+            if self.ledger.sleep_after_send_s > 0:
+                time.sleep(self.ledger.sleep_after_send_s)
         if recv is not None:
             t.words_recv += recv.size
             t.bytes_recv += recv.nbytes

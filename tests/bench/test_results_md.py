@@ -86,6 +86,7 @@ def test_prose_numbers_skip_identifiers_code_and_versions():
             "`--time-limit 60`: took 1.3-2.3x, 12% and 1,311,744 cycles")
     assert [t for t, _, _ in rs.prose_numbers(text)] == ["1.3", "2.3x", "12%", "1,311,744"]
     assert rs.prose_numbers("0.25 s")[0][1:] == (0.25, 0.005)
+    assert rs.cell_number("5e867") is None and rs.cell_number("7.4e-07") == (7.4e-07, 0.05e-07)
 
 
 def _console(rows, title="toy: ratios") -> Console:

@@ -70,9 +70,9 @@ def hang_on(ranks, rank: int = 1):
     return ranks.rank
 
 
-def latency(ranks, latency_s: float = 0.0, rounds: int = 20):
-    """``rounds`` allreduces of 4 words with ``latency_s`` injected per message sent: seconds and counts."""
-    ranks.ledger.latency_s = latency_s
+def sleep_after_send(ranks, sleep_s: float = 0.0, rounds: int = 20):
+    """``rounds`` allreduces of 4 words sleeping ``sleep_s`` after each message sent: seconds and counts."""
+    ranks.ledger.sleep_after_send_s = sleep_s
     ranks.barrier()
     t0 = time.perf_counter()
     with ranks.phase("allreduce"):
