@@ -93,7 +93,7 @@ def _json_default(obj):
 
 def _add_sched_opts(p, default_scheduler="cosa"):
     p.add_argument("--scheduler", default=default_scheduler,
-                   choices=["cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper"],
+                   choices=["cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper", "zigzag"],
                    help="cosa: the MIP started from the best baseline mapping (stated in the report); "
                         "cosa-cold: the MIP alone")
     p.add_argument("--objective", default="latency", choices=["latency", "energy", "edp", "cosa"])
