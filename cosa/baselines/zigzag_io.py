@@ -97,11 +97,11 @@ def _dim_names(workload) -> dict[str, str]:
 def zigzag_layer(workload, layer_id: int = 0) -> ZigZagLayer:
     """``workload`` (a LoopNest) as ZigZag's workload entry; ZigZagConversionError when not expressible."""
     src = f"ZigZag workload of {workload.name}"
+    if any(t.density < 1.0 for t in workload.tensors):
+        raise _fail("ZigZag models dense tensors; this workload has a sparse operand", src)
     roles = sorted(t.role for t in workload.tensors)
     if roles != ["input", "output", "weight"]:
         raise _fail(f"ZigZag takes one input, one weight and one output; this workload has roles {roles}", src)
-    if any(t.density < 1.0 for t in workload.tensors):
-        raise _fail("ZigZag models dense tensors; this workload has a sparse operand", src)
     names = _dim_names(workload)
     operands, tensors, relations, pr_dims, pr_sizes, padding = {}, {}, [], [], [], []
     for t in workload.tensors:
@@ -109,13 +109,13 @@ def zigzag_layer(workload, layer_id: int = 0) -> ZigZagLayer:
         tensors[op] = t.name
         axes, window = [], []
         for k, expr in enumerate(t.indices):
-            terms = sorted(expr.terms, key=lambda dc: dc[1])
+            terms = sorted(expr.terms, key=lambda dc: (dc[1], workload.dims[dc[0]]))  # size-1 dims first
             if not terms:
                 continue
             if len(terms) == 1 and terms[0][1] == 1:
                 axes.append(names[terms[0][0]])
                 continue
-            if _tiles_exactly(terms, workload.dims):
+            if expr.offset == 0 and _tiles_exactly(terms, workload.dims):
                 axes.extend(names[d] for d, _ in reversed(terms))
                 continue
             if len(terms) == 1:  # a strided single index: a window with a size-1 partner is not in the nest
@@ -123,7 +123,9 @@ def zigzag_layer(workload, layer_id: int = 0) -> ZigZagLayer:
             if len(terms) > 2 or op != "I" or any(c < 0 for _, c in terms):
                 raise _fail(f"tensor {t.name} axis {k} ({expr}) is not expressible in ZigZag: only the input may "
                             "have a two-term (sliding-window) index", src)
-            (a_dim, a), (b_dim, b) = sorted(terms, key=lambda dc: -dc[1])  # the larger coefficient first (stride)
+            out_dims = next(x for x in workload.tensors if x.role == "output").dims
+            # the stride's term first: the larger coefficient, else the output's dim (ZigZag's ox of ix = ox + fx)
+            (a_dim, a), (b_dim, b) = sorted(terms, key=lambda dc: (-dc[1], dc[0] not in out_dims))
             pr = f"IA{len(pr_dims)}"
             relations.append(f"{pr.lower()}={a}*{names[a_dim].lower()}+{b}*{names[b_dim].lower()}")
             before = max(0, -expr.offset)
