@@ -19,7 +19,9 @@ How the two descriptions line up:
   (``Level.word_bits``) are kept by scaling the memory's sizes, bandwidths and per-access energies so that
   one of ZigZag's words is one of ours (ZigZag has one precision per operand); per-byte energies become
   per-access energies of the full port width, with a 1-bit minimum width so that ZigZag does not round
-  accesses up.  An unlimited bandwidth (None) becomes ``UNLIMITED_BITS`` bits per cycle.
+  accesses up.  An unlimited bandwidth (None) becomes one word per cycle for every MAC unit the memory
+  serves (ZigZag counts whole port-width accesses per operand, level and direction, rounded down, so a port
+  much wider than the traffic would lose it).
 * Mappings: a temporal loop of our level ``l`` sits, for each operand, in the memory of the deepest level at
   or above ``l`` that stores it.  Reading back needs one level for each loop that agrees for every operand;
   ZigZag can place a loop inside one operand's inner tile and outside another's where our levels nest them
@@ -38,8 +40,6 @@ OPERAND = {"output": "O", "weight": "W", "input": "I"}
 """Our tensor role -> ZigZag's layer operand."""
 MEM_OPERAND = {"O": "O", "W": "I2", "I": "I1"}
 """ZigZag's layer operand -> its memory operand."""
-UNLIMITED_BITS = 1 << 20
-"""Bits per cycle given to a port whose bandwidth we leave unlimited."""
 DRAM_BITS = 10 ** 15
 """Size in bits given to an unbounded level."""
 MAX_ARRAY_DIMS = 4  # ZigZag's operational arrays have D1..D4
@@ -225,9 +225,12 @@ def zigzag_accelerator(arch, workload) -> ZigZagArch:
             memories[op].append(i)
         served = [d for d, (owner, _, _) in array.items() if owner >= i]
         size = DRAM_BITS if lv.capacity_bytes is None else int(lv.capacity_bytes * 8 // scale)
+        # "unlimited": a word per cycle for every MAC unit below, of the widest operand here
+        unlimited = math.prod(array[d][2] for d in served) * max(by_role[r].bits for r in OPERAND if r in lv.holds
+                                                                 and r in by_role)
         entries[lv.name] = {
             "size": size, "r_cost": 0.0, "w_cost": 0.0, "area": 0.0, "latency": 1,
-            "operands": [MEM_OPERAND[op] for op in ops], "ports": _ports(lv, ops, scale),
+            "operands": [MEM_OPERAND[op] for op in ops], "ports": _ports(lv, ops, scale, unlimited),
             "served_dimensions": served,
         }
         rbits = entries[lv.name]["ports"][0]["bandwidth_max"]
@@ -247,10 +250,11 @@ def zigzag_accelerator(arch, workload) -> ZigZagArch:
     return ZigZagArch(entry, {op: tuple(v) for op, v in memories.items()}, array, hints)
 
 
-def _ports(lv, ops: list[str], scale: float) -> list[dict]:
-    """Ports of one memory: separate read and write ports with ``separate_channels``, else one shared port."""
+def _ports(lv, ops: list[str], scale: float, unlimited: int) -> list[dict]:
+    """Ports of one memory: separate read and write ports with ``separate_channels``, else one shared port;
+    ``unlimited``: the bits per cycle of a port whose bandwidth we leave unlimited."""
     def bits(bandwidth):
-        return UNLIMITED_BITS if bandwidth is None else max(1, int(round(bandwidth * 8 / scale)))
+        return unlimited if bandwidth is None else max(1, int(round(bandwidth * 8 / scale)))
 
     reads = [f"{MEM_OPERAND[op]}, {d}" for op in ops for d in (("tl", "th") if op == "O" else ("tl",))]
     writes = [f"{MEM_OPERAND[op]}, {d}" for op in ops for d in (("fh", "fl") if op == "O" else ("fh",))]

@@ -41,10 +41,16 @@ class ZigZagCost:
     accesses: dict
     double_buffered: dict
     memories: dict
+    temporal_cycles: float = 0.0
+    stall_cycles: float = 0.0
+    onload_cycles: float = 0.0
+    offload_cycles: float = 0.0
 
     def to_dict(self) -> dict:
         return {"cycles": self.cycles, "energy_pj": self.energy_pj, "mac_energy_pj": self.mac_energy_pj,
-                "accesses": self.accesses, "double_buffered": self.double_buffered, "memories": self.memories}
+                "accesses": self.accesses, "double_buffered": self.double_buffered, "memories": self.memories,
+                "temporal_cycles": self.temporal_cycles, "stall_cycles": self.stall_cycles,
+                "onload_cycles": self.onload_cycles, "offload_cycles": self.offload_cycles}
 
 
 def zigzag_version() -> str | None:
@@ -149,7 +155,8 @@ def zigzag_cost_of(cme, hw) -> ZigZagCost:
         accesses[str(op)] = rows
         double[str(op)] = [bool(x) for x in cme.double_buffer_true[op][1:]]
     return ZigZagCost(float(cme.latency_total2), float(cme.energy_total), float(cme.mac_energy), accesses, double,
-                      {op: _names(hw, op) for op in hw.memories})
+                      {op: _names(hw, op) for op in hw.memories}, float(cme.ideal_temporal_cycle),
+                      float(cme.stall_slack_comb), float(cme.data_onloading_cycle), float(cme.data_offloading_cycle))
 
 
 def _names(hw, op) -> list[str]:
