@@ -6,7 +6,8 @@ inputs come from ``cosa.baselines.zigzag_io``.  The search is ZigZag's pipeline 
 mapping generator (``spatial_mappings`` candidates, with mixed unrollings when ``mix``), LOMA over the loop
 orders of each (loop prime factors merged down to ``lpf_limit``), ZigZag's cost model on every candidate and
 the best by the objective.  ``SETTINGS`` names ZigZag's defaults ("default": 6 prime factors, 3 spatial
-mappings, no mixing) and a larger search ("large").  LOMA enumerates, so it takes no seed.
+mappings, no mixing) and a larger search ("large": 7 prime factors and 6 spatial mappings, about 14 times the
+loop orders).  LOMA enumerates, so it takes no seed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .zigzag_io import (MEM_OPERAND, ZigZagConversionError, nearest_mapping, to_
 EXTRA = "pip install cosa-framework[zigzag]"
 SETTINGS = {
     "default": {"lpf_limit": 6, "spatial_mappings": 3, "mix": False},
-    "large": {"lpf_limit": 8, "spatial_mappings": 8, "mix": True},
+    "large": {"lpf_limit": 7, "spatial_mappings": 6, "mix": False},
 }
 """LOMA search settings: ZigZag's API defaults, and a larger search."""
 
@@ -109,7 +110,7 @@ def build(workload, arch):
 
 def run_loma(workload, arch, objective: str = "latency", lpf_limit: int = 6, spatial_mappings: int = 3,
              mix: bool = False):
-    """ZigZag's search on one layer: (best cost model evaluation, converted inputs, seconds)."""
+    """ZigZag's search on one layer: (best cost model evaluation, converted inputs, wall seconds, CPU seconds)."""
     from zigzag.mapping.temporal_mapping import TemporalMappingType
     from zigzag.stages.evaluation.cost_model_evaluation import CostModelStage
     from zigzag.stages.mapping.spatial_mapping_generation import SpatialMappingGeneratorStage
@@ -119,14 +120,14 @@ def run_loma(workload, arch, objective: str = "latency", lpf_limit: int = 6, spa
     reduce = {"latency": MinimalLatencyStage, "energy": MinimalEnergyStage, "edp": MinimalEDPStage}[objective]
     accelerator, node, layer, hw = build(workload, arch)
     stages = [reduce, SpatialMappingGeneratorStage, reduce, TemporalMappingGeneratorStage, CostModelStage]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with _quiet():
         first = stages[0](stages[1:], accelerator=accelerator, layer=node, loma_lpf_limit=lpf_limit,
                           nb_mappings_generated=spatial_mappings, enable_mix_spatial_mapping_generation=mix,
                           temporal_mapping_type=TemporalMappingType.UNEVEN, loma_show_progress_bar=False,
                           access_same_data_considered_as_no_access=True)
         cme, _ = next(iter(first.run()))
-    return cme, (accelerator, node, layer, hw), time.perf_counter() - start
+    return cme, (accelerator, node, layer, hw), time.perf_counter() - start, time.process_time() - cpu
 
 
 def loops_of(cme, layer) -> tuple[dict, dict]:
@@ -190,13 +191,25 @@ def zigzag_evaluate(workload, arch, mapping) -> ZigZagCost:
     return zigzag_cost_of(cme, hw)
 
 
-def zigzag_schedule(workload, arch, objective: str = "latency", time_limit_s: float = 60.0, seed: int = 0,
-                    setting: str = "default") -> Schedule:
-    """LOMA's best mapping of ``workload`` on ``arch`` as a validated Schedule priced by our model.
+@dataclass(frozen=True)
+class LomaResult:
+    """LOMA's search on one layer: ZigZag's cost of its best mapping (``zigzag``), that mapping read back
+    (``mapping``: exact when ``moved`` is empty, else the nearest, loops moved outwards; None with
+    ``readback_error`` when it cannot be stated, e.g. a ragged tiling), the search's wall and CPU seconds."""
 
-    ``setting``: a key of ``SETTINGS``.  ``time_limit_s`` is recorded only: LOMA enumerates its space.
-    ``extra``: ZigZag's own cycles and energy, its seconds and setting, and our mapping-level record."""
-    from costmodel import evaluate
+    setting: str
+    zigzag: ZigZagCost
+    mapping: object
+    moved: tuple[str, ...]
+    readback_error: str | None
+    wall_s: float
+    cpu_s: float
+    version: str
+
+
+def loma(workload, arch, objective: str = "latency", setting: str = "default") -> LomaResult:
+    """Run LOMA (``SETTINGS[setting]``) and read its best mapping back; SchedulingError for bad input
+    (exit 2) and for ZigZag's own failure (one line naming the layer, exit 1)."""
     from mappings import MappingError, validate
 
     src = f"zigzag on {workload.name}"
@@ -208,31 +221,48 @@ def zigzag_schedule(workload, arch, objective: str = "latency", time_limit_s: fl
         raise SchedulingError(f"ZigZag optimises latency, energy or edp, not '{objective}'", source=src,
                               field="objective")
     try:
-        cme, (_, _, layer, hw), seconds = run_loma(workload, arch, objective, **SETTINGS[setting])
+        cme, (_, _, layer, hw), seconds, cpu_s = run_loma(workload, arch, objective, **SETTINGS[setting])
     except ZigZagConversionError:
         raise
     except Exception as err:  # ZigZag's own failure: one line naming the layer
-        raise SchedulingError(f"ZigZag failed on layer {workload.name}: {type(err).__name__}: "
-                              f"{str(err).splitlines()[0] if str(err) else ''}".rstrip(": "), source=src,
-                              field="scheduler", exit_code=1) from None
+        first = str(err).splitlines()[0] if str(err) else ""
+        raise SchedulingError(f"ZigZag failed on layer {workload.name}: {type(err).__name__}: {first}".rstrip(": "),
+                              source=src, field="scheduler", exit_code=1) from None
     temporal, spatial = loops_of(cme, layer)
     theirs = zigzag_cost_of(cme, hw)
-    mapping, moved = nearest_mapping(temporal, spatial, workload, arch, layer, hw)
+    mapping, moved, error = None, [], None
     try:
+        mapping, moved = nearest_mapping(temporal, spatial, workload, arch, layer, hw)
         validate(mapping, workload, arch)
-    except MappingError as err:
-        raise ZigZagConversionError(f"ZigZag's mapping of {workload.name} does not fit our arch: {err}", source=src,
-                                    field="mapping", exit_code=1) from None
-    cost = evaluate(workload, arch, mapping)
-    stats = SolverStats(solver=f"zigzag-loma {version}", status="ok" if not moved else "adapted", solve_s=seconds,
-                        seed=seed)
-    extra = {"zigzag_cycles": theirs.cycles, "zigzag_energy_pj": theirs.energy_pj, "mapper_s": seconds,
-             "setting": setting, **SETTINGS[setting], "zigzag_version": version, "exact": not moved,
-             "moved_loops": moved}
-    if moved:  # what ZigZag's model says of the mapping we price
-        adapted = zigzag_evaluate(workload, arch, mapping)
+    except (ZigZagConversionError, MappingError) as err:
+        mapping, error = None, str(err)
+    return LomaResult(setting, theirs, mapping, tuple(moved), error, seconds, cpu_s, version)
+
+
+def zigzag_schedule(workload, arch, objective: str = "latency", time_limit_s: float = 60.0, seed: int = 0,
+                    setting: str = "default") -> Schedule:
+    """LOMA's best mapping of ``workload`` on ``arch`` as a validated Schedule priced by our model.
+
+    ``setting``: a key of ``SETTINGS``.  ``time_limit_s`` is recorded only: LOMA enumerates its space.
+    ``extra``: ZigZag's own cycles and energy, its seconds and setting, whether the mapping read back is
+    LOMA's (``exact``) or the nearest one (``moved_loops``, with ZigZag's cost of it)."""
+    from costmodel import evaluate
+
+    got = loma(workload, arch, objective, setting)
+    if got.mapping is None:
+        raise ZigZagConversionError(f"ZigZag's best mapping of layer {workload.name} cannot be read back: "
+                                    f"{got.readback_error}", source=f"zigzag on {workload.name}", field="mapping",
+                                    exit_code=1)
+    cost = evaluate(workload, arch, got.mapping)
+    stats = SolverStats(solver=f"zigzag-loma {got.version}", status="adapted" if got.moved else "ok",
+                        solve_s=got.wall_s, seed=seed)
+    extra = {"zigzag_cycles": got.zigzag.cycles, "zigzag_energy_pj": got.zigzag.energy_pj, "mapper_s": got.wall_s,
+             "mapper_cpu_s": got.cpu_s, "zigzag": got.zigzag.to_dict(), "setting": setting, **SETTINGS[setting],
+             "zigzag_version": got.version, "exact": not got.moved, "moved_loops": list(got.moved)}
+    if got.moved:  # what ZigZag's model says of the mapping we price
+        adapted = zigzag_evaluate(workload, arch, got.mapping)
         extra.update(adapted_zigzag_cycles=adapted.cycles, adapted_zigzag_energy_pj=adapted.energy_pj)
-    return Schedule(workload, arch, mapping, cost, "zigzag", stats, extra)
+    return Schedule(workload, arch, got.mapping, cost, "zigzag", stats, extra)
 
 
 def zigzag_price_extra(workload, arch, mapping) -> dict:
