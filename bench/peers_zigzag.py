@@ -88,7 +88,7 @@ def schedule_table(rows: list[dict], arch: str, setting: str, what: str) -> str:
     key, zkey, scale, unit = (("cycles", "zigzag_cycles", 1.0, "") if what == "cycles"
                               else ("energy_pj", "zigzag_energy_pj", 1e-6, " uJ"))
     title = f"{what.capitalize()} on {arch}, LOMA {setting}: each tool's schedule in each model"
-    lines = [title, "",
+    lines = [title,
              f"| layer | cosa, ours{unit} | LOMA, ours{unit} | LOMA/cosa ours | cosa, ZigZag{unit} | LOMA, ZigZag{unit} | "
              "cosa/LOMA ZigZag | LOMA read back |" + (" cosa CPU s | LOMA CPU s | LOMA s / cosa s |"
                                                       if what == "cycles" else ""),
@@ -124,7 +124,7 @@ def schedule_table(rows: list[dict], arch: str, setting: str, what: str) -> str:
 
 def disagreement_table(rows: list[dict], arch: str) -> str:
     """cosa's mapping priced by both models on one arch: the ratios and why they differ."""
-    lines = [f"Models on {arch}: cosa's mapping priced by ZigZag and by ours", "",
+    lines = [f"Models on {arch}: cosa's mapping priced by ZigZag and by ours",
              "| layer | cycles ZigZag/ours | energy ZigZag/ours | why (cycle terms; largest count differences, ours vs "
              "ZigZag's, in words) |", "|---|---:|---:|---|"]
     for r in rows:
@@ -135,6 +135,10 @@ def disagreement_table(rows: list[dict], arch: str) -> str:
                      f"{c['zigzag_energy_pj'] / c['energy_pj']:.3f} | {c['why']} |")
     return "\n".join(lines) + "\n"
 
+
+TARGETS = {"cosa_over_loma_zigzag_at_most": 1.02, "loma_over_cosa_seconds_at_least": 10,
+           "models_disagree_above": 1.05, "models_disagree_below": 0.95}
+"""The issue's targets, the thresholds of the summary (kept in the sidecar)."""
 
 SUMMARY = [
     {"each": True, "column": "LOMA/cosa ours", "what": "LOMA's over cosa's in our model",
@@ -198,7 +202,7 @@ def main(args) -> int:
                       for s in settings)), file=sys.stderr, flush=True)
     text = report(rows, settings, archs)
     print(text)
-    data = {"zigzag": version, "settings": {s: SETTINGS[s] for s in settings}, "rows": rows}
+    data = {"zigzag": version, "settings": {s: SETTINGS[s] for s in settings}, "targets": TARGETS, "rows": rows}
     if args.json or args.results:
         from results_section import run_stamp, save_outputs
 
