@@ -329,14 +329,16 @@ def from_zigzag_loops(temporal: dict[str, list[Loops]], spatial: dict[str, dict[
 
 
 def nearest_mapping(temporal: dict[str, list[Loops]], spatial: dict[str, dict[str, int]], workload, arch,
-                    zz_layer: ZigZagLayer, zz_arch: ZigZagArch):
+                    zz_layer: ZigZagLayer, zz_arch: ZigZagArch, inward: bool = False):
     """ZigZag's loops as our Mapping and the loops it had to move: (mapping, [one line per moved loop]).
 
     Each temporal loop goes to a level that puts it in the memory ZigZag chose for every operand; where none
     does (ZigZag keeps a loop inside one operand's inner tile and outside another's, and our levels nest those
-    memories the other way round), it goes to the deepest level that keeps it outside every tile ZigZag keeps
-    it outside of, so every tile is ZigZag's or smaller and the mapping still fits.  Loop order, factors and
-    spatial unrolling are ZigZag's.  Raises ZigZagConversionError for fractional or ragged factors."""
+    memories the other way round), it goes outwards to the deepest level that keeps it outside every tile
+    ZigZag keeps it outside of (every tile is ZigZag's or smaller, so the mapping fits wherever ZigZag's does),
+    or with ``inward`` to the level of the innermost memory ZigZag puts it in (ZigZag's reuse for that operand
+    kept, other tiles grown: the caller checks the capacity).  Loop order, factors and spatial unrolling are
+    ZigZag's.  Raises ZigZagConversionError for fractional or ragged factors."""
     from mappings import LevelMapping, Mapping
 
     src = f"ZigZag mapping of {workload.name} on {arch.name}"
@@ -363,7 +365,9 @@ def nearest_mapping(temporal: dict[str, list[Loops]], spatial: dict[str, dict[st
         if factor != int(factor):
             raise _fail(f"temporal loop {ours.get(dim, dim)}={factor} is fractional", src, "mapping")
         level = min(hi, previous)  # as deep as allowed, never deeper than the loop inside it
-        if level < lo:
+        if level < lo and inward:
+            level = min(lo, previous)
+        if level < lo or level > hi:
             where = ", ".join(f"{op} in {arch.levels[zz_arch.memories[op][lp[p][1]]].name}"
                               for op, lp in flat.items())
             moved.append(f"loop {ours.get(dim, dim)}={int(factor)} sits {where} (placed at {arch.levels[level].name})")

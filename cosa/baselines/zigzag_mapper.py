@@ -6,8 +6,8 @@ inputs come from ``cosa.baselines.zigzag_io``.  The search is ZigZag's pipeline 
 mapping generator (``spatial_mappings`` candidates, with mixed unrollings when ``mix``), LOMA over the loop
 orders of each (loop prime factors merged down to ``lpf_limit``), ZigZag's cost model on every candidate and
 the best by the objective.  ``SETTINGS`` names ZigZag's defaults ("default": 6 prime factors, 3 spatial
-mappings, no mixing) and a larger search ("large": 7 prime factors and 6 spatial mappings, about 14 times the
-loop orders).  LOMA enumerates, so it takes no seed.
+mappings, no mixing) and a larger search ("large": 7 prime factors, 6 spatial mappings with mixed unrollings:
+about 14 times the candidates).  LOMA enumerates, so it takes no seed.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .zigzag_io import (MEM_OPERAND, ZigZagConversionError, nearest_mapping, to_
 EXTRA = "pip install cosa-framework[zigzag]"
 SETTINGS = {
     "default": {"lpf_limit": 6, "spatial_mappings": 3, "mix": False},
-    "large": {"lpf_limit": 7, "spatial_mappings": 6, "mix": False},
+    "large": {"lpf_limit": 7, "spatial_mappings": 6, "mix": True},
 }
 """LOMA search settings: ZigZag's API defaults, and a larger search."""
 
@@ -194,7 +194,8 @@ def zigzag_evaluate(workload, arch, mapping) -> ZigZagCost:
 @dataclass(frozen=True)
 class LomaResult:
     """LOMA's search on one layer: ZigZag's cost of its best mapping (``zigzag``), that mapping read back
-    (``mapping``: exact when ``moved`` is empty, else the nearest, loops moved outwards; None with
+    (``mapping``: exact when ``moved`` is empty, else the nearest that fits: ``nearest_mapping`` inward, else
+    outward; None with
     ``readback_error`` when it cannot be stated, e.g. a ragged tiling), the search's wall and CPU seconds."""
 
     setting: str
@@ -231,11 +232,14 @@ def loma(workload, arch, objective: str = "latency", setting: str = "default") -
     temporal, spatial = loops_of(cme, layer)
     theirs = zigzag_cost_of(cme, hw)
     mapping, moved, error = None, [], None
-    try:
-        mapping, moved = nearest_mapping(temporal, spatial, workload, arch, layer, hw)
-        validate(mapping, workload, arch)
-    except (ZigZagConversionError, MappingError) as err:
-        mapping, error = None, str(err)
+    for inward in (True, False):  # ZigZag's reuse kept where the grown tiles fit, else loops moved outwards
+        try:
+            mapping, moved = nearest_mapping(temporal, spatial, workload, arch, layer, hw, inward=inward)
+            validate(mapping, workload, arch)
+            error = None
+            break
+        except (ZigZagConversionError, MappingError) as err:
+            mapping, moved, error = None, [], str(err)
     return LomaResult(setting, theirs, mapping, tuple(moved), error, seconds, cpu_s, version)
 
 

@@ -122,6 +122,25 @@ def test_a_loop_our_levels_cannot_place_is_named_or_moved_outwards_into_a_fittin
     assert len(moved) == 1 and "placed at DRAM" in moved[0]
     validate(near, w, arch)
     assert list(near.loops(list(w.dims))) == list(m.loops(list(w.dims)))  # moved outwards: back to DRAM
+    inner, moved_in = nearest_mapping(temporal, spatial, w, arch, zl, hw, inward=True)
+    assert len(moved_in) == 1 and "placed at WeightBuffer" in moved_in[0]
+    validate(inner, w, arch)  # W's reuse kept: the loop sits inside W's WeightBuffer tile
+    assert sum(lm.temporal_factor(d) > 1 for lm in inner.levels[3:4] for d in w.dims) == 1
+
+
+def test_an_arch_read_from_a_timeloop_file_converts_like_its_preset():
+    from pathlib import Path
+
+    from costmodel import load_arch
+
+    path = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "arch" / "cosa-simba.yaml"
+    if not path.is_file():
+        pytest.skip("the CoSA Simba arch file is not here")
+    w = zoo.layer("resnet50/res2a_branch2b")
+    from_file, from_preset = zigzag_accelerator(load_arch(path), w), zigzag_accelerator(preset("simba"), w)
+    assert from_file.memories == from_preset.memories and from_file.array_dims == from_preset.array_dims
+    assert [m["size"] for m in from_file.entry["memories"].values()] == \
+        [m["size"] for m in from_preset.entry["memories"].values()]
 
 
 def test_a_ragged_or_fractional_zigzag_unrolling_is_refused():
