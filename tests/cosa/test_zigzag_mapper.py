@@ -80,3 +80,16 @@ def test_the_two_models_count_a_matmuls_dram_traffic_alike_and_name_each_differe
     assert any(d.level == "Registers" and d.mechanism == "stationary" for d in diffs)
     assert any(d.level == "AccumulationBuffer" and d.mechanism == "reduction" for d in diffs)
     assert "to fill" in explain(LAYER, arch, m, ours, theirs, hw)
+
+
+def test_the_compare_table_marks_an_adapted_peer_mapping():
+    from rich.console import Console
+
+    from cosa.compare import CompareResult, CompareRow
+    from cosa.report import table
+
+    rows = (CompareRow("mm", "cosa", cycles=10.0, energy_pj=1.0, ratio=1.0),
+            CompareRow("mm", "zigzag", cycles=20.0, energy_pj=1.0, ratio=2.0, status="adapted"))
+    console = Console(record=True, width=200)
+    console.print(table(CompareResult(rows, ("mm",), ("cosa", "zigzag"), "simba", "latency")))
+    assert "zigzag (adapted)" in console.export_text() and "cosa (adapted)" not in console.export_text()
