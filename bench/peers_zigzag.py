@@ -56,9 +56,17 @@ def run_layer(workload, arch, settings: list[str], time_limit_s: float) -> dict:
     except ZigZagConversionError as err:
         row["skip"] = str(err)
         return row
-    sched, wall, cpu = _timed(lambda: schedule(workload, arch, scheduler="cosa", time_limit_s=time_limit_s,
-                                               bound=False))
-    theirs = zigzag_evaluate(workload, arch, sched.mapping)
+    try:
+        sched, wall, cpu = _timed(lambda: schedule(workload, arch, scheduler="cosa", time_limit_s=time_limit_s,
+                                                   bound=False))
+    except SchedulingError as err:
+        row["skip"] = f"cosa found no schedule: {err}"
+        return row
+    try:
+        theirs = zigzag_evaluate(workload, arch, sched.mapping)
+    except Exception as err:  # a ZigZag failure is a row with its reason, never a traceback
+        row["skip"] = f"ZigZag cannot price cosa's mapping: {type(err).__name__}: {str(err).splitlines()[0]}"
+        return row
     row["cosa"] = {"cycles": sched.cost.cycles, "energy_pj": sched.cost.energy_pj, "zigzag_cycles": theirs.cycles,
                    "zigzag_energy_pj": theirs.energy_pj, "wall_s": wall, "cpu_s": cpu, "zigzag": theirs.to_dict(),
                    "why": explain(workload, arch, sched.mapping, sched.cost, theirs, hw),
