@@ -286,6 +286,11 @@ def to_zigzag_loops(mapping, workload, arch, zz_layer: ZigZagLayer, zz_arch: Zig
     from mappings.validate import assign_to_axes
 
     names = zz_layer.dims
+    for i, lm in enumerate(mapping.levels):  # ZigZag's memories are fixed per operand: no bypass by a mapping
+        held = sorted(t.name for t in workload.tensors if t.name in lm.bypass and arch.levels[i].may_hold(t))
+        if held:
+            raise _fail(f"level {arch.levels[i].name} bypasses {held}, which it may hold; ZigZag's memories keep "
+                        "every operand they hold", "ZigZag mapping", "mapping")
     spatial: dict[str, dict[str, int]] = {d: {} for d in zz_arch.array_dims}
     for i, lm in enumerate(mapping.levels):
         owned = [d for d, (owner, _, _) in zz_arch.array_dims.items() if owner == i]

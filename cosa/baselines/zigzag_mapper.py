@@ -193,10 +193,10 @@ def zigzag_evaluate(workload, arch, mapping) -> ZigZagCost:
 
 @dataclass(frozen=True)
 class LomaResult:
-    """LOMA's search on one layer: ZigZag's cost of its best mapping (``zigzag``), that mapping read back
-    (``mapping``: exact when ``moved`` is empty, else the nearest that fits: ``nearest_mapping`` inward, else
-    outward; None with
-    ``readback_error`` when it cannot be stated, e.g. a ragged tiling), the search's wall and CPU seconds."""
+    """LOMA's search on one layer: ZigZag's cost of its best mapping (``zigzag``); that mapping read back
+    (``mapping``: exact when ``moved`` is empty, else the nearest that fits, ``nearest_mapping`` inward, else
+    outward; None with ``readback_error`` when it cannot be stated, e.g. a ragged tiling); the search's wall
+    and CPU seconds."""
 
     setting: str
     zigzag: ZigZagCost

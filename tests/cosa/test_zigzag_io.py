@@ -153,3 +153,11 @@ def test_a_ragged_or_fractional_zigzag_unrolling_is_refused():
         from_zigzag_loops(temporal, {"D1": {"M": 14}}, w, arch, zl, hw)
     with pytest.raises(ZigZagConversionError, match="fraction"):
         from_zigzag_loops(temporal, {"D1": {"M": 12 / 5}}, w, arch, zl, hw)
+
+
+def test_a_mapping_that_bypasses_a_level_zigzag_fills_is_refused():
+    w, arch = zoo.layer("bert_base_128/attention_context"), preset("simba")
+    m = Mapping(tuple(LevelMapping(dict(w.dims) if i == 0 else {}, {}, tuple(w.dims),
+                                   frozenset({"A"}) if i == 1 else frozenset()) for i in range(6)))
+    with pytest.raises(ZigZagConversionError, match="bypasses"):
+        to_zigzag_loops(m, w, arch, zigzag_layer(w), zigzag_accelerator(arch, w))
