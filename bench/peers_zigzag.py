@@ -97,8 +97,8 @@ def schedule_table(rows: list[dict], arch: str, setting: str, what: str) -> str:
                               else ("energy_pj", "zigzag_energy_pj", 1e-6, " uJ"))
     title = f"{what.capitalize()} on {arch}, LOMA {setting}: each tool's schedule in each model"
     lines = [title,
-             f"| layer | cosa, ours{unit} | LOMA, ours{unit} | LOMA/cosa ours | cosa, ZigZag{unit} | LOMA, ZigZag{unit} | "
-             "cosa/LOMA ZigZag | LOMA read back |" + (" cosa CPU s | LOMA CPU s | LOMA s / cosa s |"
+             f"| layer | cosa, ours{unit} | LOMA, ours{unit} | LOMA/cosa ours | cosa, ZigZag{unit} | "
+             f"LOMA, ZigZag{unit} | cosa/LOMA ZigZag | LOMA read back |" + (" cosa CPU s | LOMA CPU s | LOMA s / cosa s |"
                                                       if what == "cycles" else ""),
              "|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|" if what == "cycles" else "")]
     for r in rows:

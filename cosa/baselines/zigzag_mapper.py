@@ -7,7 +7,8 @@ mapping generator (``spatial_mappings`` candidates, with mixed unrollings when `
 orders of each (loop prime factors merged down to ``lpf_limit``), ZigZag's cost model on every candidate and
 the best by the objective.  ``SETTINGS`` names ZigZag's defaults ("default": 6 prime factors, 3 spatial
 mappings, no mixing) and a larger search ("large": twice the spatial mappings, mixed unrollings among them;
-7 prime factors took over 15 times the default's CPU time on one MobileNet-V2 layer, too long to bench here).  LOMA enumerates, so it takes no seed.
+7 prime factors took over 15 times the default's CPU time on one MobileNet-V2 layer, too long to bench here).
+LOMA enumerates, so it takes no seed.
 """
 
 from __future__ import annotations
