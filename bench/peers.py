@@ -16,6 +16,8 @@ our model's numbers to a JSON file, the test data of
 CoSA's mapspace constraints, stopped after ``--search-size`` valid mappings,
 against our schedules; both priced by timeloop-model.
 
+``zigzag``: ZigZag's LOMA mapper and cost model against cosa and ours (``bench/peers_zigzag.py``).
+
 ``summary FILE``: per-layer agreement (our cycles, counts and energy priced
 with Timeloop's per-access energies, against Timeloop's), as a Markdown table.
 """
@@ -265,6 +267,9 @@ def main(argv=None) -> int:
     p.add_argument("file")
     p.add_argument("--arch")
     p.set_defaults(func=summary)
+    from peers_zigzag import add_parser
+
+    add_parser(sub)  # ZigZag's LOMA and cost model: bench/peers_zigzag.py
     args = ap.parse_args(argv)
     return args.func(args)
 

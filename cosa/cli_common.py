@@ -158,7 +158,7 @@ def arch_help(default: str | None = None) -> str:
 
 def _add_sched_opts(p, default_scheduler="cosa"):
     p.add_argument("--scheduler", default=default_scheduler,
-                   choices=["cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper"],
+                   choices=["cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper", "zigzag"],
                    help="cosa: the MIP started from the best baseline mapping (stated in the report); "
                         "cosa-cold: the MIP alone; gemmini-default: the tiles of Gemmini's library; random, "
                         "exhaustive: searches of the mapspace; timeloop-mapper: Timeloop's mapper (TIMELOOP_MAPPER "

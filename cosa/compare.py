@@ -204,6 +204,10 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
         cost = sched.cost
         extra = dict(sched.extra or {})
         extra["solver"] = sched.stats.to_dict()
+        if "zigzag" in schedulers and name != "zigzag":  # every other mapping priced by ZigZag's model beside it
+            from .baselines.zigzag_mapper import zigzag_price_extra
+
+            extra.update(zigzag_price_extra(workload, arch, sched.mapping))
         if keep_mapping:  # taken out again by ``compare`` once measured
             extra["_mapping"] = sched.mapping
         rows.append(CompareRow(
@@ -346,6 +350,10 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     if unknown:
         raise SchedulingError(f"unknown scheduler(s) {unknown}; choose from {list(SCHEDULERS)}", source=src,
                               field="schedulers")
+    if "zigzag" in schedulers:  # a missing optional peer is bad input (exit 2), not a failed row per layer
+        from .baselines.zigzag_mapper import require_zigzag
+
+        require_zigzag(src)
     if len(set(schedulers)) != len(schedulers):
         raise SchedulingError(f"schedulers repeat: {list(schedulers)}", source=src, field="schedulers")
     if not isinstance(jobs, int) or jobs < 1:

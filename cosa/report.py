@@ -222,7 +222,9 @@ def table(result: CompareResult, title: str | None = None, error_chars: int = ER
             ratio = _fmt(r.ratio, ".3f")
             if _finite(r.ratio) and r.ratio == 1.0:
                 ratio = f"[bold green]{ratio}[/]"
-            t.add_row(escape(label), r.scheduler, _fmt(r.cycles, ",.0f"), _fmt_energy_uj(r.energy_pj),
+            # a peer's mapping that our levels could not state exactly is the nearest one: say so
+            sched = f"{r.scheduler} (adapted)" if r.status == "adapted" else r.scheduler
+            t.add_row(escape(label), sched, _fmt(r.cycles, ",.0f"), _fmt_energy_uj(r.energy_pj),
                       _fmt(100 * r.utilization, ".1f") + "%", _fmt(r.dram_bytes, ",.0f"), _fmt(r.seconds, ".2f"),
                       ratio, _fmt(r.bound_ratio, ".2f"), _fmt(r.cycles_over_roofline, ".2f"),
                       *([_fmt(r.measured_s, ".4g") + ("" if r.measured_verified in (None, True) else " [red]WRONG[/]")]

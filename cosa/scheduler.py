@@ -6,7 +6,7 @@ import dataclasses
 
 from .schedule import Schedule, SchedulingError
 
-SCHEDULERS = ("cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper")
+SCHEDULERS = ("cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper", "zigzag")
 
 
 def _attach_bound(result: Schedule) -> Schedule:
@@ -39,9 +39,10 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     start: what it finds on its own), "gemmini-default" (the vendor's tiling),
     "random" (options ``samples``/``seconds``), "exhaustive" (option ``limit``), "timeloop-mapper"
     (Timeloop's mapper when a binary is available; options ``search_size``, ``binary``, ``mapspace``,
-    ``workdir``: ``cosa.baselines.timeloop_mapper``).  "cosa", "random" and "exhaustive" also take
-    ``tie_tolerance``: objective values within this fraction of the best tie and are then ranked by
-    DRAM bytes and energy (``cosa.baselines.objective``, default 2 %).
+    ``workdir``: ``cosa.baselines.timeloop_mapper``), "zigzag" (ZigZag's LOMA mapper when the ``zigzag`` extra
+    is installed; option ``setting``: "default" or "large": ``cosa.baselines.zigzag_mapper``).  "cosa",
+    "random" and "exhaustive" also take ``tie_tolerance``: objective values within this fraction of the best
+    tie and are then ranked by DRAM bytes and energy (``cosa.baselines.objective``, default 2 %).
     objective: "latency" (cycles), "energy" (pJ), "edp" (cycles * pJ), or for
     the MIP also "cosa" (CoSA's weighted log-domain objective).
     bound: attach ``lowerbounds.bound_for_arch`` as ``Schedule.bound`` (False
@@ -95,6 +96,15 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
             raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'timeloop-mapper'; known: "
                                   f"{sorted(allowed)}", source=src, field="options")
         result = timeloop_mapper(workload, arch, time_limit_s=time_limit_s, seed=seed, **options)
+    elif scheduler == "zigzag":
+        from .baselines.zigzag_mapper import zigzag_schedule
+
+        unknown = sorted(set(options) - {"setting"})
+        if unknown:
+            raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'zigzag'; known: ['setting']",
+                                  source=src, field="options")
+        result = zigzag_schedule(workload, arch, objective=objective, time_limit_s=time_limit_s, seed=seed,
+                                 **options)
     else:
         raise SchedulingError(f"unknown scheduler '{scheduler}'; choose one of {list(SCHEDULERS)}", source=src,
                               field="scheduler")

@@ -47,7 +47,8 @@ def test_the_mip_is_never_worse_than_random_sampling_here():
 
 
 def test_unknown_names_and_options_raise():
-    assert set(SCHEDULERS) == {"cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper"}
+    assert set(SCHEDULERS) == {"cosa", "cosa-cold", "gemmini-default", "random", "exhaustive", "timeloop-mapper",
+                               "zigzag"}
     with pytest.raises(SchedulingError, match="scheduler"):
         schedule(NEST, machine(), scheduler="annealing")
     with pytest.raises(SchedulingError, match="unknown option"):
@@ -56,6 +57,8 @@ def test_unknown_names_and_options_raise():
         schedule(NEST, machine(), scheduler="random", limit=3)
     with pytest.raises(SchedulingError, match="unknown option"):
         schedule(NEST, machine(), scheduler="timeloop-mapper", samples=3)
+    with pytest.raises(SchedulingError, match="unknown option"):
+        schedule(NEST, machine(), scheduler="zigzag", samples=3)
 
 
 def test_bound_is_attached_when_the_lower_bound_package_provides_it():

@@ -1,0 +1,245 @@
+"""Peers: ZigZag's LOMA mapper and cost model beside our MIP scheduler and cost model (``bench/peers.py zigzag``).
+
+For ResNet-50, MobileNet-V2 and BERT-base layers on the Eyeriss-like and Simba-like presets, per layer: the
+cycles and energy of cosa's schedule and of LOMA's best mapping (``cosa.baselines.zigzag_mapper``), each in
+our model and in ZigZag's; each search's seconds (wall and CPU, one run each, in one process, the layers in
+turn); and where the two models price cosa's mapping differently, by how much and why (the count
+differences and mechanisms of ``cosa.baselines.zigzag_compare``).  A layer or arch ZigZag cannot express is a
+row with the reason.  LOMA's mapping is read back exactly when our levels can place every loop where ZigZag
+does; otherwise it is the nearest mapping (loops moved outwards) and its row says so::
+
+    python3 bench/peers.py zigzag --quick --results bench/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+NETWORKS = ("resnet50", "mobilenet_v2", "bert_base_128")
+QUICK = ("resnet50/res2a_branch2b", "mobilenet_v2/b3_dw", "bert_base_128/attention_context")
+ARCHS = ("eyeriss", "simba")
+
+
+def _layers(args):
+    from workloads import zoo
+
+    if args.layers:
+        return [zoo.layer(n) for n in args.layers.split(",")]
+    if args.quick:
+        return [zoo.layer(n) for n in QUICK]
+    return [w for net in NETWORKS for w in zoo.network(net)]
+
+
+def _timed(fn):
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def run_layer(workload, arch, settings: list[str], time_limit_s: float) -> dict:
+    """One layer on one arch: cosa and LOMA in both models (numbers) or the reason it was skipped."""
+    from cosa import SchedulingError, schedule
+    from cosa.baselines.zigzag_compare import count_differences, explain
+    from cosa.baselines.zigzag_io import ZigZagConversionError
+    from cosa.baselines.zigzag_mapper import build, loma, zigzag_evaluate
+    from costmodel import evaluate
+
+    row = {"layer": workload.name, "arch": arch.name}
+    try:
+        _, _, _, hw = build(workload, arch)
+    except ZigZagConversionError as err:
+        row["skip"] = str(err)
+        return row
+    try:
+        sched, wall, cpu = _timed(lambda: schedule(workload, arch, scheduler="cosa", time_limit_s=time_limit_s,
+                                                   bound=False))
+    except SchedulingError as err:
+        row["skip"] = f"cosa found no schedule: {err}"
+        return row
+    try:
+        theirs = zigzag_evaluate(workload, arch, sched.mapping)
+    except Exception as err:  # a ZigZag failure is a row with its reason, never a traceback
+        row["skip"] = f"ZigZag cannot price cosa's mapping: {type(err).__name__}: {str(err).splitlines()[0]}"
+        return row
+    row["cosa"] = {"cycles": sched.cost.cycles, "energy_pj": sched.cost.energy_pj, "zigzag_cycles": theirs.cycles,
+                   "zigzag_energy_pj": theirs.energy_pj, "wall_s": wall, "cpu_s": cpu, "zigzag": theirs.to_dict(),
+                   "why": explain(workload, arch, sched.mapping, sched.cost, theirs, hw),
+                   "differences": [d.to_dict() for d in count_differences(workload, arch, sched.mapping, sched.cost,
+                                                                          theirs, hw)]}
+    for setting in settings:
+        try:
+            got = loma(workload, arch, setting=setting)
+        except SchedulingError as err:
+            row[setting] = {"error": str(err)}
+            continue
+        row[setting] = {"zigzag_cycles": got.zigzag.cycles, "zigzag_energy_pj": got.zigzag.energy_pj,
+                        "wall_s": got.wall_s, "cpu_s": got.cpu_s, "exact": got.mapping is not None and not got.moved,
+                        "moved_loops": list(got.moved), "readback_error": got.readback_error}
+        if got.mapping is not None:
+            cost = evaluate(workload, arch, got.mapping)
+            row[setting].update(cycles=cost.cycles, energy_pj=cost.energy_pj)
+    return row
+
+
+def _n(x, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def schedule_table(rows: list[dict], arch: str, setting: str, what: str) -> str:
+    """Cycles (``what`` "cycles") or energy (``"energy"``) of each tool's schedule in each model, on one arch."""
+    key, zkey, scale, unit = (("cycles", "zigzag_cycles", 1.0, "") if what == "cycles"
+                              else ("energy_pj", "zigzag_energy_pj", 1e-6, " uJ"))
+    title = f"{what.capitalize()} on {arch}, LOMA {setting}: each tool's schedule in each model"
+    lines = [title,
+             f"| layer | cosa, ours{unit} | LOMA, ours{unit} | LOMA/cosa ours | cosa, ZigZag{unit} | "
+             f"LOMA, ZigZag{unit} | cosa/LOMA ZigZag | LOMA read back |" + (" cosa CPU s | LOMA CPU s | LOMA s / cosa s |"
+                                                      if what == "cycles" else ""),
+             "|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|" if what == "cycles" else "")]
+    for r in rows:
+        if r["arch"] != arch:
+            continue
+        if "skip" in r:
+            lines.append(f"| {r['layer']} | skipped: {r['skip']} |" + " - |" * (6 + (3 if what == "cycles" else 0)))
+            continue
+        c, z = r["cosa"], r.get(setting, {})
+        if "error" in z:
+            cells = ["-", "-", _n(c[zkey] * scale), "-", "-", f"failed: {z['error']}"]
+        else:
+            exact = z["exact"]
+            ours = _n(z[key] * scale) if exact else "-"
+            ratio = f"{z[key] / c[key]:.3f}" if exact else "-"
+            if exact:
+                back = "exact"
+            elif z["readback_error"]:
+                back = f"not expressible: {z['readback_error']}"
+            else:
+                back = f"adapted ({len(z['moved_loops'])} loops moved: {_n(z[key] * scale)})"
+            cells = [ours, ratio, _n(c[zkey] * scale), _n(z[zkey] * scale), f"{c[zkey] / z[zkey]:.3f}", back]
+        line = f"| {r['layer']} | {_n(c[key] * scale)} | " + " | ".join(cells) + " |"
+        if what == "cycles":
+            loma_cpu = "-" if "error" in z else f"{z['cpu_s']:.1f}"
+            speed = "-" if "error" in z else f"{z['cpu_s'] / c['cpu_s']:.1f}"
+            line += f" {c['cpu_s']:.1f} | {loma_cpu} | {speed} |"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def disagreement_table(rows: list[dict], arch: str) -> str:
+    """cosa's mapping priced by both models on one arch: the ratios and why they differ."""
+    lines = [f"Models on {arch}: cosa's mapping priced by ZigZag and by ours",
+             "| layer | cycles ZigZag/ours | energy ZigZag/ours | why (cycle terms; largest count differences, ours vs "
+             "ZigZag's, in words) |", "|---|---:|---:|---|"]
+    for r in rows:
+        if r["arch"] != arch or "skip" in r:
+            continue
+        c = r["cosa"]
+        lines.append(f"| {r['layer']} | {c['zigzag_cycles'] / c['cycles']:.3f} | "
+                     f"{c['zigzag_energy_pj'] / c['energy_pj']:.3f} | {c['why']} |")
+    return "\n".join(lines) + "\n"
+
+
+TARGETS = {"cosa_over_loma_zigzag_at_most": 1.02, "loma_over_cosa_seconds_at_least": 10,
+           "models_disagree_above": 1.05, "models_disagree_below": 0.95}
+"""The issue's targets, the thresholds of the summary (kept in the sidecar)."""
+
+SUMMARY = [
+    {"each": True, "column": "LOMA/cosa ours", "what": "LOMA's over cosa's in our model",
+     "stats": ["geomean", "min", "max", "below:1"]},
+    {"each": True, "column": "cosa/LOMA ZigZag", "what": "cosa's over LOMA's in ZigZag's model",
+     "stats": ["geomean", "min", "max", "above:1.02"]},
+    {"each": True, "column": "LOMA s / cosa s", "what": "LOMA's CPU seconds over cosa's",
+     "stats": ["geomean", "min", "below:10"]},
+    {"each": True, "column": "cycles ZigZag/ours", "what": "ZigZag's cycles over ours for cosa's mapping",
+     "stats": ["min", "max", "above:1.05"]},
+    {"each": True, "column": "energy ZigZag/ours", "what": "ZigZag's energy over ours for cosa's mapping",
+     "stats": ["min", "max", "above:1.05", "below:0.95"]},
+]
+
+
+def report(rows: list[dict], settings: list[str], archs: list[str]) -> str:
+    parts = []
+    for arch in archs:
+        for setting in settings:
+            parts.append(schedule_table(rows, arch, setting, "cycles"))
+            parts.append(schedule_table(rows, arch, setting, "energy"))
+        parts.append(disagreement_table(rows, arch))
+    return "\n".join(parts)
+
+
+NOTES = ("Both searches minimise latency.  `ours` prices a mapping with `costmodel.evaluate`, `ZigZag` with "
+         "ZigZag's cost model on the converted inputs (`cosa.baselines.zigzag_io`).  `LOMA/cosa ours` > 1 and "
+         "`cosa/LOMA ZigZag` < 1 favour cosa.  `LOMA read back`: `exact` when our levels place every loop where "
+         "ZigZag does; `adapted` when ZigZag keeps a loop inside one operand's tile and outside another's where "
+         "our levels nest those memories the other way round (its loops moved outwards: the figure in brackets is "
+         "that adapted mapping in our model, not LOMA's).  Seconds are CPU seconds of one run each, in one "
+         "process, on a machine shared with other jobs; cosa's include building the MIP.  `why` lists ZigZag's "
+         "cycle terms and the access counts that differ most in energy, with the mechanism "
+         "(`cosa.baselines.zigzag_compare.MECHANISMS`).")
+
+
+def main(args) -> int:
+    from costmodel import preset
+    from cosa.baselines.zigzag_mapper import EXTRA, SETTINGS, zigzag_version
+
+    version = zigzag_version()
+    if version is None:
+        print(f"peers zigzag: ZigZag is not installed: {EXTRA}", file=sys.stderr)
+        return 2
+    settings = args.settings.split(",")
+    unknown = [s for s in settings if s not in SETTINGS]
+    if unknown:
+        print(f"peers zigzag: --settings: unknown {unknown}; choose from {sorted(SETTINGS)}", file=sys.stderr)
+        return 2
+    archs = args.archs.split(",")
+    rows = []
+    for arch_name in archs:
+        arch = preset(arch_name)
+        for w in _layers(args):
+            rows.append(run_layer(w, arch, settings, args.time_limit))
+            r = rows[-1]
+            print(f"{arch_name:8s} {w.name:24s} " + (f"skipped: {r['skip']}" if "skip" in r else
+                  f"cosa {r['cosa']['cycles']:>12,.0f} ({r['cosa']['cpu_s']:.1f} s)  " + "  ".join(
+                      f"{s} " + (r[s]['error'] if 'error' in r[s] else
+                                 f"{r[s]['zigzag_cycles']:>12,.0f} ZigZag ({r[s]['cpu_s']:.1f} s)")
+                      for s in settings)), file=sys.stderr, flush=True)
+    text = report(rows, settings, archs)
+    print(text)
+    data = {"zigzag": version, "settings": {s: SETTINGS[s] for s in settings}, "targets": TARGETS, "rows": rows}
+    if args.json or args.results:
+        from results_section import run_stamp, save_outputs
+
+        date, machine = run_stamp()
+        command = ("python bench/peers.py zigzag" + (" --quick" if args.quick else "")
+                   + (f" --layers {args.layers}" if args.layers else "") + f" --archs {args.archs} --settings "
+                   f"{args.settings} --time-limit {args.time_limit:g}")
+        save_outputs(name="peers_zigzag", title="ZigZag peers: cosa against ZigZag's LOMA, in both cost models "
+                     "(`bench/peers.py zigzag`)", date=date, machine=machine, command=command, console=text,
+                     data=data, json_path=args.json, results_path=args.results, notes=NOTES, summary=SUMMARY,
+                     packages=("numpy", "scipy", "highspy", "zigzag-dse"))
+    return 0
+
+
+def add_parser(sub) -> None:
+    """The ``zigzag`` subcommand of ``bench/peers.py``."""
+    p = sub.add_parser("zigzag", help="ZigZag's LOMA and cost model against cosa and ours")
+    p.add_argument("--quick", action="store_true", help=f"one layer per network ({', '.join(QUICK)}): fits 2 cores")
+    p.add_argument("--layers", help="zoo names network/layer,... (default: every distinct layer of the networks)")
+    p.add_argument("--archs", default=",".join(ARCHS))
+    p.add_argument("--settings", default="default", help="LOMA settings, comma-separated: default, large")
+    p.add_argument("--time-limit", type=float, default=30.0, help="cosa's MIP time limit per layer (s)")
+    p.add_argument("--json")
+    p.add_argument("--results", help="record the tables in this results file (bench/RESULTS.md)")
+    p.set_defaults(func=main)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_parser(parser.add_subparsers(dest="cmd", required=True))
+    ns = parser.parse_args(["zigzag", *sys.argv[1:]])
+    sys.exit(ns.func(ns))

@@ -1,0 +1,58 @@
+"""bench/peers_zigzag.py: every layer is a full row, a skipped one with its reason, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import peers_zigzag as pz  # noqa: E402
+from cosa.baselines.zigzag_mapper import zigzag_version  # noqa: E402
+from costmodel import preset  # noqa: E402
+from workloads import zoo  # noqa: E402
+
+COSA = {"cycles": 100.0, "energy_pj": 2e6, "zigzag_cycles": 110.0, "zigzag_energy_pj": 2.1e6, "cpu_s": 1.0,
+        "why": "ZigZag adds 5 cycles to fill and 5 to drain"}
+ROWS = [
+    {"layer": "a", "arch": "simba", "cosa": COSA,
+     "default": {"cycles": 120.0, "energy_pj": 2.2e6, "zigzag_cycles": 115.0, "zigzag_energy_pj": 2.0e6,
+                 "cpu_s": 20.0, "exact": True, "moved_loops": [], "readback_error": None}},
+    {"layer": "b", "arch": "simba", "cosa": COSA,
+     "default": {"cycles": 300.0, "energy_pj": 3e6, "zigzag_cycles": 90.0, "zigzag_energy_pj": 1.9e6, "cpu_s": 9.0,
+                 "exact": False, "moved_loops": ["loop K=2 sits ..."], "readback_error": None}},
+    {"layer": "c", "arch": "simba", "cosa": COSA,
+     "default": {"zigzag_cycles": 90.0, "zigzag_energy_pj": 1.9e6, "cpu_s": 9.0, "exact": False, "moved_loops": [],
+                 "readback_error": "ZigZag covers P=56 with factors multiplying to 64 (a ragged tiling)"}},
+    {"layer": "d", "arch": "simba", "cosa": COSA, "default": {"error": "ZigZag failed on layer d: boom"}},
+    {"layer": "e", "arch": "simba", "skip": "level DRAM sets read_row_extra_cycles, which ZigZag does not model"},
+]
+
+
+@pytest.mark.parametrize("what", ["cycles", "energy"])
+def test_every_row_of_the_schedule_table_is_full_and_says_why_when_empty(what):
+    text = pz.schedule_table(ROWS, "simba", "default", what)
+    lines = [ln for ln in text.splitlines() if ln.startswith("|")]
+    header, body = lines[0], lines[2:]
+    assert len(body) == len(ROWS)
+    assert all(ln.count("|") == header.count("|") for ln in body)
+    assert "| 1.200 |" in body[0] or what == "energy"
+    assert "adapted (1 loops moved" in body[1] and "| - | - |" in body[1]
+    assert "not expressible: ZigZag covers P=56" in body[2]
+    assert "failed: ZigZag failed on layer d" in body[3]
+    assert "skipped: level DRAM sets read_row_extra_cycles" in body[4]
+
+
+def test_the_disagreement_table_gives_ratios_and_the_mechanisms():
+    text = pz.disagreement_table(ROWS, "simba")
+    assert "| a | 1.100 | 1.050 | ZigZag adds 5 cycles to fill" in text
+    assert "| e |" not in text  # a skipped layer has no mapping to price
+
+
+@pytest.mark.skipif(zigzag_version() is None, reason="ZigZag is not installed (pip install cosa-framework[zigzag])")
+def test_an_arch_zigzag_cannot_state_is_a_row_with_the_reason():
+    row = pz.run_layer(zoo.layer("bert_base_128/attention_context"), preset("gemmini"), ["default"], 5.0)
+    assert set(row) == {"layer", "arch", "skip"} and "does not model" in row["skip"]
