@@ -246,6 +246,8 @@ def cmd_run(args) -> int:
         return _run_on_chipyard(args, program)
     d = run_program(program, sim=args.sim, seed=args.seed).to_dict()
     d["exception_status"] = status
+    # what the cycles are: our timing model's on the functional model, our own RTL's (not Gemmini's) on rtl
+    d["cycles_source"] = {"isa": "timing model", "rtl": "our RTL (not Gemmini's)"}.get(args.sim, args.sim)
     if args.json:
         _print_json(d)
     else:
@@ -255,7 +257,7 @@ def cmd_run(args) -> int:
         busy = (", busy load/execute/store " + "/".join(f"{d['busy'][u]:,}" for u in units) + " cycles"
                 if d.get("busy") else "")
         print(f"{name}: {'verified bit-exact' if d['verified'] else 'MISMATCH'} "
-              f"({d['mismatches']} mismatches), {cycles} cycles, ideal {d['ideal_cycles']:,.0f}, "
+              f"({d['mismatches']} mismatches), {cycles} cycles ({d['cycles_source']}), ideal {d['ideal_cycles']:,.0f}, "
               f"utilization {util}, {d['instructions']:,} instructions, {d['dram_bytes']:,} DRAM bytes{busy} "
               f"[{args.sim}]")
     if not d["verified"]:

@@ -106,13 +106,14 @@ def test_run_gemmini_verifies_bit_exact(capsys, tmp_path):
     assert code == 0
     doc = json.loads(out)
     assert set(doc) == {"verified", "mismatches", "cycles", "ideal_cycles", "utilization", "instructions", "dram_bytes",
-                        "busy", "exception_status"}
+                        "busy", "exception_status", "cycles_source"}
+    assert doc["cycles_source"] == "timing model"
     assert doc["exception_status"]["code"] is None  # int8/int32: nothing to scan
     assert doc["verified"] and doc["mismatches"] == 0
     assert doc["ideal_cycles"] == 16 * 12 * 20 / 16 and doc["cycles"] >= doc["ideal_cycles"]
     assert set(doc["busy"]) == {"load", "execute", "store"} and max(doc["busy"].values()) <= doc["cycles"]
     code, out, _ = run(capsys, "run", "gemmini", _small_matmul(tmp_path), "--dim", "4", "--scheduler", "gemmini-default")
-    assert code == 0 and "busy load/execute/store " in out and "[isa]" in out
+    assert code == 0 and "busy load/execute/store " in out and "[isa]" in out and "cycles (timing model)" in out
 
 
 def test_emit_gemmini_writes_self_checking_c(capsys, tmp_path):
