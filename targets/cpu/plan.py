@@ -14,11 +14,14 @@ by the cores with ``fanout`` = cores, private caches, the innermost level fannin
   level that stores it (a level below the cores' fan-out whose ``Mapping.stores`` is true), and
   re-packed only when its tile changes; the box of an axis spans ``AffineExpr.extent`` of the tile
   (``Tensor.tile_words`` without the clipping), so a convolution's halo and padding come with it;
-  outputs are accumulated in place;
+  an input that the micro-kernel walks along ``j`` (or else ``i``), indexed there by that dim alone, is
+  stored as panels of the block's width (``Pack.panel``: B as K x ``nv`` vectors, A as K x ``mr`` rows,
+  each panel contiguous, as in a BLAS's packed panels); outputs are accumulated in place;
 * the innermost level's tile (temporal and spatial factors together: the SIMD lanes) is the
   micro-kernel: an ``mr`` x (``nv`` x lanes) block of outputs (rows along dim ``i``, lanes along the
-  output's contiguous dim ``j``) is held in vector registers while the tile's reduction loops run
-  inside it in the innermost level's order.  So each output element is accumulated in the order of
+  output's contiguous dim ``j``; sized to the vector registers by ``register_tile``) is held in vector
+  registers while the tile's reduction loops (the whole K panel) run inside it in the innermost level's
+  order, the innermost one unrolled, the next part of each packed panel prefetched.  So each output element is accumulated in the order of
   the reduction loops of the whole nest, outer to inner (one fused multiply-add per step for floats).
 """
 
@@ -59,6 +62,11 @@ class Pack:
     level: int
     box: tuple[int, ...]
     guard: bool
+    panel: tuple[int, int] | None = None
+    """(axis, width): the box is stored as ceil(box[axis] / width) panels, each holding the other axes in C
+    order with ``width`` consecutive positions of ``axis`` innermost (the order the micro-kernel reads:
+    a row block of ``mr`` A rows per K step, or ``nv`` x lanes of B per K step), so a micro-kernel
+    walks one contiguous panel instead of rows a box apart (which map onto a few cache sets)."""
 
     @property
     def words(self) -> int:
@@ -199,6 +207,34 @@ def _packs(mapping, workload, arch, par_level, shapes, inner) -> dict:
     return packs
 
 
+def register_tile(rows: int, cols: int, lanes: int, registers: int) -> tuple[int, int]:
+    """(mr, nv): the register block of an outer-product micro-kernel over a ``rows`` x ``cols`` output tile.
+
+    Each K step loads ``nv`` vectors of ``lanes`` (the B row) and broadcasts ``mr`` scalars (the A
+    column) into ``mr * nv`` accumulators, which stay in registers for the whole K panel; so the block
+    needs ``mr * nv + nv + 1`` of the ``registers`` vector registers (accumulators, the B vectors, one
+    broadcast), and it does ``mr * nv`` FMAs per ``mr + nv`` loads.  The block with the most FMAs per load
+    that fits is chosen (AVX-512, 32 registers, fp32: 6 x 4 vectors = 6 x 64, or 14 x 2 = 14 x 32 when
+    the tile is 32 wide; AVX2, 16 registers: 6 x 2 = 6 x 16 in fp32), preferring a row count that divides
+    ``rows`` (no ragged last block) unless that loses more than a quarter of the FMAs per load.
+    """
+    if lanes == 1:  # scalar accumulators: a block of rows by one column group
+        nv_max = 1
+    else:
+        nv_max = max(1, min(4, -(-cols // lanes)))
+    best = None
+    for nv in range(1, nv_max + 1):
+        if lanes > 1 and nv > 1 and cols % (nv * lanes) and cols >= nv * lanes:
+            continue  # blocks that leave a ragged column remainder
+        limit = max(1, min(rows, (registers - nv - 1) // nv))
+        for mr in {limit, largest_divisor_at_most(rows, limit)}:
+            score = mr * nv / (mr + nv) * (1.0 if rows % mr == 0 else 0.75)
+            key = (score, mr * nv, -nv)
+            if best is None or key > best[0]:
+                best = (key, mr, nv)
+    return best[1], best[2]
+
+
 def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_bytes, scalar) -> MicroKernel:
     dims = list(workload.dims)
     out = workload.output
@@ -221,17 +257,10 @@ def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_byt
                           source=f"workload {workload.name}", field=f"tensors.{out.name}.indices")
     if j is None:  # a scalar output (a full reduction): one accumulator
         return MicroKernel(ext, None, None, 1, 1, 1, (), tuple(d for d in order if ext[d] > 1))
-    nv = 2 if lanes > 1 and ext[j] >= 2 * lanes else 1
-    acc = max(1, registers - 4)
     icands = [d for d in dims if d != j and d in out.dims and ext[d] > 1 and output_separable(d, out, bounds)]
     reuse = [d for d in icands if any(d not in t.dims for t in workload.inputs)]
     i = max(reuse or icands, key=lambda d: ext[d], default=None)
-    mr = 1
-    if i is not None:
-        limit = max(1, min(ext[i], acc // nv))
-        # a divisor of the extent near the limit leaves no ragged last block
-        best = largest_divisor_at_most(ext[i], limit)
-        mr = best if 2 * best >= limit else limit
+    mr, nv = register_tile(ext[i] if i is not None else 1, ext[j], lanes, registers)
     outer = tuple(d for d in dims if d in out.dims and d not in (i, j) and ext[d] > 1)
     reduction = tuple(d for d in order if d not in out.dims and ext[d] > 1)
     return MicroKernel(ext, j, i, lanes, nv, mr, outer, reduction)
@@ -265,7 +294,26 @@ def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int =
                         if t.name not in packs and needs_guard(t, workload.dims, shapes[t.name]))
     kernel = _micro_kernel(mapping, workload, inner, vector_bytes, registers, WORD_BYTES[dtypes[out.name]],
                            scalar or bool(guarded))
+    packs = {name: _with_panel(pk, workload.tensor(name), kernel) for name, pk in packs.items()}
     return Plan(workload, mapping, arch, dtypes, shapes, tuple(loops), par_level, packs, guarded, kernel)
+
+
+def _with_panel(pack: Pack, tensor, kernel: MicroKernel) -> Pack:
+    """``pack`` stored as micro-kernel panels (``Pack.panel``) where the micro-kernel's blocks tile the box
+    exactly: along ``j`` (width ``nv`` x lanes; vectors are loaded from within one panel) for a tensor
+    indexed by ``j`` alone on one axis, else along ``i`` (width ``mr``) likewise; otherwise as it is."""
+    from dataclasses import replace
+
+    for d, width in ((kernel.j, kernel.nv * kernel.lanes), (kernel.i, kernel.mr)):
+        if d is None or width <= 1 or kernel.extents[d] % width:
+            continue
+        axes = [a for a, e in enumerate(tensor.indices) if d in e.dims]
+        if len(axes) != 1 or tensor.indices[axes[0]].terms != ((d, 1),):
+            continue
+        if pack.box[axes[0]] % width == 0:
+            return replace(pack, panel=(axes[0], width))
+        return pack
+    return pack
 
 
 def arch_for(workload: LoopNest, arch):
