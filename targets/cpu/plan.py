@@ -17,12 +17,15 @@ by the cores with ``fanout`` = cores, private caches, the innermost level fannin
   an input that the micro-kernel walks along ``j`` (or else ``i``), indexed there by that dim alone, is
   stored as panels of the block's width (``Pack.panel``: B as K x ``nv`` vectors, A as K x ``mr`` rows,
   each panel contiguous, as in a BLAS's packed panels); outputs are accumulated in place;
+* an innermost level that holds outputs only (the register file, ``register_level``) is folded into the
+  level above it: that level's tile, with the register level's loops inside, is the micro-kernel;
 * the innermost level's tile (temporal and spatial factors together: the SIMD lanes) is the
   micro-kernel: an ``mr`` x (``nv`` x lanes) block of outputs (rows along dim ``i``, lanes along the
   output's contiguous dim ``j``; sized to the vector registers by ``register_tile``) is held in vector
   registers while the tile's reduction loops (the whole K panel) run inside it in the innermost level's
-  order, the innermost one unrolled, the next part of each packed panel prefetched.  So each output element is accumulated in the order of
-  the reduction loops of the whole nest, outer to inner (one fused multiply-add per step for floats).
+  order, the innermost one unrolled, the next part of each packed panel prefetched.  So each output
+  element is accumulated in the order of the reduction loops of the whole nest, outer to inner (one
+  fused multiply-add per step for floats).
 """
 
 from __future__ import annotations
@@ -104,7 +107,8 @@ class Plan:
 
     @property
     def inner_level(self) -> int:
-        return len(self.mapping.levels) - 1
+        """The level whose tile is the micro-kernel (``kernel_level``)."""
+        return kernel_level(self.mapping, self.arch)
 
     @property
     def compute_dtype(self) -> str:
@@ -240,8 +244,9 @@ def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_byt
     out = workload.output
     ext = mapping.tile_extents(inner, dims)
     bounds = workload.dims
-    lm = mapping.levels[inner]
-    in_order = list(lm.loop_order(dims)) + [d for d in dims if lm.spatial_factor(d) > 1]
+    in_order = []
+    for lm in mapping.levels[inner:]:  # the kernel level's loops, then a register level's below it
+        in_order += list(lm.loop_order(dims)) + [d for d in dims if lm.spatial_factor(d) > 1]
     order = list(dict.fromkeys(in_order))
     last = out.indices[-1] if out.indices else None
     j = last.dims[0] if last is not None and len(last.terms) == 1 and last.terms[0][1] == 1 and \
@@ -287,7 +292,7 @@ def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int =
     if needs_guard(out, workload.dims, shapes[out.name]):
         raise TargetError("the output's indices leave its stored shape", source=f"workload {workload.name}",
                           field=f"tensors.{out.name}.shape")
-    inner = len(mapping.levels) - 1
+    inner = kernel_level(mapping, arch)
     loops, par_level = _band_loops(mapping, workload, inner)
     packs = _packs(mapping, workload, arch, par_level, shapes, inner)
     guarded = frozenset(t.name for t in workload.inputs
@@ -316,15 +321,80 @@ def _with_panel(pack: Pack, tensor, kernel: MicroKernel) -> Pack:
     return pack
 
 
-def arch_for(workload: LoopNest, arch):
+REGISTER_LEVEL = "Registers"
+"""Name of the level ``arch_for(..., registers=...)`` adds below the innermost cache: the accumulators."""
+
+
+def register_level(arch, registers: int, vector_bytes: int):
+    """``arch`` with the micro-kernel's register file as its innermost level: ``registers`` vector registers
+    of ``vector_bytes``, all but three (the B vectors and a broadcast of the largest blocks of
+    ``register_tile``) holding output accumulators, so the level holds outputs only and takes over the
+    innermost cache's fan-out to the SIMD lanes; the innermost cache then holds the input panels only (the
+    kernel's accumulators never live there: it loads an output block once, runs the whole K panel with it
+    in registers and stores it).  An arch whose innermost level already holds outputs only is returned as
+    it is."""
+    from dataclasses import replace
+
+    from costmodel import Level
+
+    levels = list(arch.levels)
+    last = levels[-1]
+    if last.name == REGISTER_LEVEL or frozenset(last.holds) == {"output"} or len(levels) < 2:
+        return arch
+    lanes = last.fanout
+    # the vectors of one register block's row: the shape of register_tile for a large tile
+    nv = register_tile(60, 12 * lanes, lanes, registers)[1] if lanes > 1 else 1
+    regs = Level(REGISTER_LEVEL, max(1, registers - 3) * vector_bytes, frozenset({"output"}),
+                 fanout=lanes * nv, spatial_axes=())
+    levels[-1] = replace(last, holds=frozenset(last.holds) - {"output"}, fanout=1, spatial_axes=())
+    # the fan-out now counts nv vectors of lanes, issued one vector per FMA: the same peak
+    return replace(arch, levels=tuple(levels) + (regs,), macs_per_cycle=arch.macs_per_cycle / nv)
+
+
+def _streamed_operands(workload: LoopNest, arch):
+    """Below a register level: the innermost cache holds only the inputs the micro-kernel loads as vectors
+    (those indexed by the output's contiguous dim, B of a GEMM), which every row block of a tile reuses;
+    the broadcast operands (A) stream from the next cache, ``mr`` words per K step, as a BLAS's A panel
+    does, so they do not take the room a long K panel of B needs."""
+    from dataclasses import replace
+
+    last = workload.output.indices[-1] if workload.output.indices else None
+    if last is None or len(last.terms) != 1:
+        return arch
+    j = last.dims[0]
+    vector_roles = {t.role for t in workload.inputs if j in t.dims}
+    broadcast_roles = {t.role for t in workload.inputs if j not in t.dims}
+    if not vector_roles or vector_roles & broadcast_roles:
+        return arch
+    levels = list(arch.levels)
+    cache = levels[-2]
+    levels[-2] = replace(cache, holds=frozenset(cache.holds) - broadcast_roles)
+    return replace(arch, levels=tuple(levels))
+
+
+def kernel_level(mapping: Mapping, arch) -> int:
+    """The level whose tile is the micro-kernel: the innermost one, or the one above it when the innermost
+    holds outputs only (a register level, ``register_level``): then the micro-kernel runs that level's
+    loops too, with its accumulators in registers across them."""
+    inner = len(mapping.levels) - 1
+    holds = frozenset(arch.levels[inner].holds)
+    return inner - 1 if inner > 0 and holds == {"output"} else inner
+
+
+def arch_for(workload: LoopNest, arch, registers: tuple[int, int] | None = None):
     """``arch`` with the fan-outs the CPU code generator parallelises well stated as spatial axes, for
     schedulers that read them: the cores (the fan-out of the outermost level that has one, below DRAM)
     take dims that separate the output (``output_separable``: no two threads add into one element),
     the SIMD lanes (the innermost level's fan-out) only the output's contiguous dim.  Other fan-outs
-    and an arch that already has axes are left as they are."""
+    and an arch that already has axes are left as they are.  ``registers`` = (count, bytes each): the
+    register file is added as the innermost level first (``register_level``), so a scheduler sizes the
+    innermost cache's tile for the input panels alone."""
     from dataclasses import replace
 
     out = workload.output
+    if registers is not None:
+        arch = register_level(arch, *registers)
+        arch = _streamed_operands(workload, arch)
     levels = list(arch.levels)
     separable = frozenset(d for d in workload.dims if d in out.dims and output_separable(d, out, workload.dims))
     last = out.indices[-1] if out.indices else None

@@ -92,3 +92,51 @@ def test_guarded_panel_pack_zero_fills_outside_the_tensor():
     plan = make_plan(w, m, ARCH, vector_bytes=64, registers=32)
     assert plan.packs["x"].guard and plan.packs["x"].panel is not None
     assert run(w, m, ARCH, threads=1, repeat=1).verified
+
+
+# --- the register file as a level -------------------------------------------------------------
+
+def _reg_arch(w):
+    from targets.cpu.plan import arch_for
+
+    return arch_for(w, ARCH, registers=(32, 64))
+
+
+def test_register_level_holds_the_accumulators_and_frees_the_innermost_cache():
+    w = _gemm(32)
+    arch = _reg_arch(w)
+    regs, l1 = arch.levels[-1], arch.levels[-2]
+    assert [lv.name for lv in arch.levels] == ["DRAM", "L3", "L2", "L1", "Registers"]
+    assert regs.holds == {"output"} and regs.capacity_bytes == 29 * 64
+    assert regs.fanout == 4 * ARCH.levels[-1].fanout and regs.spatial_axes[0].dims == {"N"}
+    assert l1.holds == {"weight"} and l1.fanout == 1  # B's panel; A streams from L2 as a BLAS's A panel does
+    assert arch.macs_per_cycle * regs.fanout == ARCH.macs_per_cycle * ARCH.levels[-1].fanout  # the same peak
+    conv = workloads.conv2d("conv", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=32)
+    assert _reg_arch(conv).levels[-2].holds == {"input"}  # the vectors run along Q, which Weights lacks
+
+
+def test_register_tile_over_the_register_file_is_refused_naming_the_level():
+    from mappings import MappingError
+
+    w = _gemm(32)
+    m = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"K": 40}), LevelMapping(temporal={"M": 2}),
+                 LevelMapping(temporal={"M": 24}, spatial={"N": 64})))
+    with pytest.raises(MappingError, match="Registers"):
+        make_plan(w, m, _reg_arch(w))
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+def test_scheduled_mapping_on_the_register_level_runs_a_long_k_panel(bits):
+    """The MIP's mapping onto the register level: the micro-kernel is the L1 tile with the register
+    level's loops inside (K in registers), built, run and compared with NumPy."""
+    from cosa.scheduler import schedule
+
+    w = workloads.matmul("gemm", M=64, N=128, K=256, bits=bits)
+    arch = _reg_arch(w)
+    m = schedule(w, arch, time_limit_s=10, bound=False, seed=0).mapping
+    plan = make_plan(w, m, arch, vector_bytes=64, registers=32)
+    assert plan.inner_level == 3 and all(lv.level < 3 for lv in plan.loops)
+    assert plan.kernel.extents == m.tile_extents(3, list(w.dims))
+    assert plan.kernel.mr * plan.kernel.nv + plan.kernel.nv + 1 <= 32
+    r = run(w, m, arch, threads=2, repeat=1)
+    assert r.verified, r.max_abs_err
