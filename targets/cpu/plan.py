@@ -353,9 +353,9 @@ def register_level(arch, registers: int, vector_bytes: int):
 
 def _streamed_operands(workload: LoopNest, arch):
     """Below a register level: the innermost cache holds only the inputs the micro-kernel loads as vectors
-    (those indexed by the output's contiguous dim, B of a GEMM), which every row block of a tile reuses;
-    the broadcast operands (A) stream from the next cache, ``mr`` words per K step, as a BLAS's A panel
-    does, so they do not take the room a long K panel of B needs."""
+    (those indexed by the output's contiguous dim, B of a GEMM), which every row block of a tile reuses,
+    in half its capacity; the broadcast operands (A) stream from the next cache, ``mr`` words per K step,
+    as a BLAS's A panel does, so they do not take the room a long K panel of B needs."""
     from dataclasses import replace
 
     last = workload.output.indices[-1] if workload.output.indices else None
@@ -368,7 +368,10 @@ def _streamed_operands(workload: LoopNest, arch):
         return arch
     levels = list(arch.levels)
     cache = levels[-2]
-    levels[-2] = replace(cache, holds=frozenset(cache.holds) - broadcast_roles)
+    # the panel gets half the cache: the other half takes the streamed A panel, the output block's rows
+    # and the lines prefetched ahead (a panel that fills the cache evicts them all)
+    levels[-2] = replace(cache, holds=frozenset(cache.holds) - broadcast_roles,
+                         capacity_bytes=None if cache.capacity_bytes is None else cache.capacity_bytes // 2)
     return replace(arch, levels=tuple(levels))
 
 

@@ -110,6 +110,7 @@ def test_register_level_holds_the_accumulators_and_frees_the_innermost_cache():
     assert regs.holds == {"output"} and regs.capacity_bytes == 29 * 64
     assert regs.fanout == 4 * ARCH.levels[-1].fanout and regs.spatial_axes[0].dims == {"N"}
     assert l1.holds == {"weight"} and l1.fanout == 1  # B's panel; A streams from L2 as a BLAS's A panel does
+    assert l1.capacity_bytes == ARCH.levels[-1].capacity_bytes // 2  # room for A, the C rows, prefetches
     assert arch.macs_per_cycle * regs.fanout == ARCH.macs_per_cycle * ARCH.levels[-1].fanout  # the same peak
     conv = workloads.conv2d("conv", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=32)
     assert _reg_arch(conv).levels[-2].holds == {"input"}  # the vectors run along Q, which Weights lacks
