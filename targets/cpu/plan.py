@@ -325,14 +325,15 @@ REGISTER_LEVEL = "Registers"
 """Name of the level ``arch_for(..., registers=...)`` adds below the innermost cache: the accumulators."""
 
 
-def register_level(arch, registers: int, vector_bytes: int):
+def register_level(arch, registers: int, vector_bytes: int, row_words: int | None = None):
     """``arch`` with the micro-kernel's register file as its innermost level: ``registers`` vector registers
     of ``vector_bytes``, all but three (the B vectors and a broadcast of the largest blocks of
     ``register_tile``) holding output accumulators, so the level holds outputs only and takes over the
     innermost cache's fan-out to the SIMD lanes; the innermost cache then holds the input panels only (the
     kernel's accumulators never live there: it loads an output block once, runs the whole K panel with it
     in registers and stores it).  An arch whose innermost level already holds outputs only is returned as
-    it is."""
+    it is.  ``row_words``: the bound of the dim the lanes run along; a block row never spans more vectors
+    than it fills (a 14-wide output row is one vector, not four)."""
     from dataclasses import replace
 
     from costmodel import Level
@@ -344,6 +345,8 @@ def register_level(arch, registers: int, vector_bytes: int):
     lanes = last.fanout
     # the vectors of one register block's row: the shape of register_tile for a large tile
     nv = register_tile(60, 12 * lanes, lanes, registers)[1] if lanes > 1 else 1
+    if row_words is not None:
+        nv = max(1, min(nv, row_words // lanes))
     regs = Level(REGISTER_LEVEL, max(1, registers - 3) * vector_bytes, frozenset({"output"}),
                  fanout=lanes * nv, spatial_axes=())
     levels[-1] = replace(last, holds=frozenset(last.holds) - {"output"}, fanout=1, spatial_axes=())
@@ -396,7 +399,9 @@ def arch_for(workload: LoopNest, arch, registers: tuple[int, int] | None = None)
 
     out = workload.output
     if registers is not None:
-        arch = register_level(arch, *registers)
+        last = out.indices[-1] if out.indices else None
+        row = workload.dims[last.dims[0]] if last is not None and len(last.terms) == 1 else None
+        arch = register_level(arch, *registers, row_words=row)
         arch = _streamed_operands(workload, arch)
     levels = list(arch.levels)
     separable = frozenset(d for d in workload.dims if d in out.dims and output_separable(d, out, workload.dims))

@@ -113,7 +113,9 @@ def test_register_level_holds_the_accumulators_and_frees_the_innermost_cache():
     assert l1.capacity_bytes == ARCH.levels[-1].capacity_bytes // 2  # room for A, the C rows, prefetches
     assert arch.macs_per_cycle * regs.fanout == ARCH.macs_per_cycle * ARCH.levels[-1].fanout  # the same peak
     conv = workloads.conv2d("conv", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=32)
-    assert _reg_arch(conv).levels[-2].holds == {"input"}  # the vectors run along Q, which Weights lacks
+    conv_arch = _reg_arch(conv)
+    assert conv_arch.levels[-2].holds == {"input"}  # the vectors run along the output's last dim: not Weights'
+    assert conv_arch.levels[-1].fanout == ARCH.levels[-1].fanout  # an 11-wide row fills one vector, not four
 
 
 def test_register_tile_over_the_register_file_is_refused_naming_the_level():
