@@ -15,9 +15,9 @@ flags, ``omp parallel for`` over its first output dim.  They are timed in interl
 rounds; GFLOP/s from each one's fastest round, and the range of the per-round ratio ours/NumPy), so a
 busy machine slows all of them alike.
 
-Rank study: >= 30 random valid mappings (``cosa.baselines.mapspace``) of a GEMM and a 3x3 convolution,
-each built and timed on all threads; Kendall's tau between the cost model's cycles and the measured
-seconds, and the rank of the MIP's mapping among them.
+Rank study (``bench/cpu_rank.py``'s, which has its own three workloads): >= 30 random valid mappings of
+a GEMM 512 and a 3x3 convolution, each built and timed on all threads; Kendall's tau between the cost
+model's cycles and the measured seconds, and the rank of the MIP's mapping among them.
 
     python3 bench/cpu_kernels.py --quick
     python3 bench/cpu_kernels.py --cases gemm1024_32,res4b_branch2b --threads 1 --repeat 30 --no-rank
@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -46,6 +44,8 @@ from targets.cpu import build as cbuild  # noqa: E402
 from targets.cpu import compile_kernel  # noqa: E402
 from targets.cpu.plan import C_TYPES, arch_for, output_separable  # noqa: E402
 from targets.cpu.reference import random_inputs  # noqa: E402
+
+from bench.cpu_rank import rank_study, rank_table, register_arch  # noqa: E402
 
 CONV3 = ("res2a_branch2b", "res3b_branch2b", "res4b_branch2b", "res5b_branch2b")
 CONV1 = ("res2a_branch2a", "res4a_branch2c")
@@ -152,12 +152,6 @@ def mip_mapping(w, arch, time_limit):
     return schedule(w, arch, time_limit_s=time_limit, bound=False, seed=0).mapping
 
 
-def register_arch(w, base):
-    """The arch ``cosa run cpu`` schedules on: ``base`` with this machine's register file as a level."""
-    isa = cbuild.isa()
-    return arch_for(w, base, registers=(isa.registers, isa.vector_bytes))
-
-
 def tile_text(kernel) -> str:
     """The micro-kernel's tile and register block, e.g. ``M256 N64 K128 / 4x4x16``."""
     ker = kernel.plan.kernel
@@ -214,38 +208,6 @@ def openblas_kernels() -> str:
     arch = next((i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"), None)
     env = [f"{v}={os.environ[v]}" for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if v in os.environ]
     return f"{arch or 'no OpenBLAS'} ({', '.join(env) if env else 'OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset'})"
-
-
-def rank_study(w, arch, samples, time_limit, threads, repeat, seed):
-    from scipy.stats import kendalltau
-
-    from cosa.baselines.mapspace import MapSpace, random_mapping
-
-    space = MapSpace(w, arch)
-    rng = random.Random(seed)
-    maps = [("mip", mip_mapping(w, arch, time_limit))]
-    seen = set()
-    while len(maps) < samples + 1:
-        m = random_mapping(w, arch, rng, space=space)
-        if repr(m) not in seen:
-            seen.add(repr(m))
-            maps.append((f"random{len(maps)}", m))
-    points = []
-    for label, m in maps:
-        cycles = costmodel.evaluate(w, arch, m).cycles
-        k = compile_kernel(w, m, arch)
-        arrays = random_inputs(w, k.plan.dtypes, k.plan.shapes, 0)
-        out = k(arrays, threads=threads)
-        secs = statistics.median(_timed(lambda: k(arrays, out, threads)) for _ in range(repeat))
-        points.append((label, cycles, secs))
-    tau = kendalltau([p[1] for p in points[1:]], [p[2] for p in points[1:]]).statistic
-    tau_all = kendalltau([p[1] for p in points], [p[2] for p in points]).statistic
-    by_time = sorted(points, key=lambda p: p[2])
-    mip_rank = 1 + [p[0] for p in by_time].index("mip")
-    return {"case": w.name, "samples": samples, "tau": tau, "tau_with_mip": tau_all, "mip_rank": mip_rank,
-            "of": len(points), "mip_s": points[0][2], "fastest_s": by_time[0][2],
-            "mip_over_fastest": points[0][2] / by_time[0][2],
-            "model_best_rank": 1 + [p[0] for p in by_time].index(min(points, key=lambda p: p[1])[0])}
 
 
 SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
@@ -348,14 +310,7 @@ def main(argv=None) -> int:
         conv = typed(workloads.load_one("resnet50/res4b_branch2b"), "float32")
         for w in (gemm, conv):
             studies.append(rank_study(w, register_arch(w, base), args.samples, args.time_limit, cores, 3, 0))
-        rt = Table(title="Cost model vs measurement over random valid mappings (all threads)")
-        for col in ("case", "mappings", "Kendall tau", "tau incl. MIP", "MIP rank", "MIP / fastest",
-                    "model's best: rank"):
-            rt.add_column(col)
-        for s in studies:
-            rt.add_row(s["case"], str(s["of"]), f"{s['tau']:.2f}", f"{s['tau_with_mip']:.2f}",
-                       f"{s['mip_rank']} of {s['of']}", f"{s['mip_over_fastest']:.2f}x", str(s["model_best_rank"]))
-        console.print(rt)
+        console.print(rank_table(studies, "Cost model vs measurement over random valid mappings (all threads)"))
     load_after = os.getloadavg()
     date, machine = run_stamp()
     command = "python bench/cpu_kernels.py" + (" --quick" if args.quick else "") + \
