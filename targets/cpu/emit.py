@@ -260,14 +260,17 @@ class _Emitter:
         return value
 
     def prefetch(self, local: dict, d: str) -> None:
-        """Software prefetch, ``PREFETCH_STEPS`` steps of the innermost reduction dim ``d`` ahead, of each
-        panel-packed input the micro-kernel streams along ``d`` (the next part of its packed panel)."""
+        """Software prefetch of each panel-packed input the micro-kernel streams along the innermost
+        reduction dim ``d``: the panel holds the reduction dims in C order, so the words ahead are the next
+        ones in memory; the line ``PREFETCH_STEPS`` steps of ``d`` ahead in bytes (a K panel) is fetched
+        even where ``d`` itself runs only a few steps (a convolution's R inside C)."""
+        if PREFETCH_STEPS <= 0:
+            return
         for t in self.w.inputs:
-            if PREFETCH_STEPS <= 0 or self.panel_dim(t) is None or d not in t.dims or t.name not in self.plan.packs:
+            if self.panel_dim(t) is None or d not in t.dims:
                 continue
-            ahead = dict(local) | {d: f"{local[d]} + {PREFETCH_STEPS}"}
-            p = self.p
-            p(f"__builtin_prefetch(pk{self.tid[t.name]} + {self.offset(t, ahead)}, 0, 3);")
+            ahead = PREFETCH_STEPS * abs(self.gstride(t, d)) * WORD_BYTES[self.plan.dtypes[t.name]]
+            self.p(f"__builtin_prefetch((const char *)(pk{self.tid[t.name]} + {self.offset(t, local)}) + {ahead}, 0, 3);")
 
     def block(self, li: str, mr: int, lj: str, nv: int, lanes: int, tail: int = 0) -> None:
         """One register block: rows li..li+mr-1 of dim i, nv vectors of ``lanes`` from lj along j, the last

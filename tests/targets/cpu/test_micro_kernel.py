@@ -67,7 +67,8 @@ def test_panels_are_packed_in_the_order_the_kernel_reads(bits):
 def test_random_mappings_with_panels_verify():
     """Random valid mappings of a GEMM and a convolution: the ones whose packs become panels verify too."""
     panels = 0
-    for w in (_gemm(32, 32, 48, 24), workloads.conv2d("conv", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=32)):
+    for w in (_gemm(32, 32, 48, 24), workloads.conv2d("conv", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=32),
+              workloads.conv2d("conv1x1", C=8, K=16, H=8, W=32, R=1, S=1, bits=32)):
         rng = random.Random(7)
         space = MapSpace(w, ARCH)
         for _ in range(6):
@@ -114,8 +115,11 @@ def test_register_level_holds_the_accumulators_and_frees_the_innermost_cache():
     assert arch.macs_per_cycle * regs.fanout == ARCH.macs_per_cycle * ARCH.levels[-1].fanout  # the same peak
     conv = workloads.conv2d("conv", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=32)
     conv_arch = _reg_arch(conv)
-    assert conv_arch.levels[-2].holds == {"input"}  # the vectors run along the output's last dim: not Weights'
+    assert conv_arch.levels[-2].holds == {"input", "weight"}  # the input row is a window, not a panel: both stay
+    assert conv_arch.levels[-2].capacity_bytes == ARCH.levels[-1].capacity_bytes
     assert conv_arch.levels[-1].fanout == ARCH.levels[-1].fanout  # an 11-wide row fills one vector, not four
+    one = workloads.conv2d("conv1x1", C=8, K=16, H=9, W=11, R=1, S=1, bits=32)
+    assert _reg_arch(one).levels[-2].holds == {"input"}  # a 1x1 conv's input row is a panel; Weights stream
 
 
 def test_register_tile_over_the_register_file_is_refused_naming_the_level():
@@ -143,3 +147,13 @@ def test_scheduled_mapping_on_the_register_level_runs_a_long_k_panel(bits):
     assert plan.kernel.mr * plan.kernel.nv + plan.kernel.nv + 1 <= 32
     r = run(w, m, arch, threads=2, repeat=1)
     assert r.verified, r.max_abs_err
+
+
+def test_a_1x1_convolutions_input_rows_are_panels():
+    """Inputs[n, c, q + s, p + r] with R = S = 1: the row moves with P alone, so it is packed as panels."""
+    w = workloads.conv2d("conv1x1", C=8, K=16, H=4, W=32, R=1, S=1, bits=32)
+    m = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"Q": 4, "C": 2}, order=("Q", "C")),
+                 LevelMapping(temporal={"K": 16, "C": 4, "P": 2}, spatial={"P": 16})))
+    plan = make_plan(w, m, ARCH, vector_bytes=64, registers=32)
+    assert plan.kernel.j == "P" and plan.packs["Inputs"].panel is not None
+    assert run(w, m, ARCH, threads=2, repeat=1).verified
