@@ -2,19 +2,25 @@
 ranking of mappings against measured time.
 
 Kernels: GEMM 256..2048 (fp32, fp64), the ResNet-50 3x3 and 1x1 convolutions, MTTKRP; one thread and
-all threads.  Ours: the code generated for the CoSA MIP's mapping on this machine's arch (``cosa arch
-calibrate cpu``, or ``--arch``) with the CPU code generator's fan-outs stated as spatial axes
-(``targets.cpu.plan.arch_for``: cores split output dims, lanes the output's contiguous dim).
-NumPy: ``A @ B`` (GEMM), im2col + ``@`` (convolutions), unfolded tensor times the Khatri-Rao product
-(MTTKRP), its BLAS pinned to the same thread count with threadpoolctl.  Naive: the loop nest in the
-workload's dim order, compiled with the same flags, ``omp parallel for`` over its first output dim.
-The three are timed interleaved (median of ``--repeat``), so a busy machine slows all of them alike.
+all threads (``--cases``/``--threads`` pick some).  Ours: the code generated for the CoSA MIP's mapping on
+this machine's arch (``cosa arch calibrate cpu``, or ``--arch``) as ``cosa run cpu`` schedules it
+(``targets.cpu.plan.arch_for`` with the register file as the innermost level: accumulators in registers,
+the innermost cache holding the vector operand's panel; cores split output dims, lanes the output's
+contiguous dim).  "Cache model": the MIP's mapping on the arch without the register level (the L1 tile
+holds A, B and C, as before the register level), same code generator.  NumPy: ``A @ B`` (GEMM), im2col +
+``@`` (convolutions), unfolded tensor times the Khatri-Rao product (MTTKRP), its BLAS pinned to the same
+thread count with threadpoolctl (the OpenBLAS kernel set it loaded is printed; run with
+OPENBLAS_CORETYPE unset).  Naive: the loop nest in the workload's dim order, compiled with the same
+flags, ``omp parallel for`` over its first output dim.  They are timed in interleaved rounds (``--repeat``
+rounds; GFLOP/s from each one's fastest round, and the range of the per-round ratio ours/NumPy), so a
+busy machine slows all of them alike.
 
-Rank study: >= 30 random valid mappings (``cosa.baselines.mapspace``) of a GEMM and a 3x3 convolution,
-each built and timed on all threads; Kendall's tau between the cost model's cycles and the measured
-seconds, and the rank of the MIP's mapping among them.
+Rank study (``bench/cpu_rank.py``'s, which has its own three workloads): >= 30 random valid mappings of
+a GEMM 512 and a 3x3 convolution, each built and timed on all threads; Kendall's tau between the cost
+model's cycles and the measured seconds, and the rank of the MIP's mapping among them.
 
     python3 bench/cpu_kernels.py --quick
+    python3 bench/cpu_kernels.py --cases gemm1024_32,res4b_branch2b --threads 1 --repeat 30 --no-rank
     python3 bench/cpu_kernels.py --results bench/RESULTS.md
 """
 
@@ -22,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -40,6 +44,8 @@ from targets.cpu import build as cbuild  # noqa: E402
 from targets.cpu import compile_kernel  # noqa: E402
 from targets.cpu.plan import C_TYPES, arch_for, output_separable  # noqa: E402
 from targets.cpu.reference import random_inputs  # noqa: E402
+
+from bench.cpu_rank import rank_study, rank_table, register_arch  # noqa: E402
 
 CONV3 = ("res2a_branch2b", "res3b_branch2b", "res4b_branch2b", "res5b_branch2b")
 CONV1 = ("res2a_branch2a", "res4a_branch2c")
@@ -146,69 +152,62 @@ def mip_mapping(w, arch, time_limit):
     return schedule(w, arch, time_limit_s=time_limit, bound=False, seed=0).mapping
 
 
-def measure_case(w, arch, threads_list, repeat, time_limit, naive_max_macs):
+def tile_text(kernel) -> str:
+    """The micro-kernel's tile and register block, e.g. ``M256 N64 K128 / 4x4x16``."""
+    ker = kernel.plan.kernel
+    return " ".join(f"{d}{e}" for d, e in ker.extents.items() if e > 1) + f" / {ker.mr}x{ker.nv}x{ker.lanes}"
+
+
+def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs):
     from threadpoolctl import threadpool_limits
 
-    mapping = mip_mapping(w, arch, time_limit)
-    kernel = compile_kernel(w, mapping, arch)
+    arch = register_arch(w, base)
+    kernel = compile_kernel(w, mip_mapping(w, arch, time_limit), arch)
+    cache_arch = arch_for(w, base)
+    cache_kernel = compile_kernel(w, mip_mapping(w, cache_arch, time_limit), cache_arch)
     arrays = random_inputs(w, kernel.plan.dtypes, kernel.plan.shapes, 0)
     out = kernel(arrays, threads=1)
+    cout = cache_kernel(arrays, threads=1)
     ref = numpy_baseline(w, arrays)()
-    err = float(np.max(np.abs(out.reshape(ref.shape) - ref)) / max(1.0, float(np.max(np.abs(ref)))))
+    scale = max(1.0, float(np.max(np.abs(ref))))
+    err = max(float(np.max(np.abs(o.reshape(ref.shape) - ref))) / scale for o in (out, cout))
     naive = naive_kernel(w, kernel) if w.macs <= naive_max_macs else None
     nout = np.empty_like(out)
     ptrs = [arrays[t.name].ctypes.data for t in w.inputs] + [nout.ctypes.data]
     rows = []
     for th in threads_list:
-        ours, blas, slow = [], [], []
-        base = numpy_baseline(w, arrays)
+        ours, cache, blas, slow = [], [], [], []
+        base_fn = numpy_baseline(w, arrays)
         with threadpool_limits(th):
-            for r in range(repeat):
+            kernel(arrays, out, th), cache_kernel(arrays, cout, th), base_fn()  # warm-up round, not timed
+            for r in range(repeat):  # interleaved rounds
                 ours.append(_timed(lambda: kernel(arrays, out, th)))
-                blas.append(_timed(base))
+                cache.append(_timed(lambda: cache_kernel(arrays, cout, th)))
+                blas.append(_timed(base_fn))
                 if naive is not None and r < 1:
                     slow.append(_timed(lambda: naive(*ptrs, th)))
         flops = 2 * w.macs
-        t_ours, t_blas = statistics.median(ours), statistics.median(blas)
-        t_naive = statistics.median(slow) if slow else None
+        t_ours, t_cache, t_blas = min(ours), min(cache), min(blas)
+        t_naive = min(slow) if slow else None
+        per_round = [b / o for b, o in zip(blas, ours)]
         rows.append({"case": w.name, "threads": th, "ours_gflops": flops / t_ours / 1e9,
-                     "numpy_gflops": flops / t_blas / 1e9,
+                     "cache_model_gflops": flops / t_cache / 1e9, "numpy_gflops": flops / t_blas / 1e9,
                      "naive_gflops": flops / t_naive / 1e9 if t_naive else None,
-                     "ours_over_numpy": t_blas / t_ours, "ours_over_naive": t_naive / t_ours if t_naive else None,
-                     "rel_err": err})
+                     "ours_over_numpy": t_blas / t_ours, "ratio_range": (min(per_round), max(per_round)),
+                     "ours_over_cache_model": t_cache / t_ours,
+                     "ours_over_naive": t_naive / t_ours if t_naive else None, "rel_err": err,
+                     "tile": tile_text(kernel), "cache_model_tile": tile_text(cache_kernel),
+                     "times_s": {"ours": ours, "cache_model": cache, "numpy": blas}})
     return rows
 
 
-def rank_study(w, arch, samples, time_limit, threads, repeat, seed):
-    from scipy.stats import kendalltau
+def openblas_kernels() -> str:
+    """The kernel set NumPy's OpenBLAS loaded (threadpoolctl), and the OpenBLAS variables that steer it."""
+    from threadpoolctl import threadpool_info
 
-    from cosa.baselines.mapspace import MapSpace, random_mapping
-
-    space = MapSpace(w, arch)
-    rng = random.Random(seed)
-    maps = [("mip", mip_mapping(w, arch, time_limit))]
-    seen = set()
-    while len(maps) < samples + 1:
-        m = random_mapping(w, arch, rng, space=space)
-        if repr(m) not in seen:
-            seen.add(repr(m))
-            maps.append((f"random{len(maps)}", m))
-    points = []
-    for label, m in maps:
-        cycles = costmodel.evaluate(w, arch, m).cycles
-        k = compile_kernel(w, m, arch)
-        arrays = random_inputs(w, k.plan.dtypes, k.plan.shapes, 0)
-        out = k(arrays, threads=threads)
-        secs = statistics.median(_timed(lambda: k(arrays, out, threads)) for _ in range(repeat))
-        points.append((label, cycles, secs))
-    tau = kendalltau([p[1] for p in points[1:]], [p[2] for p in points[1:]]).statistic
-    tau_all = kendalltau([p[1] for p in points], [p[2] for p in points]).statistic
-    by_time = sorted(points, key=lambda p: p[2])
-    mip_rank = 1 + [p[0] for p in by_time].index("mip")
-    return {"case": w.name, "samples": samples, "tau": tau, "tau_with_mip": tau_all, "mip_rank": mip_rank,
-            "of": len(points), "mip_s": points[0][2], "fastest_s": by_time[0][2],
-            "mip_over_fastest": points[0][2] / by_time[0][2],
-            "model_best_rank": 1 + [p[0] for p in by_time].index(min(points, key=lambda p: p[1])[0])}
+    arch = next((i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"), None)
+    env = [f"{v}={os.environ[v]}" for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if v in os.environ]
+    return f"{arch or 'no OpenBLAS'} ({', '.join(env) if env else 'OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset'})"
 
 
 SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
@@ -216,8 +215,23 @@ SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the prin
      "stats": ["geomean", "min", "max", "above:1"]},
     {"table": 0, "column": "ours/numpy", "rows": {"threads": "2"}, "what": "Ours over NumPy, two threads",
      "stats": ["geomean", "min", "max", "above:1"]},
+    {"table": 0, "column": "ours/cache model", "what": "Ours over the cache model's mapping",
+     "stats": ["geomean", "min", "max"]},
     {"table": 0, "column": "ours/naive", "what": "Ours over the naive loop", "stats": ["geomean", "min"]},
 ]
+
+
+def _threads(text: str, cores: int) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if part == "all":
+            out.append(cores)
+        elif part.isdigit() and int(part) >= 1:
+            out.append(int(part))
+        else:
+            raise SystemExit(f"cpu_kernels: --threads: '{part}' is not a thread count >= 1 or 'all'")
+    return list(dict.fromkeys(out))
 
 
 def main(argv=None) -> int:
@@ -228,8 +242,10 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="GEMM 256 and 1024, two 3x3 and one 1x1 conv")
+    ap.add_argument("--cases", default=None, help="comma-separated case names to run (default: all)")
+    ap.add_argument("--threads", default="1,all", help="comma-separated thread counts, 'all' = every core")
     ap.add_argument("--arch", default=None, help="arch YAML (default: cosa arch calibrate cpu --quick now)")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (GFLOP/s from the fastest)")
     ap.add_argument("--time-limit", type=float, default=20.0, help="MIP seconds per case")
     ap.add_argument("--samples", type=int, default=30, help="random mappings per rank study")
     ap.add_argument("--naive-max-macs", type=float, default=2.2e9, help="skip the naive loop above this")
@@ -237,6 +253,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--results", default=None, help="record the tables in this results file")
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        raise SystemExit("cpu_kernels: --repeat must be >= 1")
 
     if args.arch:
         base = costmodel.load_arch(args.arch)
@@ -246,53 +264,58 @@ def main(argv=None) -> int:
         base = calibrate(quick=True)
     load_before = os.getloadavg()
     cores = os.cpu_count() or 1
-    threads_list = [1] + ([cores] if cores > 1 else [])
+    threads_list = _threads(args.threads, cores)
+    selected = cases(args.quick)
+    if args.cases:
+        wanted = [c.strip() for c in args.cases.split(",")]
+        unknown = sorted(set(wanted) - {w.name for w in selected})
+        if unknown:
+            raise SystemExit(f"cpu_kernels: --cases: unknown {unknown}; known {[w.name for w in selected]}")
+        selected = [w for w in selected if w.name in wanted]
     console = Console(width=200, record=True)
+    blas_kernels = openblas_kernels()
     console.print(f"arch {base.name}: {base.params.get('cores')} cores, {base.params.get('simd_lanes')} fp32 lanes, "
-                  f"isa {cbuild.isa().name}, peak {base.params.get('peak_gflops_per_core', '?')} GFLOP/s/core")
+                  f"isa {cbuild.isa().name}, peak {base.params.get('peak_gflops_per_core', '?')} GFLOP/s/core; "
+                  f"OpenBLAS kernels {blas_kernels}; {args.repeat} interleaved rounds, fastest of each")
     rows = []
-    for w in cases(args.quick):
-        arch = arch_for(w, base)
-        rows += measure_case(w, arch, threads_list, args.repeat, args.time_limit, args.naive_max_macs)
-        r = rows[-1]
-        console.print(f"  {w.name}: measured", style="dim")
+    for w in selected:
+        rows += measure_case(w, base, threads_list, args.repeat, args.time_limit, args.naive_max_macs)
+        console.print(f"  {w.name}: measured; micro-kernel tile / register block: ours {rows[-1]['tile']}, "
+                      f"cache model {rows[-1]['cache_model_tile']}", style="dim")
     table = Table(title="Generated kernels vs NumPy (OpenBLAS) and a naive loop: GFLOP/s and ratios")
-    for col in ("case", "threads", "ours GF/s", "numpy GF/s", "naive GF/s", "ours/numpy", "ours/naive", "rel err"):
+    for col in ("case", "threads", "ours GF/s", "cache model GF/s", "numpy GF/s", "naive GF/s", "ours/numpy",
+                "per-round range", "ours/cache model", "ours/naive", "rel err"):
         table.add_column(col, justify="right" if col != "case" else "left")
     fmt = lambda v, f="{:.2f}": "-" if v is None else f.format(v)
     for r in rows:
-        table.add_row(r["case"], str(r["threads"]), fmt(r["ours_gflops"], "{:.1f}"), fmt(r["numpy_gflops"], "{:.1f}"),
-                      fmt(r["naive_gflops"], "{:.2f}"), fmt(r["ours_over_numpy"]), fmt(r["ours_over_naive"], "{:.1f}"),
-                      f"{r['rel_err']:.1e}")
+        lo, hi = r["ratio_range"]
+        table.add_row(r["case"], str(r["threads"]), fmt(r["ours_gflops"], "{:.1f}"),
+                      fmt(r["cache_model_gflops"], "{:.1f}"), fmt(r["numpy_gflops"], "{:.1f}"),
+                      fmt(r["naive_gflops"], "{:.2f}"), fmt(r["ours_over_numpy"]), f"{lo:.2f}-{hi:.2f}",
+                      fmt(r["ours_over_cache_model"]), fmt(r["ours_over_naive"], "{:.1f}"), f"{r['rel_err']:.1e}")
     console.print(table)
     by = {(r["case"], r["threads"]): r for r in rows}
-    scaling = Table(title=f"All threads ({cores}) over one thread")
-    for col in ("case", "ours", "numpy"):
-        scaling.add_column(col)
-    for w in cases(args.quick):
-        if (w.name, cores) in by and cores > 1:
+    if cores > 1 and 1 in threads_list and cores in threads_list:
+        scaling = Table(title=f"All threads ({cores}) over one thread")
+        for col in ("case", "ours", "numpy"):
+            scaling.add_column(col)
+        for w in selected:
             one, all_ = by[(w.name, 1)], by[(w.name, cores)]
             scaling.add_row(w.name, f"{all_['ours_gflops'] / one['ours_gflops']:.2f}x",
                             f"{all_['numpy_gflops'] / one['numpy_gflops']:.2f}x")
-    console.print(scaling)
+        console.print(scaling)
     studies = []
     if not args.no_rank:
         gemm = typed(workloads.matmul("gemm512", M=512, N=512, K=512), "float32")
         conv = typed(workloads.load_one("resnet50/res4b_branch2b"), "float32")
         for w in (gemm, conv):
-            studies.append(rank_study(w, arch_for(w, base), args.samples, args.time_limit, cores, 3, 0))
-        rt = Table(title="Cost model vs measurement over random valid mappings (all threads)")
-        for col in ("case", "mappings", "Kendall tau", "tau incl. MIP", "MIP rank", "MIP / fastest",
-                    "model's best: rank"):
-            rt.add_column(col)
-        for s in studies:
-            rt.add_row(s["case"], str(s["of"]), f"{s['tau']:.2f}", f"{s['tau_with_mip']:.2f}",
-                       f"{s['mip_rank']} of {s['of']}", f"{s['mip_over_fastest']:.2f}x", str(s["model_best_rank"]))
-        console.print(rt)
+            studies.append(rank_study(w, register_arch(w, base), args.samples, args.time_limit, cores, 3, 0))
+        console.print(rank_table(studies, "Cost model vs measurement over random valid mappings (all threads)"))
     load_after = os.getloadavg()
     date, machine = run_stamp()
     command = "python bench/cpu_kernels.py" + (" --quick" if args.quick else "") + \
-        (f" --arch {args.arch}" if args.arch else "")
+        (f" --cases {args.cases}" if args.cases else "") + f" --threads {args.threads} --repeat {args.repeat}" + \
+        (" --no-rank" if args.no_rank else "") + (f" --arch {args.arch}" if args.arch else "")
     save_outputs(name="cpu_kernels", title="Generated CPU kernels", command=command, date=date, machine=machine,
                  console=console, data={"args": vars(args), "rows": rows, "rank": studies, "arch": base.params,
                                             "load_average": {"before": load_before, "after": load_after}},

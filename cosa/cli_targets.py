@@ -47,9 +47,11 @@ def _cpu_run(workload, mapping, arch, args) -> dict:
 
 
 def _cpu_schedule_arch(workload, arch):
+    from targets.cpu.build import isa
     from targets.cpu.plan import arch_for
 
-    return arch_for(workload, arch)
+    regs = isa()
+    return arch_for(workload, arch, registers=(regs.registers, regs.vector_bytes))
 
 
 def _gpu_target(language: str) -> Target:
@@ -185,16 +187,18 @@ def add_target_parsers(targets, command: str, func) -> None:
 
 
 def _mapping(args, workload, arch, target):
+    """(mapping, the arch it maps onto): the ``--mapping`` file on ``arch``, else the scheduler's mapping on
+    the target's view of ``arch`` (``Target.schedule_arch``; the CPU's adds its register file)."""
     if args.mapping:
         from mappings import load_mapping
 
-        return load_mapping(args.mapping, arch, workload)
+        return load_mapping(args.mapping, arch, workload), arch
     from cosa.scheduler import schedule
 
     if target.schedule_arch is not None:
         arch = target.schedule_arch(workload, arch)
     return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
-                    time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping
+                    time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping, arch
 
 
 def _setup(args):
@@ -205,7 +209,8 @@ def _setup(args):
     target = TARGETS[args.target]
     workload = _workload(args.workload, args.bits)
     arch = load_arch(args.arch or target.default_arch)
-    return target, workload, arch, _mapping(args, workload, arch, target)
+    mapping, arch = _mapping(args, workload, arch, target)
+    return target, workload, arch, mapping
 
 
 def cmd_emit(args) -> int:

@@ -15,6 +15,12 @@ import math
 from .plan import C_TYPES, WORD_BYTES, Plan
 
 
+UNROLL_K = 4
+"""The micro-kernel's innermost reduction loop is unrolled this many times (when it runs at least twice that)."""
+PREFETCH_STEPS = 16
+"""How many steps of the innermost reduction loop ahead a packed panel is prefetched."""
+
+
 def _strides(shape) -> list[int]:
     out, acc = [], 1
     for size in reversed(shape):
@@ -73,10 +79,27 @@ class _Emitter:
         return out
 
     def layout(self, t) -> tuple[list[int], list[int]]:
-        """(shape, strides) of ``t`` as the micro-kernel reads it: its pack box or its stored array."""
+        """(shape, strides) of ``t`` as the micro-kernel reads it: its pack box or its stored array.  In a
+        panel-packed box (``Pack.panel``) the panel axis has stride 1 within its panel (``panel_offset``
+        adds which panel) and the other axes move by whole rows of ``width`` words."""
         pack = self.plan.packs.get(t.name)
         shape = list(pack.box) if pack else list(self.plan.shapes[t.name])
-        return shape, _strides(shape)
+        if pack is None or pack.panel is None:
+            return shape, _strides(shape)
+        axis, width = pack.panel
+        strides = [s * width for s in _strides([1 if a == axis else n for a, n in enumerate(shape)])]
+        strides[axis] = 1
+        return shape, strides
+
+    def panel_words(self, pack) -> int:
+        """Words of one panel of a panel-packed box."""
+        axis, width = pack.panel
+        return width * math.prod(n for a, n in enumerate(pack.box) if a != axis)
+
+    def panel_dim(self, t) -> str | None:
+        """The dim that runs along the panel axis of ``t``'s pack (None: not panel-packed)."""
+        pack = self.plan.packs.get(t.name)
+        return None if pack is None or pack.panel is None else t.indices[pack.panel[0]].dims[0]
 
     def gstride(self, t, d: str) -> int:
         """Elements moved in ``t``'s layout when dim ``d`` moves by one."""
@@ -139,6 +162,10 @@ class _Emitter:
         p.open(f"if ({changed})")
         for a in range(n):
             p(f"pl{k}[{a}] = lo{a};")
+        if pk.panel is not None:
+            self.pack_panels(pk, k, it, shape, src_strides)
+            p.close(2)
+            return
         row = []
         for a in range(n - 1):
             p.open(f"for (long a{a} = 0; a{a} < {pk.box[a]}; a{a}++)")
@@ -157,11 +184,47 @@ class _Emitter:
         p.close(n - 1)
         p.close(2)
 
+    def pack_panels(self, pk, k: int, it: str, shape, src_strides) -> None:
+        """The copy into a panel-packed box (``Pack.panel``): panel by panel, the other axes in C order,
+        ``width`` positions of the panel axis innermost (contiguous in the source when that is its last
+        axis); positions outside the stored tensor read as zero when the pack is guarded."""
+        p = self.p
+        axis, width = pk.panel
+        n = len(pk.box)
+        others = [a for a in range(n) if a != axis]
+        p.open(f"for (long pn = 0; pn < {pk.box[axis] // width}; pn++)")
+        dst = [f"pn*{self.panel_words(pk)}"]
+        ostr = [s * width for s in _strides([1 if a == axis else pk.box[a] for a in range(n)])]
+        for a in others:
+            p.open(f"for (long a{a} = 0; a{a} < {pk.box[a]}; a{a}++)")
+            dst.append(f"a{a}*{ostr[a]}")
+        p(f"{it} *dst = pk{k} + {' + '.join(dst)};")
+        p(f"const long a{axis}0 = pn*{width};")
+        p.open(f"for (long w = 0; w < {width}; w++)")
+        coord = {a: f"(lo{a} + a{a})" for a in others} | {axis: f"(lo{axis} + a{axis}0 + w)"}
+        src = " + ".join(f"{coord[a]}*{src_strides[a]}" for a in range(n))
+        if pk.guard:
+            ok = " && ".join(f"{coord[a]} >= 0 && {coord[a]} < {shape[a]}" for a in range(n))
+            p(f"dst[w] = ({ok}) ? t{k}[{src}] : 0;")
+        else:
+            p(f"dst[w] = t{k}[{src}];")
+        p.close(len(others) + 2)
+
     # --- micro-kernel ------------------------------------------------------------------------
     def offset(self, t, local: dict) -> str:
         """C expression of ``t``'s element at local coordinates ``local`` (dim -> C text)."""
-        terms = {f"o{self.tid[t.name]}": 1}
+        k = self.tid[t.name]
+        terms = {f"o{k}": 1}
+        pd = self.panel_dim(t)
+        if pd is not None:  # the panel of position q + x along the panel axis, and the place in it
+            pack = self.plan.packs[t.name]
+            width = pack.panel[1]
+            x = f"q{k} + {local[pd]}" if local.get(pd, "0") != "0" else f"q{k}"
+            terms[f"(({x}) / {width})"] = self.panel_words(pack)
+            terms[f"(({x}) % {width})"] = 1
         for d, text in local.items():
+            if d == pd:
+                continue
             g = self.gstride(t, d)
             if g and text != "0":  # two dims may have the same text (row 8 of column 8): their strides add
                 terms[f"({text})"] = terms.get(f"({text})", 0) + g
@@ -196,6 +259,19 @@ class _Emitter:
             return f"({self.guard(t, local)} ? {value} : ({self.ctype})0)"
         return value
 
+    def prefetch(self, local: dict, d: str) -> None:
+        """Software prefetch of each panel-packed input the micro-kernel streams along the innermost
+        reduction dim ``d``: the panel holds the reduction dims in C order, so the words ahead are the next
+        ones in memory; the line ``PREFETCH_STEPS`` steps of ``d`` ahead in bytes (a K panel) is fetched
+        even where ``d`` itself runs only a few steps (a convolution's R inside C)."""
+        if PREFETCH_STEPS <= 0:
+            return
+        for t in self.w.inputs:
+            if self.panel_dim(t) is None or d not in t.dims:
+                continue
+            ahead = PREFETCH_STEPS * abs(self.gstride(t, d)) * WORD_BYTES[self.plan.dtypes[t.name]]
+            self.p(f"__builtin_prefetch((const char *)(pk{self.tid[t.name]} + {self.offset(t, local)}) + {ahead}, 0, 3);")
+
     def block(self, li: str, mr: int, lj: str, nv: int, lanes: int, tail: int = 0) -> None:
         """One register block: rows li..li+mr-1 of dim i, nv vectors of ``lanes`` from lj along j, the last
         one with only ``tail`` valid lanes when ``tail`` > 0 (loaded and stored lane by lane)."""
@@ -225,8 +301,12 @@ class _Emitter:
                 else:
                     p(f"{ty} c{ii}_{v} = t{ko}[{at}];")
         red = {d: f"r_{self.dvar(d)}" for d in ker.reduction}
-        for d in ker.reduction:
+        for n, d in enumerate(ker.reduction):
+            if n == len(ker.reduction) - 1 and ker.extents[d] >= 2 * UNROLL_K:
+                p(f"#pragma GCC unroll {UNROLL_K}")
             p.open(f"for (long r_{self.dvar(d)} = 0; r_{self.dvar(d)} < {ker.extents[d]}; r_{self.dvar(d)}++)")
+        if ker.reduction:
+            self.prefetch(local(0, 0, red), ker.reduction[-1])
         # operands: hoist what does not depend on the row or the vector
         names = {}
         for t in self.w.inputs:
@@ -277,7 +357,14 @@ class _Emitter:
             terms: dict = {}
             const = 0
             pack = self.plan.packs.get(t.name)
+            if pack is not None and pack.panel is not None:
+                axis = pack.panel[0]
+                e = t.indices[axis]
+                q_terms = {f"b_{self.dvar(d)}": c for d, c in e.terms} | {f"pl{k}[{axis}]": -1}
+                p(f"const long q{k} = {_lin(q_terms, e.offset)};")
             for a, (s, e) in enumerate(zip(strides, t.indices)):
+                if pack is not None and pack.panel is not None and a == pack.panel[0]:
+                    continue
                 const += s * e.offset
                 for d, c in e.terms:
                     terms[f"b_{self.dvar(d)}"] = terms.get(f"b_{self.dvar(d)}", 0) + s * c

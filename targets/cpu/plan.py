@@ -14,12 +14,18 @@ by the cores with ``fanout`` = cores, private caches, the innermost level fannin
   level that stores it (a level below the cores' fan-out whose ``Mapping.stores`` is true), and
   re-packed only when its tile changes; the box of an axis spans ``AffineExpr.extent`` of the tile
   (``Tensor.tile_words`` without the clipping), so a convolution's halo and padding come with it;
-  outputs are accumulated in place;
+  an input that the micro-kernel walks along ``j`` (or else ``i``), indexed there by that dim alone, is
+  stored as panels of the block's width (``Pack.panel``: B as K x ``nv`` vectors, A as K x ``mr`` rows,
+  each panel contiguous, as in a BLAS's packed panels); outputs are accumulated in place;
+* an innermost level that holds outputs only (the register file, ``register_level``) is folded into the
+  level above it: that level's tile, with the register level's loops inside, is the micro-kernel;
 * the innermost level's tile (temporal and spatial factors together: the SIMD lanes) is the
   micro-kernel: an ``mr`` x (``nv`` x lanes) block of outputs (rows along dim ``i``, lanes along the
-  output's contiguous dim ``j``) is held in vector registers while the tile's reduction loops run
-  inside it in the innermost level's order.  So each output element is accumulated in the order of
-  the reduction loops of the whole nest, outer to inner (one fused multiply-add per step for floats).
+  output's contiguous dim ``j``; sized to the vector registers by ``register_tile``) is held in vector
+  registers while the tile's reduction loops (the whole K panel) run inside it in the innermost level's
+  order, the innermost one unrolled, the next part of each packed panel prefetched.  So each output
+  element is accumulated in the order of the reduction loops of the whole nest, outer to inner (one
+  fused multiply-add per step for floats).
 """
 
 from __future__ import annotations
@@ -59,6 +65,11 @@ class Pack:
     level: int
     box: tuple[int, ...]
     guard: bool
+    panel: tuple[int, int] | None = None
+    """(axis, width): the box is stored as ceil(box[axis] / width) panels, each holding the other axes in C
+    order with ``width`` consecutive positions of ``axis`` innermost (the order the micro-kernel reads:
+    a row block of ``mr`` A rows per K step, or ``nv`` x lanes of B per K step), so a micro-kernel
+    walks one contiguous panel instead of rows a box apart (which map onto a few cache sets)."""
 
     @property
     def words(self) -> int:
@@ -96,7 +107,8 @@ class Plan:
 
     @property
     def inner_level(self) -> int:
-        return len(self.mapping.levels) - 1
+        """The level whose tile is the micro-kernel (``kernel_level``)."""
+        return kernel_level(self.mapping, self.arch)
 
     @property
     def compute_dtype(self) -> str:
@@ -199,13 +211,42 @@ def _packs(mapping, workload, arch, par_level, shapes, inner) -> dict:
     return packs
 
 
+def register_tile(rows: int, cols: int, lanes: int, registers: int) -> tuple[int, int]:
+    """(mr, nv): the register block of an outer-product micro-kernel over a ``rows`` x ``cols`` output tile.
+
+    Each K step loads ``nv`` vectors of ``lanes`` (the B row) and broadcasts ``mr`` scalars (the A
+    column) into ``mr * nv`` accumulators, which stay in registers for the whole K panel; so the block
+    needs ``mr * nv + nv + 1`` of the ``registers`` vector registers (accumulators, the B vectors, one
+    broadcast), and it does ``mr * nv`` FMAs per ``mr + nv`` loads.  The block with the most FMAs per load
+    that fits is chosen (AVX-512, 32 registers, fp32: 6 x 4 vectors = 6 x 64, or 14 x 2 = 14 x 32 when
+    the tile is 32 wide; AVX2, 16 registers: 6 x 2 = 6 x 16 in fp32), preferring a row count that divides
+    ``rows`` (no ragged last block) unless that loses more than a quarter of the FMAs per load.
+    """
+    if lanes == 1:  # scalar accumulators: a block of rows by one column group
+        nv_max = 1
+    else:
+        nv_max = max(1, min(4, -(-cols // lanes)))
+    best = None
+    for nv in range(1, nv_max + 1):
+        if lanes > 1 and nv > 1 and cols % (nv * lanes) and cols >= nv * lanes:
+            continue  # blocks that leave a ragged column remainder
+        limit = max(1, min(rows, (registers - nv - 1) // nv))
+        for mr in {limit, largest_divisor_at_most(rows, limit)}:
+            score = mr * nv / (mr + nv) * (1.0 if rows % mr == 0 else 0.75)
+            key = (score, mr * nv, -nv)
+            if best is None or key > best[0]:
+                best = (key, mr, nv)
+    return best[1], best[2]
+
+
 def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_bytes, scalar) -> MicroKernel:
     dims = list(workload.dims)
     out = workload.output
     ext = mapping.tile_extents(inner, dims)
     bounds = workload.dims
-    lm = mapping.levels[inner]
-    in_order = list(lm.loop_order(dims)) + [d for d in dims if lm.spatial_factor(d) > 1]
+    in_order = []
+    for lm in mapping.levels[inner:]:  # the kernel level's loops, then a register level's below it
+        in_order += list(lm.loop_order(dims)) + [d for d in dims if lm.spatial_factor(d) > 1]
     order = list(dict.fromkeys(in_order))
     last = out.indices[-1] if out.indices else None
     j = last.dims[0] if last is not None and len(last.terms) == 1 and last.terms[0][1] == 1 and \
@@ -221,17 +262,10 @@ def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_byt
                           source=f"workload {workload.name}", field=f"tensors.{out.name}.indices")
     if j is None:  # a scalar output (a full reduction): one accumulator
         return MicroKernel(ext, None, None, 1, 1, 1, (), tuple(d for d in order if ext[d] > 1))
-    nv = 2 if lanes > 1 and ext[j] >= 2 * lanes else 1
-    acc = max(1, registers - 4)
     icands = [d for d in dims if d != j and d in out.dims and ext[d] > 1 and output_separable(d, out, bounds)]
     reuse = [d for d in icands if any(d not in t.dims for t in workload.inputs)]
     i = max(reuse or icands, key=lambda d: ext[d], default=None)
-    mr = 1
-    if i is not None:
-        limit = max(1, min(ext[i], acc // nv))
-        # a divisor of the extent near the limit leaves no ragged last block
-        best = largest_divisor_at_most(ext[i], limit)
-        mr = best if 2 * best >= limit else limit
+    mr, nv = register_tile(ext[i] if i is not None else 1, ext[j], lanes, registers)
     outer = tuple(d for d in dims if d in out.dims and d not in (i, j) and ext[d] > 1)
     reduction = tuple(d for d in order if d not in out.dims and ext[d] > 1)
     return MicroKernel(ext, j, i, lanes, nv, mr, outer, reduction)
@@ -258,25 +292,127 @@ def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int =
     if needs_guard(out, workload.dims, shapes[out.name]):
         raise TargetError("the output's indices leave its stored shape", source=f"workload {workload.name}",
                           field=f"tensors.{out.name}.shape")
-    inner = len(mapping.levels) - 1
+    inner = kernel_level(mapping, arch)
     loops, par_level = _band_loops(mapping, workload, inner)
     packs = _packs(mapping, workload, arch, par_level, shapes, inner)
     guarded = frozenset(t.name for t in workload.inputs
                         if t.name not in packs and needs_guard(t, workload.dims, shapes[t.name]))
     kernel = _micro_kernel(mapping, workload, inner, vector_bytes, registers, WORD_BYTES[dtypes[out.name]],
                            scalar or bool(guarded))
+    packs = {name: _with_panel(pk, workload.tensor(name), kernel, workload.dims) for name, pk in packs.items()}
     return Plan(workload, mapping, arch, dtypes, shapes, tuple(loops), par_level, packs, guarded, kernel)
 
 
-def arch_for(workload: LoopNest, arch):
+def _with_panel(pack: Pack, tensor, kernel: MicroKernel, bounds: dict) -> Pack:
+    """``pack`` stored as micro-kernel panels (``Pack.panel``) where the micro-kernel's blocks tile the box
+    exactly: along ``j`` (width ``nv`` x lanes; vectors are loaded from within one panel) for a tensor
+    indexed by ``j`` alone on one axis, else along ``i`` (width ``mr``) likewise; otherwise as it is."""
+    from dataclasses import replace
+
+    for d, width in ((kernel.j, kernel.nv * kernel.lanes), (kernel.i, kernel.mr)):
+        if d is None or width <= 1 or kernel.extents[d] % width:
+            continue
+        axes = [a for a, e in enumerate(tensor.indices) if d in e.dims]
+        # the axis moves with d alone (other dims on it have bound 1, as a 1x1 convolution's R): then the
+        # blocks start on panel boundaries, so no vector straddles two panels
+        if len(axes) != 1 or [(d2, c) for d2, c in tensor.indices[axes[0]].terms if bounds[d2] > 1] != [(d, 1)]:
+            continue
+        if pack.box[axes[0]] % width == 0:
+            return replace(pack, panel=(axes[0], width))
+        return pack
+    return pack
+
+
+REGISTER_LEVEL = "Registers"
+"""Name of the level ``arch_for(..., registers=...)`` adds below the innermost cache: the accumulators."""
+
+
+def register_level(arch, registers: int, vector_bytes: int, row_words: int | None = None):
+    """``arch`` with the micro-kernel's register file as its innermost level: ``registers`` vector registers
+    of ``vector_bytes``, all but three (the B vectors and a broadcast of the largest blocks of
+    ``register_tile``) holding output accumulators, so the level holds outputs only and takes over the
+    innermost cache's fan-out to the SIMD lanes; the innermost cache then holds the input panels only (the
+    kernel's accumulators never live there: it loads an output block once, runs the whole K panel with it
+    in registers and stores it).  An arch whose innermost level already holds outputs only is returned as
+    it is.  ``row_words``: the bound of the dim the lanes run along; a block row never spans more vectors
+    than it fills (a 14-wide output row is one vector, not four)."""
+    from dataclasses import replace
+
+    from costmodel import Level
+
+    levels = list(arch.levels)
+    last = levels[-1]
+    if last.name == REGISTER_LEVEL or frozenset(last.holds) == {"output"} or len(levels) < 2:
+        return arch
+    lanes = last.fanout
+    # the vectors of one register block's row: the shape of register_tile for a large tile
+    nv = register_tile(60, 12 * lanes, lanes, registers)[1] if lanes > 1 else 1
+    if row_words is not None:
+        nv = max(1, min(nv, row_words // lanes))
+    regs = Level(REGISTER_LEVEL, max(1, registers - 3) * vector_bytes, frozenset({"output"}),
+                 fanout=lanes * nv, spatial_axes=())
+    levels[-1] = replace(last, holds=frozenset(last.holds) - {"output"}, fanout=1, spatial_axes=())
+    # the fan-out now counts nv vectors of lanes, issued one vector per FMA: the same peak
+    return replace(arch, levels=tuple(levels) + (regs,), macs_per_cycle=arch.macs_per_cycle / nv)
+
+
+def _streamed_operands(workload: LoopNest, arch):
+    """Below a register level: the innermost cache holds only the inputs the micro-kernel loads as vectors
+    (those indexed by the output's contiguous dim alone, B of a GEMM), which every row block of a tile
+    reuses, in half its capacity; the broadcast operands (A) stream from the next cache, ``mr`` words per K step,
+    as a BLAS's A panel does, so they do not take the room a long K panel of B needs."""
+    from dataclasses import replace
+
+    last = workload.output.indices[-1] if workload.output.indices else None
+    if last is None or len(last.terms) != 1:
+        return arch
+    j = last.dims[0]
+    vector_roles = {t.role for t in workload.inputs if j in t.dims}
+    broadcast_roles = {t.role for t in workload.inputs if j not in t.dims}
+    if not vector_roles or vector_roles & broadcast_roles:
+        return arch
+    # only a vector operand indexed by j alone is a packed panel (Pack.panel); a sliding window along j
+    # (a convolution's input row) is not, and its broadcast operand (the weights, many times the volume
+    # of a GEMM's A panel per block) would stream through the cache and evict it: then the cache holds
+    # both (measured on a 3x3 convolution: 70 GFLOP/s streamed, 84 held)
+    for t in workload.inputs:
+        live = [tuple((d, c) for d, c in e.terms if workload.dims[d] > 1) for e in t.indices if j in e.dims]
+        if j in t.dims and live != [((j, 1),)]:
+            return arch
+    levels = list(arch.levels)
+    cache = levels[-2]
+    # the panel gets half the cache: the other half takes the streamed A panel, the output block's rows
+    # and the lines prefetched ahead (a panel that fills the cache evicts them all)
+    levels[-2] = replace(cache, holds=frozenset(cache.holds) - broadcast_roles,
+                         capacity_bytes=None if cache.capacity_bytes is None else cache.capacity_bytes // 2)
+    return replace(arch, levels=tuple(levels))
+
+
+def kernel_level(mapping: Mapping, arch) -> int:
+    """The level whose tile is the micro-kernel: the innermost one, or the one above it when the innermost
+    holds outputs only (a register level, ``register_level``): then the micro-kernel runs that level's
+    loops too, with its accumulators in registers across them."""
+    inner = len(mapping.levels) - 1
+    holds = frozenset(arch.levels[inner].holds)
+    return inner - 1 if inner > 0 and holds == {"output"} else inner
+
+
+def arch_for(workload: LoopNest, arch, registers: tuple[int, int] | None = None):
     """``arch`` with the fan-outs the CPU code generator parallelises well stated as spatial axes, for
     schedulers that read them: the cores (the fan-out of the outermost level that has one, below DRAM)
     take dims that separate the output (``output_separable``: no two threads add into one element),
     the SIMD lanes (the innermost level's fan-out) only the output's contiguous dim.  Other fan-outs
-    and an arch that already has axes are left as they are."""
+    and an arch that already has axes are left as they are.  ``registers`` = (count, bytes each): the
+    register file is added as the innermost level first (``register_level``), so a scheduler sizes the
+    innermost cache's tile for the input panels alone."""
     from dataclasses import replace
 
     out = workload.output
+    if registers is not None:
+        last = out.indices[-1] if out.indices else None
+        row = workload.dims[last.dims[0]] if last is not None and len(last.terms) == 1 else None
+        arch = register_level(arch, *registers, row_words=row)
+        arch = _streamed_operands(workload, arch)
     levels = list(arch.levels)
     separable = frozenset(d for d in workload.dims if d in out.dims and output_separable(d, out, workload.dims))
     last = out.indices[-1] if out.indices else None

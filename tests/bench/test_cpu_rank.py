@@ -1,0 +1,27 @@
+"""bench/cpu_rank.py: a rank study of a tiny GEMM builds, verifies and times every sampled mapping."""
+
+import sys
+from pathlib import Path
+
+import costmodel
+import workloads
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench.cpu_rank import rank_study, register_arch, study_cases  # noqa: E402
+
+
+def test_rank_study_of_a_tiny_gemm():
+    w = workloads.matmul("g", M=16, N=32, K=16, bits=32)
+    arch = register_arch(w, costmodel.preset("cpu"))
+    s = rank_study(w, arch, samples=4, time_limit=3, threads=1, repeat=1, seed=0)
+    assert s["of"] == 5 and s["samples"] == 4 and len(s["points"]) == 5
+    assert s["points"][0]["mapping"] == "mip" and len({p["mapping"] for p in s["points"]}) == 5
+    assert 1 <= s["mip_rank"] <= 5 and 1 <= s["model_best_rank"] <= 5
+    assert -1 <= s["tau"] <= 1 and s["mip_over_fastest"] >= 1
+    assert all(p["seconds"] > 0 and p["cycles"] > 0 for p in s["points"])
+
+
+def test_the_study_has_a_gemm_a_3x3_and_a_1x1_convolution():
+    kinds = [(w.op.get("kind"), w.dims.get("R")) for w in study_cases()]
+    assert kinds == [("matmul", None), ("conv2d", 3), ("conv2d", 1)]

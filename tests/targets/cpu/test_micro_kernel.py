@@ -1,0 +1,159 @@
+"""targets.cpu micro-kernels: register blocks sized to the vector registers, A/B packed as the panels the
+micro-kernel reads, and every such kernel built, run and compared with NumPy."""
+
+import random
+
+import numpy as np
+import pytest
+
+import costmodel
+import workloads
+from cosa.baselines.mapspace import MapSpace, random_mapping
+from mappings import LevelMapping, Mapping
+from workloads import LoopNest
+
+from targets.cpu import compile_kernel, emit, make_plan, run
+from targets.cpu.plan import register_tile
+from targets.cpu.reference import random_inputs, reference
+
+ARCH = costmodel.preset("cpu")
+
+
+@pytest.mark.parametrize("rows", [1, 3, 6, 8, 14, 16, 28, 48, 64, 100])
+@pytest.mark.parametrize("cols", [1, 8, 16, 24, 32, 48, 64, 256])
+@pytest.mark.parametrize("lanes,registers", [(16, 32), (8, 32), (8, 16), (4, 16), (1, 16)])
+def test_register_block_fits_the_register_file(rows, cols, lanes, registers):
+    mr, nv = register_tile(rows, cols, lanes, registers)
+    assert 1 <= mr <= rows and 1 <= nv <= 4
+    assert mr * nv + nv + 1 <= registers  # accumulators, the B vectors, one broadcast
+    if lanes == 1:
+        assert nv == 1
+
+
+def test_register_block_is_the_one_the_hardware_wants():
+    assert register_tile(48, 64, 16, 32) == (6, 4)     # AVX-512 fp32: 6 x 64
+    assert register_tile(28, 32, 16, 32) == (14, 2)    # AVX-512 fp32 on a 32-wide tile: 14 x 32
+    assert register_tile(6, 16, 8, 16) == (6, 2)       # AVX2 fp32: 6 x 16
+    assert register_tile(12, 32, 8, 32) == (6, 4)      # AVX-512 fp64: 6 x 32
+    assert register_tile(8, 64, 16, 32) == (4, 4)      # 6 rows would leave a ragged block of 2
+
+
+def _gemm(dtype_bits, m=48, n=64, k=40):
+    return workloads.matmul(f"gemm{dtype_bits}", M=m, N=n, K=k, bits=dtype_bits)
+
+
+def _panel_mapping():
+    """48x64x40: L2 packs A (48x20) and B (20x64); the L1 tile 24 x 64 x 20 runs 6 x 4-vector blocks."""
+    return Mapping((LevelMapping(temporal={"K": 2}), LevelMapping(), LevelMapping(temporal={"M": 2}, order=("M",)),
+                    LevelMapping(temporal={"M": 24, "N": 4, "K": 20}, spatial={"N": 16})))
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+def test_panels_are_packed_in_the_order_the_kernel_reads(bits):
+    w = _gemm(bits)
+    m = _panel_mapping()
+    plan = make_plan(w, m, ARCH, vector_bytes=64, registers=32)
+    lanes = 64 // (bits // 8)
+    assert plan.kernel.lanes == lanes
+    a, b = plan.packs["A"], plan.packs["B"]
+    assert b.panel == (1, plan.kernel.nv * lanes)  # B: nv vectors of N per K step, contiguous
+    assert a.panel == (0, plan.kernel.mr)          # A: mr rows per K step, contiguous
+    src = emit(w, m, ARCH)
+    assert "__builtin_prefetch" in src and "#pragma GCC unroll" in src
+    r = run(w, m, ARCH, threads=2, repeat=1)
+    assert r.verified, r.max_abs_err
+
+
+def test_random_mappings_with_panels_verify():
+    """Random valid mappings of a GEMM and a convolution: the ones whose packs become panels verify too."""
+    panels = 0
+    for w in (_gemm(32, 32, 48, 24), workloads.conv2d("conv", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=32),
+              workloads.conv2d("conv1x1", C=8, K=16, H=8, W=32, R=1, S=1, bits=32)):
+        rng = random.Random(7)
+        space = MapSpace(w, ARCH)
+        for _ in range(6):
+            m = random_mapping(w, ARCH, rng, space=space)
+            panels += sum(pk.panel is not None for pk in make_plan(w, m, ARCH, vector_bytes=64, registers=32)
+                          .packs.values())
+            k = compile_kernel(w, m, ARCH)
+            arrays = random_inputs(w, k.plan.dtypes, k.plan.shapes, 0)
+            ref = reference(w, arrays, k.plan.shapes, k.plan.compute_dtype)
+            np.testing.assert_allclose(k(arrays, threads=2), ref, rtol=1e-4, atol=1e-4)
+    assert panels > 0
+
+
+def test_guarded_panel_pack_zero_fills_outside_the_tensor():
+    """y[i, j] = sum_k x[i - 1, k] w[k, j] with x stored as 16 x 12: row -1 reads as zero in the A panels."""
+    x = workloads.tensor("x", ["i - 1", "k"], bits=32, shape=[16, 12])
+    wt = workloads.tensor("w", ["k", "j"], "weight", bits=32)
+    y = workloads.tensor("y", ["i", "j"], "output", bits=32)
+    w = LoopNest("shifted", {"i": 16, "j": 32, "k": 12}, (x, wt, y))
+    m = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"i": 2}, order=("i",)),
+                 LevelMapping(temporal={"i": 8, "j": 2, "k": 12}, spatial={"j": 16})))
+    plan = make_plan(w, m, ARCH, vector_bytes=64, registers=32)
+    assert plan.packs["x"].guard and plan.packs["x"].panel is not None
+    assert run(w, m, ARCH, threads=1, repeat=1).verified
+
+
+# --- the register file as a level -------------------------------------------------------------
+
+def _reg_arch(w):
+    from targets.cpu.plan import arch_for
+
+    return arch_for(w, ARCH, registers=(32, 64))
+
+
+def test_register_level_holds_the_accumulators_and_frees_the_innermost_cache():
+    w = _gemm(32)
+    arch = _reg_arch(w)
+    regs, l1 = arch.levels[-1], arch.levels[-2]
+    assert [lv.name for lv in arch.levels] == ["DRAM", "L3", "L2", "L1", "Registers"]
+    assert regs.holds == {"output"} and regs.capacity_bytes == 29 * 64
+    assert regs.fanout == 4 * ARCH.levels[-1].fanout and regs.spatial_axes[0].dims == {"N"}
+    assert l1.holds == {"weight"} and l1.fanout == 1  # B's panel; A streams from L2 as a BLAS's A panel does
+    assert l1.capacity_bytes == ARCH.levels[-1].capacity_bytes // 2  # room for A, the C rows, prefetches
+    assert arch.macs_per_cycle * regs.fanout == ARCH.macs_per_cycle * ARCH.levels[-1].fanout  # the same peak
+    conv = workloads.conv2d("conv", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=32)
+    conv_arch = _reg_arch(conv)
+    assert conv_arch.levels[-2].holds == {"input", "weight"}  # the input row is a window, not a panel: both stay
+    assert conv_arch.levels[-2].capacity_bytes == ARCH.levels[-1].capacity_bytes
+    assert conv_arch.levels[-1].fanout == ARCH.levels[-1].fanout  # an 11-wide row fills one vector, not four
+    one = workloads.conv2d("conv1x1", C=8, K=16, H=9, W=11, R=1, S=1, bits=32)
+    assert _reg_arch(one).levels[-2].holds == {"input"}  # a 1x1 conv's input row is a panel; Weights stream
+
+
+def test_register_tile_over_the_register_file_is_refused_naming_the_level():
+    from mappings import MappingError
+
+    w = _gemm(32)
+    m = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"K": 40}), LevelMapping(temporal={"M": 2}),
+                 LevelMapping(temporal={"M": 24}, spatial={"N": 64})))
+    with pytest.raises(MappingError, match="Registers"):
+        make_plan(w, m, _reg_arch(w))
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+def test_scheduled_mapping_on_the_register_level_runs_a_long_k_panel(bits):
+    """The MIP's mapping onto the register level: the micro-kernel is the L1 tile with the register
+    level's loops inside (K in registers), built, run and compared with NumPy."""
+    from cosa.scheduler import schedule
+
+    w = workloads.matmul("gemm", M=64, N=128, K=256, bits=bits)
+    arch = _reg_arch(w)
+    m = schedule(w, arch, time_limit_s=10, bound=False, seed=0).mapping
+    plan = make_plan(w, m, arch, vector_bytes=64, registers=32)
+    assert plan.inner_level == 3 and all(lv.level < 3 for lv in plan.loops)
+    assert plan.kernel.extents == m.tile_extents(3, list(w.dims))
+    assert plan.kernel.mr * plan.kernel.nv + plan.kernel.nv + 1 <= 32
+    r = run(w, m, arch, threads=2, repeat=1)
+    assert r.verified, r.max_abs_err
+
+
+def test_a_1x1_convolutions_input_rows_are_panels():
+    """Inputs[n, c, q + s, p + r] with R = S = 1: the row moves with P alone, so it is packed as panels."""
+    w = workloads.conv2d("conv1x1", C=8, K=16, H=4, W=32, R=1, S=1, bits=32)
+    m = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"Q": 4, "C": 2}, order=("Q", "C")),
+                 LevelMapping(temporal={"K": 16, "C": 4, "P": 2}, spatial={"P": 16})))
+    plan = make_plan(w, m, ARCH, vector_bytes=64, registers=32)
+    assert plan.kernel.j == "P" and plan.packs["Inputs"].panel is not None
+    assert run(w, m, ARCH, threads=2, repeat=1).verified
