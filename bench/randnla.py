@@ -353,8 +353,8 @@ def main(argv=None) -> int:
     save_outputs(name="randnla", title="RandNLA drivers", command=command, date=date, machine=machine,
                  console=console, data=data, json_path=args.json, results_path=args.results,
                  packages=("numpy", "scipy", "threadpoolctl", "rich"),
-                 notes="Ours: sketch_and_precondition with its defaults (sparse sign sketch with 8 nonzeros per "
-                       "column, d = m/16 clamped to 4n..12n rows, LSQR from the sketch-and-solve start plus one "
+                 notes="Ours: sketch_and_precondition with its defaults (sparse sign sketch with 4 nonzeros per "
+                       "column, d = m/16 clamped to 4n..16n rows, LSQR from the sketch-and-solve start plus one "
                        "restart, tol 1e-14); a sparse sketch of a dense A is one scatter pass, each LSQR iteration "
                        "one fused pass over A (a hand-written C kernel, not a scheduled one; the dgemv column runs "
                        "the same solver on NumPy's BLAS instead); dense sketches run the scheduled CPU kernels or "

@@ -53,7 +53,7 @@ def test_kernels_reach_lapacks_accuracy(kernel):
 
 
 def test_default_sketch_rows():
-    assert R.default_sketch_rows(2000, 40) == 160 and R.default_sketch_rows(65536, 256) == 3072
+    assert R.default_sketch_rows(2000, 40) == 160 and R.default_sketch_rows(65536, 256) == 4096
     assert R.default_sketch_rows(100, 40) == 100 and R.default_sketch_rows(16 * 256 * 8, 256) == 2048
 
 
