@@ -2,8 +2,10 @@
 
 * ``sketch_and_solve``: x = argmin ||S(Ax - b)|| (QR of SA; one sketch pass over [A, b]).
 * ``sketch_and_precondition`` (Blendenpik / LSRN style): R from the QR of SA is a right preconditioner,
-  LSQR (``scipy.sparse.linalg.lsqr``) runs on A R^-1 from the sketch-and-solve start R x0; for dense
-  and SciPy-sparse tall A.  The solution is backward stable when LSQR reaches ``tol``.
+  LSQR (``algorithms.lsqr``: one fused pass over a dense A per iteration) runs on A R^-1 from the
+  sketch-and-solve start, then restarts once on the correction; for dense and SciPy-sparse tall A.  The
+  solution is backward stable when the restart reaches ``tol``; an A with eps * cond_est(R) >= 1 is refused
+  with the estimate.
 * ``range_finder`` (Gaussian test matrix, ``power`` subspace iterations with QR between them), ``qb``,
   ``rsvd`` (Halko, Martinsson and Tropp); products with a dense A run as scheduled GEMM kernels,
   with a sparse A as CSR SpMM kernels.
