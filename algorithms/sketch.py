@@ -270,6 +270,8 @@ def check_finite_matrix(a, name: str):
     else:
         a = np.asarray(a, dtype=np.float64)
         vals = a
+    if vals.size and np.isfinite(np.sum(vals)):      # one read, no mask: a NaN or Inf makes the sum non-finite
+        return a
     if not np.all(np.isfinite(vals)):
         raise SketchError("holds NaN or Inf", source=f"matrix {name}", field=name)
     return a

@@ -73,7 +73,7 @@ def _lstsq(args) -> dict:
         b, xs = R.plant(a, residual=args.residual, seed=args.seed)
         norm_a = None
     solve = R.sketch_and_solve if args.method == "solve" else R.sketch_and_precondition
-    kw = {"tol": args.tol} if args.method == "precondition" else {}
+    kw = {"tol": args.tol, "kernel": args.kernel} if args.method == "precondition" else {}
     out = solve(a, b, sketch=args.sketch, d=args.d, seed=args.seed, exceptions=args.exceptions, **kw)
     dense = a.toarray() if sp.issparse(a) else a
     t0 = time.perf_counter()
@@ -85,6 +85,7 @@ def _lstsq(args) -> dict:
             "rel_error_vs_truth": err(out.x), "lstsq_rel_error_vs_truth": err(ref),
             "backward_error": R.backward_error(a, b, out.x, norm_a),
             "lstsq_backward_error": R.backward_error(a, b, ref, norm_a), "iterations": out.iterations,
+            "condition_estimate": out.condition_estimate, "reachable_error": out.reachable_error,
             "seconds": out.seconds, "seconds_sketch": out.sketch_seconds, "seconds_lstsq": t_ref,
             "seed": args.seed, "exception_status": out.exception_status}
 
@@ -172,10 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sketch", default="sjlt", help="gaussian, rademacher, sjlt, countsketch, srft, srht")
     p.add_argument("--method", choices=["solve", "precondition"], default="precondition",
                    help="solve: sketch-and-solve; precondition: LSQR preconditioned by the sketch (default)")
-    p.add_argument("--d", type=int, default=None, help="sketch rows (default 4n)")
+    p.add_argument("--d", type=int, default=None,
+                   help="sketch rows (default: m/16 kept within 4n..16n for precondition, 4n for solve)")
     p.add_argument("--residual", type=float, default=1e-4, help="planted ||r|| / ||x*|| (||A|| = 1)")
     p.add_argument("--density", type=float, default=None, help="synthetic sparse A with this density")
     p.add_argument("--tol", type=float, default=1e-14, help="LSQR's atol and btol")
+    p.add_argument("--kernel", choices=["fused", "blas"], default="fused",
+                   help="LSQR's products: one fused pass over A (default) or NumPy's two dgemv passes")
     p = sub.add_parser("rsvd", help=DRIVER_HELP["rsvd"], description=DRIVER_HELP["rsvd"])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--synthetic", help="n[,decay]: n x n with singular values decay^i")
