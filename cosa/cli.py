@@ -284,7 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--random-samples", type=int, default=None,
-                   help="budget of the random baseline in samples (default: 10x the MIP's seconds)")
+                   help="budget of the random baseline in samples (default 1000; a sample budget makes "
+                        "the same --seed give the same rows on every run)")
     p.add_argument("--measure", action="store_true",
                    help="CPU archs: run every schedule as C + OpenMP (verified) and show its seconds")
     p.add_argument("--csv")

@@ -1,8 +1,11 @@
 """Compare schedulers layer by layer: one row per (layer, scheduler).
 
 Each layer is scheduled by every requested scheduler through
-``cosa.scheduler.schedule``; the MIP ("cosa") runs first so that the random
-baseline can be given ``random_time_factor`` times its wall time.  Layers run
+``cosa.scheduler.schedule``.  The random baseline's budget is a number of
+samples (``random_samples``, default ``random_search.DEFAULT_SAMPLES``), so the
+same seed gives the same rows on every run; a budget of ``random_time_factor``
+times the MIP's wall time is opt-in (it stops wherever the clock says, so it is
+not reproducible).  Layers run
 in local processes for ``jobs > 1``, or on MPI ranks through ``mpi4py.futures``
 when the program runs under mpiexec with more than one rank:
 ``mpiexec -n N python -m mpi4py.futures -m cosa.cli compare ...`` (rank 0 runs
@@ -11,7 +14,7 @@ the program, the other N - 1 ranks schedule layers), or plainly
 inside ``compare`` ranks 1..N-1 become workers and exit when the layers are
 done, so only rank 0 prints).  Rows come back in layer order whatever rank
 finished first, so the table equals the serial one (timings aside, and the
-random baseline's row when its time budget rather than its sample budget ends it).
+random baseline's row when an opt-in time budget rather than its sample budget ends it).
 
 Ratios: ``ratio`` is a row's objective value over the best row of its layer
 (1.0 = best; latency: cycles, energy: pJ, edp: cycles*pJ; the MIP's own
@@ -44,7 +47,7 @@ from workloads import FrameworkError, LoopNest
 from .schedule import SchedulingError
 
 RANDOM_TIME_FACTOR = 10.0
-"""The random baseline gets this many times the MIP's wall time on the same layer."""
+"""A time-matched random baseline (opt-in, not reproducible) gets this many times the MIP's wall time."""
 
 _MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE")
 
@@ -168,19 +171,21 @@ def _repeat_safe_name(workload: LoopNest, seen: dict[str, int]) -> str:
 
 def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], objective: str = "latency",
                    time_limit_s: float | None = None, seed: int = 0,
-                   random_time_factor: float = RANDOM_TIME_FACTOR, layer: str | None = None,
+                   random_time_factor: float | None = None, layer: str | None = None,
                    random_samples: int | None = None, keep_mapping: bool = False) -> list[CompareRow]:
     """Run every scheduler on one layer; failures become rows with ``error`` set (never raised).
 
-    The random baseline's budget: ``random_time_factor`` x the MIP's seconds when "cosa"
-    ran on the layer, and at most ``random_samples`` samples when given (whichever ends
-    first); with neither, the random baseline's default sample count."""
+    The random baseline's budget: ``random_samples`` samples (the random baseline's default
+    sample count when None): the same seed draws the same mappings on every run and in every
+    process.  ``random_time_factor`` (opt-in) also stops it after that many times the MIP's
+    seconds when "cosa" ran on the layer (whichever ends first; not reproducible)."""
     layer = layer or workload.name
     order = sorted(schedulers, key=lambda s: s != "cosa")  # the MIP first: it sets the random budget
     results: dict[str, tuple] = {}
     mip_seconds = None
     for name in order:
-        random_seconds = random_time_factor * mip_seconds if name == "random" and mip_seconds else None
+        random_seconds = (random_time_factor * mip_seconds
+                          if name == "random" and mip_seconds and random_time_factor else None)
         start = time.perf_counter()
         try:
             sched = _run(workload, arch, name, objective, time_limit_s, seed, random_seconds, random_samples)
@@ -316,7 +321,7 @@ def _resolve(workloads, arch):
 
 def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), jobs: int = 1,
             objective: str = "latency", time_limit_s: float | None = None, progress: bool | None = None,
-            seed: int = 0, random_time_factor: float = RANDOM_TIME_FACTOR,
+            seed: int = 0, random_time_factor: float | None = None,
             random_samples: int | None = None, measure=None) -> CompareResult:
     """Schedule every layer with every scheduler and collect the rows.
 
