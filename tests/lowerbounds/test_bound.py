@@ -177,7 +177,7 @@ def test_bad_calls_raise_framework_errors():
     with pytest.raises(WorkloadError, match="LoopNest"):
         bound("matmul", 1024)
     with pytest.raises(ArchError, match="on-chip"):
-        bound_for_arch(nest, Arch("bare", (Level("DRAM"), Level("Regs", capacity_bytes=0))))
+        bound_for_arch(nest, Arch("bare", (Level("DRAM"),)))
 
 
 def test_depthwise_and_grouped_layers_are_bounded():
