@@ -15,6 +15,7 @@ from workloads import FrameworkError
 
 from . import cli_gemmini, cli_randnla, cli_serve, cli_targets
 from .cli_common import _add_sched_opts, _arch, _console, _print_json, _workload, _workloads, guarded
+from .cli_common import add_deadline_option, add_exhaustive_limit_option, scheduler_options, split_deadline
 from .cli_common import parse_size  # noqa: F401  (part of the command line's interface)
 
 # --- commands ---------------------------------------------------------------------------------
@@ -94,6 +95,7 @@ def _schedule_one(workload, arch, args):
     from cosa.scheduler import schedule
 
     extra = {"order_levels": args.order_levels} if getattr(args, "order_levels", "outer") != "outer" else {}
+    extra.update(scheduler_options(args))
     return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
                     time_limit_s=args.time_limit, seed=args.seed, **extra)
 
@@ -180,7 +182,8 @@ def cmd_compare(args) -> int:
         measure = measure_cpu
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
-                     progress=sys.stdout.isatty() and not args.json, measure=measure)
+                     progress=sys.stdout.isatty() and not args.json, measure=measure,
+                     exhaustive_limit=args.exhaustive_limit)
     if args.csv:
         report.write_csv(result, args.csv)
     if args.plot:
@@ -283,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=float, default=30.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1)
+    add_exhaustive_limit_option(p)
     p.add_argument("--random-samples", type=int, default=None,
                    help="budget of the random baseline in samples (default 1000; a sample budget makes "
                         "the same --seed give the same rows on every run)")
@@ -307,11 +311,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bound)
 
     cli_gemmini.add_commands(sub)
+    _add_deadline_everywhere(ap)
     return ap
+
+
+def _add_deadline_everywhere(parser) -> None:
+    """``--deadline`` in the help of the top-level parser and of every subcommand below it."""
+    add_deadline_option(parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                if not any("--deadline" in a.option_strings for a in child._actions):
+                    _add_deadline_everywhere(child)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:  # --deadline S: every command's wall-time limit, taken out before any parser sees the line
+        deadline_s, argv = split_deadline(argv)
+    except FrameworkError as exc:
+        print(f"cosa: {exc}", file=sys.stderr)
+        return exc.exit_code
     if argv[:1] == ["serve"]:                                                  # own parser
         args = argparse.Namespace(func=lambda _: cli_serve.main(argv[1:]))
     elif argv[:1] == ["run"] and argv[1:2] and argv[1] in cli_randnla.DRIVERS:   # no WORKLOAD: own parser
@@ -320,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         args = argparse.Namespace(func=lambda _: cli_targets.TARGETS[argv[1]].command(argv[2:]))
     else:
         args = build_parser().parse_args(argv)
-    return guarded(args.func, args)
+    return guarded(args.func, args, deadline_s)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ from pathlib import Path
 from workloads import FrameworkError
 
 from . import cli_randnla, cli_targets
-from .cli_common import RunFailed, _add_sched_opts, _print_json, _workload, write_text_output
+from .cli_common import (RunFailed, _add_sched_opts, _print_json, _workload, scheduler_options,
+                         write_text_output)
 
 
 def _gemmini_schedule(args, workload, arch):
@@ -24,7 +25,7 @@ def _gemmini_schedule(args, workload, arch):
     from cosa.scheduler import schedule
 
     return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
-                    time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping
+                    time_limit_s=args.time_limit, seed=args.seed, bound=False, **scheduler_options(args)).mapping
 
 
 def _gemmini_arch(args):

@@ -128,12 +128,14 @@ def _objective_value(cost, objective: str) -> float:
 
 
 def _run(workload: LoopNest, arch, name: str, objective: str, time_limit_s: float | None, seed: int,
-         random_seconds: float | None, random_samples: int | None):
+         random_seconds: float | None, random_samples: int | None, exhaustive_limit: int | None = None):
     """One scheduler through ``cosa.scheduler.schedule``.  Baselines take the MIP's own
-    objective "cosa" as latency; the random baseline gets its budgets when given."""
+    objective "cosa" as latency; the random and exhaustive baselines get their budgets when given."""
     from .scheduler import schedule
 
     options = {}
+    if name == "exhaustive" and exhaustive_limit is not None:
+        options["limit"] = exhaustive_limit
     if time_limit_s is not None:
         options["time_limit_s"] = time_limit_s
     if name == "random" and random_seconds:
@@ -172,7 +174,8 @@ def _repeat_safe_name(workload: LoopNest, seen: dict[str, int]) -> str:
 def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], objective: str = "latency",
                    time_limit_s: float | None = None, seed: int = 0,
                    random_time_factor: float | None = None, layer: str | None = None,
-                   random_samples: int | None = None, keep_mapping: bool = False) -> list[CompareRow]:
+                   random_samples: int | None = None, keep_mapping: bool = False,
+                   exhaustive_limit: int | None = None) -> list[CompareRow]:
     """Run every scheduler on one layer; failures become rows with ``error`` set (never raised).
 
     The random baseline's budget: ``random_samples`` samples (the random baseline's default
@@ -188,7 +191,8 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
                           if name == "random" and mip_seconds and random_time_factor else None)
         start = time.perf_counter()
         try:
-            sched = _run(workload, arch, name, objective, time_limit_s, seed, random_seconds, random_samples)
+            sched = _run(workload, arch, name, objective, time_limit_s, seed, random_seconds, random_samples,
+                         exhaustive_limit)
             # time to solution: the scheduler's own build + solve time (the bound report is not part of it)
             seconds = sched.stats.total_s or (time.perf_counter() - start)
             results[name] = (sched, seconds, None)
@@ -294,6 +298,16 @@ def _run_pool(executor: Executor, layer_args, layers, bar, task) -> dict[int, li
     return per_layer
 
 
+def _stop_workers(executor: ProcessPoolExecutor) -> None:
+    """Kill the pool's worker processes now (shutdown alone waits for the layers they are scheduling)."""
+    terminate = getattr(executor, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for proc in list((getattr(executor, "_processes", None) or {}).values()):
+        proc.kill()
+
+
 def _progress(enabled: bool):
     if not enabled:
         return None
@@ -322,13 +336,14 @@ def _resolve(workloads, arch):
 def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), jobs: int = 1,
             objective: str = "latency", time_limit_s: float | None = None, progress: bool | None = None,
             seed: int = 0, random_time_factor: float | None = None,
-            random_samples: int | None = None, measure=None) -> CompareResult:
+            random_samples: int | None = None, measure=None, exhaustive_limit: int | None = None) -> CompareResult:
     """Schedule every layer with every scheduler and collect the rows.
 
     ``workloads``: LoopNests, or sources ``workloads.load`` understands (files,
     zoo names, networks, ONNX).  ``arch``: an Arch or a preset name / YAML file.
     ``progress``: a rich progress bar (default: when stdout is a terminal).
     ``random_time_factor``, ``random_samples``: the random baseline's budget (see ``schedule_layer``).
+    ``exhaustive_limit``: the most mappings the exhaustive baseline may enumerate (None: its default).
     ``measure``: run every scheduled mapping and record its seconds (see the module docstring).
     ``jobs``: local processes; ignored under mpiexec with more than one rank, where the layers go
     to the MPI ranks (see the module docstring; under a plain mpiexec launch the worker ranks
@@ -371,7 +386,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
             bar.start()
             task = bar.add_task("", total=len(nests))
         args = lambda k: (nests[k], arch, schedulers, objective, time_limit_s, seed, random_time_factor, layers[k],
-                          random_samples, measure is not None)
+                          random_samples, measure is not None, exhaustive_limit)
         if mode == "serial":
             for k in range(len(nests)):
                 if bar is not None:
@@ -387,8 +402,14 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
                     per_layer = _run_pool(executor, args, layers, bar, task)
             worker_rank = executor is None
         else:
-            with ProcessPoolExecutor(max_workers=jobs) as executor:
+            executor = ProcessPoolExecutor(max_workers=jobs)
+            try:
                 per_layer = _run_pool(executor, args, layers, bar, task)
+            except BaseException:  # the deadline or Ctrl-C: stop the workers, do not wait for their layers
+                _stop_workers(executor)
+                raise
+            finally:
+                executor.shutdown(wait=True, cancel_futures=True)
     finally:
         if bar is not None:
             bar.stop()
