@@ -381,9 +381,15 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
                     if prod == 0:
                         break
                     continue
+                mine = [lp for lp in members if lp.dim in comp.dims]
+                repeated = None if mine else _repeated_words(comp, grid, reset, bump)
+                if repeated is not None:  # counted on the borders only (see _repeated_words)
+                    prod *= repeated
+                    if prod == 0:
+                        break
+                    continue
                 before = comp.shifts(grid, reset)
                 after = comp.shifts(grid) + bump[None, :]
-                mine = [lp for lp in members if lp.dim in comp.dims]
                 if mine:  # the union repeats only when every member's own tile repeats
                     combos = math.prod(lp.factor for lp in mine)
                     own_before = comp_own.shifts(grid + mine, reset)
@@ -396,6 +402,65 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
                     break
             total -= prod
     return TileCounts(changes=int(total), distinct=int(distinct), max_words=int(max_words))
+
+
+_CHUNK = 1 << 18  # shifts handled at once where a border is enumerated
+
+
+def _increasing_terms(terms: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """``terms`` (step, count) sorted so that the sum over them, read as a mixed-radix number with the
+    smallest step as its last digit, increases strictly with that number; None when it does not."""
+    terms = sorted((c, f) for c, f in terms if f > 1)
+    span = 0
+    for c, f in terms:
+        if c <= span:
+            return None
+        span += c * (f - 1)
+    return terms
+
+
+def _decode(terms: list[tuple[int, int]], index: np.ndarray) -> np.ndarray:
+    """The sums of ``terms`` at the mixed-radix numbers ``index`` (``_increasing_terms`` order)."""
+    out = np.zeros(len(index), dtype=np.int64)
+    for c, f in terms:
+        out += (index % f) * c
+        index = index // f
+    return out
+
+
+def _repeated_words(comp: _Component, grid: list, reset: np.ndarray, bump: np.ndarray) -> int | None:
+    """Sum over the values of ``grid`` of the words of the tile after a step, where it equals the tile
+    before it (the old one sits at ``reset``, the new one at ``bump``); None when this needs the
+    general enumeration.  For a progression tile moved by loops whose positions increase with their
+    mixed-radix index, the positions where both tiles lie wholly inside the tensor form one index
+    interval: there the tiles are equal exactly when ``bump == reset`` (and hold the whole tile), so
+    only the two borders are enumerated, which the tile's span bounds, not the dim's."""
+    if comp.progression is None or comp.hi is None or not comp.single:
+        return None
+    terms = _increasing_terms([(int(lp.stride * comp.coef[lp.dim][0]), lp.factor) for lp in grid])
+    if terms is None:
+        return None
+    first, step, count = comp.progression
+    hi, offset = int(comp.hi[0]), int(comp.offset[0])
+    r, b = int(reset[0]), int(bump[0])
+    n_grid = math.prod(f for _, f in terms)
+    value = lambda k: int(_decode(terms, np.array([k], dtype=np.int64))[0])  # noqa: E731
+    # positions g with both tiles inside [0, hi): g in [lo, up]
+    lo = -first - offset - min(r, b)
+    up = hi - 1 - first - step * (count - 1) - offset - max(r, b)
+    import bisect
+
+    k_lo = bisect.bisect_left(range(n_grid), lo, key=value)
+    k_up = bisect.bisect_right(range(n_grid), up, key=value) if up >= lo else k_lo
+    inside = max(0, k_up - k_lo)
+    total = inside * count if r == b else 0
+    for start, stop in ((0, k_lo), (max(k_lo, k_up), n_grid)):
+        for a in range(start, stop, _CHUNK):
+            g = _decode(terms, np.arange(a, min(stop, a + _CHUNK), dtype=np.int64)) + offset
+            before, after = (g + r)[:, None], (g + b)[:, None]
+            same = comp.equal(before, after)
+            total += int(comp.sizes(after[same]).sum()) if same.any() else 0
+    return total
 
 
 def _clip_count(points: np.ndarray, shift: np.ndarray, hi) -> int:

@@ -76,3 +76,37 @@ def test_a_dim_of_2_to_the_24_is_cheap(nest):
     sched = gemmini_default(nest, preset("gemmini"))
     assert sched.cost.cycles > 0 and sched.cost.dram_bytes > 0
     assert time.perf_counter() - start < 20
+
+
+def test_repeated_words_equal_brute_force():
+    """``_repeated_words`` (borders only) against sets of elements, on random loops over a padded,
+    strided window index (the tile's own loops, the loops moving it, the step's reset and bump)."""
+    rng = random.Random(11)
+    checked = repeats = 0
+    for trial in range(400):
+        stride, pad, window = rng.choice([1, 1, 2, 3]), rng.choice([0, 1, 2]), rng.choice([1, 2, 3])
+        nest = conv2d("w", C=1, K=1, H=1, W=rng.randrange(8, 40), R=window, S=1, stride=stride, padding=(0, pad))
+        tensor = next(t for t in nest.tensors if t.role == "input")
+
+        def loops(k):
+            return tuple(tiling.NestLoop(0, rng.choice("PR") if window > 1 else "P", rng.randrange(1, 6), False,
+                                         rng.randrange(1, 7)) for _ in range(k))
+
+        set_loops, grid = loops(rng.randrange(0, 3)), list(loops(rng.randrange(1, 3)))
+        comp = next(c for c in tiling.components(tensor, set_loops) if "P" in c.dims)
+        reset = np.array([rng.randrange(0, 6)], dtype=np.int64)
+        bump = reset if rng.random() < 0.3 else np.array([rng.randrange(0, 6)], dtype=np.int64)
+        got = tiling._repeated_words(comp, grid, reset, bump)
+        if got is None:
+            continue
+        first, step, count = comp.progression
+        hi = int(comp.hi[0])
+        tile = lambda x: {first + x + k * step for k in range(count)} & set(range(hi))  # noqa: E731
+        want = 0
+        for g in comp.shifts(grid)[:, 0].tolist():
+            old, new = tile(g + int(reset[0])), tile(g + int(bump[0]))
+            want += len(new) if old == new else 0
+        assert got == want, (trial, set_loops, grid, reset, bump)
+        checked += 1
+        repeats += want > 0
+    assert checked > 100 and repeats > 20  # the borders and the interior (bump == reset) both count
