@@ -326,7 +326,7 @@ def _field_mutation(rng: random.Random, data: bytes, wide: bool = False) -> byte
     elif op == 6:  # an attribute of the wrong type
         node = rng.choice(list(graph.node))
         name = rng.choice(["strides", "pads", "group", "kernel_shape", "transB", "dilations", "alpha"])
-        value = rng.choice(["two", 2.5, [1.5, 2.5], b"\x00", [], ["a", "b"]])
+        value = rng.choice(["two", 2.5, [1.5, 2.5], b"\x00", ["a", "b"], [2**40, -2**40]])
         kept = [a for a in node.attribute if a.name != name]
         del node.attribute[:]
         node.attribute.extend(kept + [helper.make_attribute(name, value)])
