@@ -135,12 +135,37 @@ def arch_from_dict(doc: Any, source: str = "arch", default_name: str = "arch") -
         if not isinstance(doc["params"], dict):
             raise ArchError("must be a mapping", source=source, field="params")
         kwargs["params"] = dict(doc["params"])
+        _check_params(kwargs["params"], source)
     if "energy_table" in (kwargs.get("params") or {}):
         kwargs["params"]["energy_table"] = parse_energy_table(kwargs["params"], source)
     try:
         return Arch(**kwargs)
     except ArchError as exc:
         raise ArchError(exc.reason, source=source, field=exc.field) from None
+
+
+# the presets' parameters that code reads back (the Gemmini heuristic and code generator, the CPU, GPU and
+# cluster targets): in a file they must make sense too
+_POSITIVE_INT_PARAMS = ("dim", "sp_banks", "acc_banks", "pe_rows", "pe_cols", "cores", "simd_lanes",
+                        "fma_per_cycle", "nodes", "sms", "lanes_per_sm", "register_words")
+_POSITIVE_SIZE_PARAMS = ("scratchpad_kib", "accumulator_kib", "glb_kib", "l1_kib", "l2_kib", "l3_mib",
+                         "shared_kib", "l2_mib", "link_bytes_per_cycle")
+
+
+def _check_params(params: dict, source: str) -> None:
+    for key in _POSITIVE_INT_PARAMS:
+        if key in params:
+            _num(params[key], int, source, f"params.{key}", minimum=1)
+    for key in _POSITIVE_SIZE_PARAMS:
+        if key in params:
+            _num(params[key], float, source, f"params.{key}", positive=True)
+    if "compute_overhead_cycles" in params:
+        _num(params["compute_overhead_cycles"], int, source, "params.compute_overhead_cycles", minimum=0)
+    if "dataflow" in params and params["dataflow"] not in ("ws", "os"):
+        raise ArchError(f"must be 'ws' or 'os', got {params['dataflow']!r}", source=source, field="params.dataflow")
+    if "pipelined" in params and not isinstance(params["pipelined"], bool):
+        raise ArchError(f"expected true or false, got {params['pipelined']!r}", source=source,
+                        field="params.pipelined")
 
 
 def _with_energy_table(arch: Arch, doc: dict, source: str) -> Arch:

@@ -225,29 +225,41 @@ def _distinct_progression(terms: list[tuple[int, int]]) -> tuple[int, int, int] 
 
 def _progression_sizes(comp: _Component, loops) -> tuple[int, int | None] | None:
     """(sum, max or None) of a progression tile's clipped sizes over every value of ``loops`` in closed
-    form, when those values move it along a progression too; None otherwise (the caller enumerates).
-    The work is the smaller of the tile's and the shifts' counts, not their product."""
+    form, when each dim's loops move it along a progression (their positions are distinct: mixed radix);
+    None otherwise (the caller enumerates).  The dim whose loops take the most values is summed in closed
+    form, the others' few values (a window's, at most ``_CHUNK``) one by one; per value the work is the
+    smaller of the tile's and the moves' counts, not their product."""
     if comp.progression is None:
         return None
-    moves = _distinct_progression([(int(lp.stride * comp.coef[lp.dim][0]), lp.factor) for lp in loops])
-    if moves is None:
+    by_dim: dict[str, list] = {}
+    for lp in loops:
+        by_dim.setdefault(lp.dim, []).append((int(lp.stride * comp.coef[lp.dim][0]), lp.factor))
+    groups = [_distinct_progression(terms) for terms in by_dim.values()]
+    if any(g is None for g in groups):
         return None
+    groups = sorted(groups, key=lambda g: g[2]) or [(0, 1, 1)]
+    s_first, s_step, s_count = groups[-1]
+    if math.prod(g[2] for g in groups[:-1]) > _CHUNK:
+        return None
+    rest = np.zeros(1, dtype=np.int64)
+    for f0, st, n in groups[:-1]:
+        rest = (rest[:, None] + (f0 + st * np.arange(n, dtype=np.int64))[None, :]).ravel()
     first, step, count = comp.progression
-    s_first, s_step, s_count = moves
-    s_first += int(comp.offset[0])
     hi = int(comp.hi[0])
+    total, largest, fits = 0, 0, False
+    lo_s, hi_s = -first, hi - 1 - first - step * (count - 1)  # shifts that keep the whole tile inside
+    for r in (rest + s_first + int(comp.offset[0])).tolist():
+        if s_count <= count:
+            sizes = _clip_progression(first, step, count, r + s_step * np.arange(s_count, dtype=np.int64), hi)[1]
+            total, largest = total + int(sizes.sum()), max(largest, int(sizes.max()))
+            continue
+        total += int(_clip_progression(r, s_step, s_count, first + step * np.arange(count, dtype=np.int64),
+                                       hi)[1].sum())
+        k = max(0, -((lo_s - r) // s_step))
+        fits = fits or (lo_s <= hi_s and k < s_count and r + k * s_step <= hi_s)
     if s_count <= count:
-        sizes = _clip_progression(first, step, count, s_first + s_step * np.arange(s_count, dtype=np.int64), hi)[1]
-        return int(sizes.sum()), int(sizes.max())
-    total = int(_clip_progression(s_first, s_step, s_count, first + step * np.arange(count, dtype=np.int64),
-                                  hi)[1].sum())
-    # the whole tile inside [0, hi) for some shift: the largest tile is the whole one
-    lo_s, hi_s = -first, hi - 1 - first - step * (count - 1)
-    if lo_s <= hi_s:
-        k = max(0, -((lo_s - s_first) // s_step))
-        if k < s_count and s_first + k * s_step <= hi_s:
-            return total, count
-    return total, None
+        return total, largest
+    return total, count if fits else None
 
 
 def components(tensor, set_loops: Sequence[NestLoop]) -> list[_Component]:

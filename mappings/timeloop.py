@@ -167,7 +167,7 @@ def from_timeloop(doc: dict | list | str | Path, workload, arch, source: str = "
         else:
             raise MappingError(f"target {target!r} is not a level of arch {arch.name}; levels are {names}",
                                source=source, field=f"{where}.target")
-        kind = {"datatype": "bypass", "bypassing": "bypass"}.get(kind, kind)
+        kind = {"datatype": "bypass", "bypassing": "bypass"}.get(kind, kind) if isinstance(kind, str) else kind
         if kind not in ("temporal", "spatial", "bypass"):
             raise MappingError(f"type {directive.get('type')!r} is not temporal, spatial or bypass", source=source,
                                field=f"{where}.type")
@@ -185,7 +185,7 @@ def from_timeloop(doc: dict | list | str | Path, workload, arch, source: str = "
             keep = directive.get("keep") or []
             skip = directive.get("bypass") or []
             for group, field in ((keep, "keep"), (skip, "bypass")):
-                if not isinstance(group, list) or any(t not in tensor_names for t in group):
+                if not isinstance(group, list) or any(not isinstance(t, str) or t not in tensor_names for t in group):
                     raise MappingError(f"must list data spaces of the workload {tensor_names}, got {group!r}",
                                        source=source, field=f"{where}.{field}")
             for tname in keep:

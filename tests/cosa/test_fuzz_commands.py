@@ -191,3 +191,30 @@ def test_the_unmutated_seeds_run(tmp_path, good_mapping, cpu_files):
             import json
 
             assert json.loads(out)["verified"] is True
+
+
+def _gemmini_arch_with(old: str, new: str) -> str:
+    text = _arch_seeds()[0]
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+FOUND = [  # what wider fuzzing (other seeds) found: a ZeroDivisionError, a TypeError, a hang, 18 s
+    ("arch", "schedule", lambda: _gemmini_arch_with("  dim: 16", "  dim: 0"), 2),
+    ("arch", "compare", lambda: _gemmini_arch_with("  dim: 16", "  dim: 1.0e-300"), 2),
+    ("mapping", "emit-gemmini", lambda: _mapping_seeds()[1].replace("type: bypass", "type: {}", 1), 2),
+    ("workload", "emit-gemmini", lambda: "problem: {shape: cnn-layer, N: 1, C: 16777216, K: 64, P: 14, Q: 14, "
+                                         "R: 3, S: 3}\n", 2),
+    ("workload", "compare", lambda: "layers:\n  - {kind: depthwise, name: b, C: 16, H: 10, W: 16777216, R: 3, "
+                                    "S: 3, stride: 2, bits: 8}\n", 0),
+]
+
+
+@pytest.mark.parametrize("kind,command,content,code", FOUND, ids=[f"{k}-{c}-{i}" for i, (k, c, _, _) in
+                                                                   enumerate(FOUND)])
+def test_found_by_the_fuzz(kind, command, content, code, tmp_path, good_mapping, cpu_files):
+    case = Case("found", kind, command, content())
+    got, out, err = run_in_process(argv_for(case, _write(case, tmp_path), good_mapping, tmp_path, cpu_files),
+                                   limit_s=20)
+    check_outcome(got, out, err, json_out=not command.startswith("emit-"), may_fail=command == "compare")
+    assert got == code, err
