@@ -255,7 +255,7 @@ def _progression_sizes(comp: _Component, loops) -> tuple[int, int | None] | None
             continue
         total += int(_clip_progression(r, s_step, s_count, first + step * np.arange(count, dtype=np.int64),
                                        hi)[1].sum())
-        k = max(0, -((lo_s - r) // s_step))
+        k = max(0, -((r - lo_s) // s_step))  # the first move with r + k * s_step >= lo_s
         fits = fits or (lo_s <= hi_s and k < s_count and r + k * s_step <= hi_s)
     if s_count <= count:
         return total, largest

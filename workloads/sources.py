@@ -23,12 +23,16 @@ def load(source: str | Path) -> list[LoopNest]:
     if path.suffix.lower() == ".onnx":
         from .onnx_loader import load_onnx
 
-        nests = load_onnx(path)
+        from .loaders_values import check_bounds
+
+        nests = check_bounds(load_onnx(path), text)
         if not nests:
             raise WorkloadError("the model has no Conv, Gemm or MatMul node", source=text)
         return nests
     if path.is_file():
-        return load_yaml_file(path)
+        from .loaders_values import check_bounds
+
+        return check_bounds(load_yaml_file(path), text)
     if path.suffix.lower() in (".yaml", ".yml"):
         raise WorkloadError("no such file", source=text)
     if zoo.has(text):

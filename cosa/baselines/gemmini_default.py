@@ -307,6 +307,9 @@ def tiled_conv_auto_tiles(batch_size: int, out_rows: int, out_cols: int, out_cha
         return spad <= max_spad_rows and acc <= max_acc_rows
 
     while not fits(args):
+        _skip_rounds(args, dim, fits)
+        if fits(args):
+            break
         max_val, max_idx = -1, -1
         for i, value in enumerate(args):
             # the vendor keeps pocols (the array's streamed rows) when it can shrink porows instead
@@ -375,6 +378,40 @@ def _skip_run(args: list[int], idx: int, step: int, dim: int, fits) -> None:
         else:
             lo = mid + 1
     args[idx] = value - lo * step
+
+
+def _skip_rounds(args: list[int], dim: int, fits) -> None:
+    """``_skip_run`` for several arguments tied at the top (a square image: porows = pocols): the loop
+    then shrinks them in turn, one step each per round; rounds that keep them above every other argument
+    and DIM are skipped by bisection up to the last one after which the tile still does not fit, from
+    where the loop goes on step by step (a 2**24 x 2**24 image took minutes, 2**25 steps)."""
+    value = max(args)
+    tied = [i for i, v in enumerate(args) if v == value]
+    steps = {dim if i in (_POCHS, _KCHS) else 1 for i in tied}
+    if len(tied) < 2 or len(steps) != 1:
+        return
+    step = steps.pop()
+    floor = max([dim] + [v for i, v in enumerate(args) if i not in tied])
+    if value <= floor or value % step:
+        return
+    run = (value - floor - 1) // step  # rounds after which the tied arguments stay above floor
+
+    def state(r: int) -> list[int]:
+        return [value - r * step if i in tied else v for i, v in enumerate(args)]
+
+    if run < 2 or fits(args):
+        return
+    if not fits(state(run)):
+        args[:] = state(run)
+        return
+    lo, hi = 1, run  # the first round after which it fits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(state(mid)):
+            hi = mid
+        else:
+            lo = mid + 1
+    args[:] = state(lo - 1)
 
 
 # --- recognising the workload ----------------------------------------------

@@ -199,7 +199,7 @@ def _gemmini_arch_with(old: str, new: str) -> str:
     return text.replace(old, new, 1)
 
 
-FOUND = [  # what wider fuzzing (other seeds) found: a ZeroDivisionError, a TypeError, a hang, 18 s
+FOUND = [  # what wider fuzzing (other seeds) found: a ZeroDivisionError, a TypeError, hangs, 18 s
     ("arch", "schedule", lambda: _gemmini_arch_with("  dim: 16", "  dim: 0"), 2),
     ("arch", "compare", lambda: _gemmini_arch_with("  dim: 16", "  dim: 1.0e-300"), 2),
     ("mapping", "emit-gemmini", lambda: _mapping_seeds()[1].replace("type: bypass", "type: {}", 1), 2),
@@ -207,6 +207,8 @@ FOUND = [  # what wider fuzzing (other seeds) found: a ZeroDivisionError, a Type
                                          "R: 3, S: 3}\n", 2),
     ("workload", "compare", lambda: "layers:\n  - {kind: depthwise, name: b, C: 16, H: 10, W: 16777216, R: 3, "
                                     "S: 3, stride: 2, bits: 8}\n", 0),
+    ("workload", "compare", lambda: GEMMINI_SEEDS[1].replace("padding: 1", "padding: 16777216"), 2),  # P = 2^25
+    ("workload", "schedule", lambda: GEMMINI_SEEDS[1].replace("H: 6\nW: 6", "H: 16777216\nW: 16777216"), 0),
 ]
 
 
