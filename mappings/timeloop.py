@@ -97,7 +97,8 @@ def _parse_factors(text: Any, dims: dict[str, int], source: str, field: str) -> 
         while pos < len(text):
             m = _FACTOR.match(text, pos)
             if not m or m.end() == pos:
-                raise MappingError(f"cannot parse factors '{text}' at '{text[pos:]}' (expected e.g. 'K=4 C=2')",
+                shown, rest = (t if len(t) <= 60 else t[:55] + " ..." for t in (text, text[pos:]))
+                raise MappingError(f"cannot parse factors '{shown}' at '{rest}' (expected e.g. 'K=4 C=2')",
                                    source=source, field=field)
             items.append((m.group(1) or m.group(3), int(m.group(2) or m.group(4))))
             pos = m.end()

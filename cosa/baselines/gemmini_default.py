@@ -306,10 +306,16 @@ def tiled_conv_auto_tiles(batch_size: int, out_rows: int, out_cols: int, out_cha
         spad, acc = conv_rows(candidate, config, stride, kernel_dilation, pool_size, pool_stride, downsample)
         return spad <= max_spad_rows and acc <= max_acc_rows
 
+    steps = 0
     while not fits(args):
         _skip_rounds(args, dim, fits)
         if fits(args):
             break
+        steps += 1
+        if steps > MAX_SHRINK_STEPS:  # several huge arguments shrinking in turn: give up rather than hang
+            raise SchedulingError(f"the vendor's tile search takes more than {MAX_SHRINK_STEPS:,} shrink steps "
+                                  f"on this layer (output {out_rows:,} x {out_cols:,}, {in_channels:,} -> "
+                                  f"{out_channels:,} channels); use another scheduler", source=src, field="tiles")
         max_val, max_idx = -1, -1
         for i, value in enumerate(args):
             # the vendor keeps pocols (the array's streamed rows) when it can shrink porows instead
@@ -378,6 +384,11 @@ def _skip_run(args: list[int], idx: int, step: int, dim: int, fits) -> None:
         else:
             lo = mid + 1
     args[idx] = value - lo * step
+
+
+MAX_SHRINK_STEPS = 100_000
+"""``tiled_conv_auto_tiles`` refuses a layer whose shrink loop (skips included) runs longer than this; the
+zoo's layers (ResNet-50, MobileNet-V2, VGG-16, AlexNet, BERT) take fewer than 50."""
 
 
 def _skip_rounds(args: list[int], dim: int, fits) -> None:

@@ -209,6 +209,9 @@ FOUND = [  # what wider fuzzing (other seeds) found: a ZeroDivisionError, a Type
                                     "S: 3, stride: 2, bits: 8}\n", 0),
     ("workload", "compare", lambda: GEMMINI_SEEDS[1].replace("padding: 1", "padding: 16777216"), 2),  # P = 2^25
     ("workload", "schedule", lambda: GEMMINI_SEEDS[1].replace("H: 6\nW: 6", "H: 16777216\nW: 16777216"), 0),
+    ("workload", "emit-gemmini", lambda: GEMMINI_SEEDS[1].replace("C: 8", "C: 16777216").replace(
+        "H: 6\nW: 6", "H: 16777216\nW: 16777216"), 2),  # three huge arguments shrinking in turn
+    ("mapping", "evaluate", lambda: _mapping_seeds()[1].replace("R=3", "R=" + "[" * 3000, 1), 2),  # a long line
 ]
 
 
