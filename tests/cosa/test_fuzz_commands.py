@@ -212,6 +212,7 @@ FOUND = [  # what wider fuzzing (other seeds) found: a ZeroDivisionError, a Type
     ("workload", "emit-gemmini", lambda: GEMMINI_SEEDS[1].replace("C: 8", "C: 16777216").replace(
         "H: 6\nW: 6", "H: 16777216\nW: 16777216"), 2),  # three huge arguments shrinking in turn
     ("mapping", "evaluate", lambda: _mapping_seeds()[1].replace("R=3", "R=" + "[" * 3000, 1), 2),  # a long line
+    ("workload", "show", lambda: "layers:\n  - {kind: matmul, M: 4, N: 4, K: 4}\n  - {kind: {}, M: 4}\n", 2),
 ]
 
 
