@@ -100,7 +100,11 @@ def _parse_factors(text: Any, dims: dict[str, int], source: str, field: str) -> 
                 shown, rest = (t if len(t) <= 60 else t[:55] + " ..." for t in (text, text[pos:]))
                 raise MappingError(f"cannot parse factors '{shown}' at '{rest}' (expected e.g. 'K=4 C=2')",
                                    source=source, field=field)
-            items.append((m.group(1) or m.group(3), int(m.group(2) or m.group(4))))
+            digits = m.group(2) or m.group(4)
+            if len(digits) > 18:  # no loop bound has that many digits (and int() refuses 4,300)
+                raise MappingError(f"factor of '{m.group(1) or m.group(3)}' has {len(digits):,} digits",
+                                   source=source, field=field)
+            items.append((m.group(1) or m.group(3), int(digits)))
             pos = m.end()
     out = {}
     for dim, factor in items:

@@ -213,6 +213,7 @@ FOUND = [  # what wider fuzzing (other seeds) found: a ZeroDivisionError, a Type
         "H: 6\nW: 6", "H: 16777216\nW: 16777216"), 2),  # three huge arguments shrinking in turn
     ("mapping", "evaluate", lambda: _mapping_seeds()[1].replace("R=3", "R=" + "[" * 3000, 1), 2),  # a long line
     ("workload", "show", lambda: "layers:\n  - {kind: matmul, M: 4, N: 4, K: 4}\n  - {kind: {}, M: 4}\n", 2),
+    ("mapping", "evaluate", lambda: _mapping_seeds()[1].replace("P=1", "P=" + "3" * 5000, 1), 2),  # int() refuses
 ]
 
 
