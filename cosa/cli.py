@@ -17,6 +17,7 @@ from . import cli_gemmini, cli_randnla, cli_serve, cli_targets
 from .cli_common import (DATAFLOW_HELP, JSON_HELP, LAYER_HELP, OBJECTIVE_HELP, SEED_HELP, WORKLOAD_HELP, RunFailed,
                          _add_sched_opts, _arch, _console, _print_json, _workload, _workloads, arch_help, guarded)
 from .cli_common import add_workload_opts, word_size_note
+from .cli_common import add_deadline_option, add_exhaustive_limit_option, scheduler_options, split_deadline
 from .cli_common import parse_size  # noqa: F401  (part of the command line's interface)
 from .scheduler import SCHEDULERS
 
@@ -106,6 +107,7 @@ def _schedule_one(workload, arch, args):
     from cosa.scheduler import schedule
 
     extra = {"order_levels": args.order_levels} if getattr(args, "order_levels", "outer") != "outer" else {}
+    extra.update(scheduler_options(args))
     return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
                     time_limit_s=args.time_limit, seed=args.seed, **extra)
 
@@ -197,7 +199,7 @@ def cmd_compare(args) -> int:
     progress = None if args.quiet else ("bar" if sys.stderr.isatty() else "lines")  # both on standard error
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
-                     progress=progress, measure=measure)
+                     progress=progress, measure=measure, exhaustive_limit=args.exhaustive_limit)
     note = _note(args, nests, arch)
     if note:
         result.meta["note"] = note
@@ -363,8 +365,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1,
                    help="layers scheduled side by side in local processes (default 1); under mpiexec the MPI "
                         "ranks are used instead")
+    add_exhaustive_limit_option(p)
     p.add_argument("--random-samples", type=int, default=None,
-                   help="budget of the random baseline in samples (default: 10x the MIP's seconds)")
+                   help="budget of the random baseline in samples (default 1000; a sample budget makes "
+                        "the same --seed give the same rows on every run)")
     p.add_argument("--measure", action="store_true",
                    help="CPU archs: run every schedule as C + OpenMP (verified) and show its seconds")
     p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV (one line per layer and scheduler)")
@@ -391,11 +395,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bound)
 
     cli_gemmini.add_commands(sub)
+    _add_deadline_everywhere(ap)
     return ap
+
+
+def _add_deadline_everywhere(parser) -> None:
+    """``--deadline`` in the help of the top-level parser and of every subcommand below it."""
+    add_deadline_option(parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                if not any("--deadline" in a.option_strings for a in child._actions):
+                    _add_deadline_everywhere(child)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:  # --deadline S: every command's wall-time limit, taken out before any parser sees the line
+        deadline_s, argv = split_deadline(argv)
+    except FrameworkError as exc:
+        print(f"cosa: {exc}", file=sys.stderr)
+        return exc.exit_code
     if argv[:1] == ["serve"]:                                                  # own parser
         args = argparse.Namespace(func=lambda _: cli_serve.main(argv[1:]))
     elif argv[:1] == ["run"] and argv[1:2] and argv[1] in cli_randnla.DRIVERS:   # no WORKLOAD: own parser
@@ -404,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         args = argparse.Namespace(func=lambda _: cli_targets.TARGETS[argv[1]].command(argv[2:]))
     else:
         args = build_parser().parse_args(argv)
-    return guarded(args.func, args)
+    return guarded(args.func, args, deadline_s)
 
 
 if __name__ == "__main__":

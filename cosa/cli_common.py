@@ -171,13 +171,84 @@ def _add_sched_opts(p, default_scheduler="cosa"):
     p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
     p.add_argument("--order-levels", choices=["outer", "all"], default="outer",
                    help="cosa: the levels whose loop order the MIP decides (all: a larger, slower model)")
+    add_exhaustive_limit_option(p)
 
 
-def guarded(func, args) -> int:
+def add_exhaustive_limit_option(p) -> None:
+    from .baselines.exhaustive import DEFAULT_LIMIT
+
+    p.add_argument("--exhaustive-limit", type=int, default=DEFAULT_LIMIT, metavar="N",
+                   help="exhaustive: the most mappings it may enumerate; a larger mapspace is refused before "
+                        "the search starts (default: %(default)s)")
+
+
+def scheduler_options(args) -> dict:
+    """The scheduler's own options from the command line (``cosa.scheduler.schedule``'s ``**options``)."""
+    limit = getattr(args, "exhaustive_limit", None)
+    if getattr(args, "scheduler", None) == "exhaustive" and limit is not None:
+        return {"limit": limit}
+    return {}
+
+
+# --- the deadline every command has ---------------------------------------------------------------
+
+DEADLINE_HELP = ("wall-time limit of the whole command in seconds (reading, scheduling, pricing, baselines, "
+                 "runs); reaching it stops the run with one line and exit 1 (default: %(default)s)")
+
+
+def add_deadline_option(parser) -> None:
+    """``--deadline S`` in a parser's help (``split_deadline`` takes it out of argv before any parser runs,
+    so every command, those with their own parsers included, accepts it anywhere on its line)."""
+    from .deadline import DEFAULT_DEADLINE_S
+
+    parser.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE_S, metavar="S", help=DEADLINE_HELP)
+
+
+def split_deadline(argv: list[str]) -> tuple[float, list[str]]:
+    """(seconds, argv without ``--deadline S`` / ``--deadline=S``); the last one given wins."""
+    import math
+
+    from .deadline import DEFAULT_DEADLINE_S
+
+    seconds, rest, k = DEFAULT_DEADLINE_S, [], 0
+    while k < len(argv):
+        arg = argv[k]
+        if arg == "--":  # everything after belongs to a program the command runs
+            rest.extend(argv[k:])
+            break
+        if arg == "--deadline" or arg.startswith("--deadline="):
+            if "=" in arg:
+                text = arg.split("=", 1)[1]
+            elif k + 1 < len(argv):
+                text, k = argv[k + 1], k + 1
+            else:
+                raise FrameworkError("expected a number of seconds after it", field="--deadline")
+            try:
+                seconds = float(text)
+            except ValueError:
+                seconds = math.nan
+            if not (math.isfinite(seconds) and seconds > 0):
+                raise FrameworkError(f"expected a positive number of seconds, got {text!r}", field="--deadline")
+        else:
+            rest.append(arg)
+        k += 1
+    return seconds, rest
+
+
+def guarded(func, args, deadline_s: float | None = None) -> int:
     """Run one command: a user error prints one line and exits 2, a failed run one line and exits 1
-    (no tracebacks); every subcommand module ends in here."""
+    (no tracebacks); every subcommand module ends in here.  ``deadline_s``: the command's wall-time
+    limit (``cosa.deadline``); reaching it is a failed run."""
+    import contextlib
+
+    from .deadline import DeadlineExceeded, deadline
+
     try:
-        return func(args)
+        with deadline(deadline_s) if deadline_s is not None else contextlib.nullcontext():
+            return func(args)
+    except DeadlineExceeded as exc:
+        print(f"cosa: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except RunFailed as exc:
         print(f"cosa: {exc}", file=sys.stderr)
         return EXIT_FAILED

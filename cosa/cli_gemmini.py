@@ -14,7 +14,7 @@ from workloads import FrameworkError
 
 from . import cli_randnla, cli_targets
 from .cli_common import (DATAFLOW_HELP, JSON_HELP, LAYER_HELP, RunFailed, _add_sched_opts, _print_json, _workload,
-                         add_workload_opts, write_text_output)
+                         add_workload_opts, scheduler_options, write_text_output)
 
 
 def _gemmini_schedule(args, workload, arch):
@@ -25,7 +25,7 @@ def _gemmini_schedule(args, workload, arch):
     from cosa.scheduler import schedule
 
     return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
-                    time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping
+                    time_limit_s=args.time_limit, seed=args.seed, bound=False, **scheduler_options(args)).mapping
 
 
 def _gemmini_workload(args):

@@ -1,8 +1,11 @@
 """Compare schedulers layer by layer: one row per (layer, scheduler).
 
 Each layer is scheduled by every requested scheduler through
-``cosa.scheduler.schedule``; the MIP ("cosa") runs first so that the random
-baseline can be given ``random_time_factor`` times its wall time.  Layers run
+``cosa.scheduler.schedule``.  The random baseline's budget is a number of
+samples (``random_samples``, default ``random_search.DEFAULT_SAMPLES``), so the
+same seed gives the same rows on every run; a budget of ``random_time_factor``
+times the MIP's wall time is opt-in (it stops wherever the clock says, so it is
+not reproducible).  Layers run
 in local processes for ``jobs > 1``, or on MPI ranks through ``mpi4py.futures``
 when the program runs under mpiexec with more than one rank:
 ``mpiexec -n N python -m mpi4py.futures -m cosa.cli compare ...`` (rank 0 runs
@@ -11,7 +14,7 @@ the program, the other N - 1 ranks schedule layers), or plainly
 inside ``compare`` ranks 1..N-1 become workers and exit when the layers are
 done, so only rank 0 prints).  Rows come back in layer order whatever rank
 finished first, so the table equals the serial one (timings aside, and the
-random baseline's row when its time budget rather than its sample budget ends it).
+random baseline's row when an opt-in time budget rather than its sample budget ends it).
 
 Ratios: ``ratio`` is a row's objective value over the best row of its layer
 (1.0 = best; latency: cycles, energy: pJ, edp: cycles*pJ; the MIP's own
@@ -45,7 +48,7 @@ from .compare_progress import Progress, progress_form
 from .schedule import SchedulingError
 
 RANDOM_TIME_FACTOR = 10.0
-"""The random baseline gets this many times the MIP's wall time on the same layer."""
+"""A time-matched random baseline (opt-in, not reproducible) gets this many times the MIP's wall time."""
 
 _MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE")
 
@@ -119,12 +122,14 @@ class CompareResult:
 # --- one layer ------------------------------------------------------------------------------------
 
 def _run(workload: LoopNest, arch, name: str, objective: str, time_limit_s: float | None, seed: int,
-         random_seconds: float | None, random_samples: int | None):
+         random_seconds: float | None, random_samples: int | None, exhaustive_limit: int | None = None):
     """One scheduler through ``cosa.scheduler.schedule``.  Baselines take the MIP's own
-    objective "cosa" as latency; the random baseline gets its budgets when given."""
+    objective "cosa" as latency; the random and exhaustive baselines get their budgets when given."""
     from .scheduler import schedule
 
     options = {}
+    if name == "exhaustive" and exhaustive_limit is not None:
+        options["limit"] = exhaustive_limit
     if time_limit_s is not None:
         options["time_limit_s"] = time_limit_s
     if name == "random" and random_seconds:
@@ -162,24 +167,27 @@ def _repeat_safe_name(workload: LoopNest, seen: dict[str, int]) -> str:
 
 def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], objective: str = "latency",
                    time_limit_s: float | None = None, seed: int = 0,
-                   random_time_factor: float = RANDOM_TIME_FACTOR, layer: str | None = None,
+                   random_time_factor: float | None = None, layer: str | None = None,
                    random_samples: int | None = None, keep_mapping: bool = False,
-                   on_done=None) -> list[CompareRow]:
+                   exhaustive_limit: int | None = None, on_done=None) -> list[CompareRow]:
     """Run every scheduler on one layer; failures become rows with ``error`` set (never raised).
     ``on_done(name, ok)``: called as each scheduler finishes (progress in this process).
 
-    The random baseline's budget: ``random_time_factor`` x the MIP's seconds when "cosa"
-    ran on the layer, and at most ``random_samples`` samples when given (whichever ends
-    first); with neither, the random baseline's default sample count."""
+    The random baseline's budget: ``random_samples`` samples (the random baseline's default
+    sample count when None): the same seed draws the same mappings on every run and in every
+    process.  ``random_time_factor`` (opt-in) also stops it after that many times the MIP's
+    seconds when "cosa" ran on the layer (whichever ends first; not reproducible)."""
     layer = layer or workload.name
     order = sorted(schedulers, key=lambda s: s != "cosa")  # the MIP first: it sets the random budget
     results: dict[str, tuple] = {}
     mip_seconds = None
     for name in order:
-        random_seconds = random_time_factor * mip_seconds if name == "random" and mip_seconds else None
+        random_seconds = (random_time_factor * mip_seconds
+                          if name == "random" and mip_seconds and random_time_factor else None)
         start = time.perf_counter()
         try:
-            sched = _run(workload, arch, name, objective, time_limit_s, seed, random_seconds, random_samples)
+            sched = _run(workload, arch, name, objective, time_limit_s, seed, random_seconds, random_samples,
+                         exhaustive_limit)
             # time to solution: the scheduler's own build + solve time (the bound report is not part of it)
             seconds = sched.stats.total_s or (time.perf_counter() - start)
             results[name] = (sched, seconds, None)
@@ -307,6 +315,16 @@ def _run_pool(executor: Executor, layer_args, layers, report) -> dict[int, list[
     return per_layer
 
 
+def _stop_workers(executor: ProcessPoolExecutor) -> None:
+    """Kill the pool's worker processes now (shutdown alone waits for the layers they are scheduling)."""
+    terminate = getattr(executor, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for proc in list((getattr(executor, "_processes", None) or {}).values()):
+        proc.kill()
+
+
 def _resolve(workloads, arch):
     nests = []
     for w in workloads:
@@ -325,8 +343,8 @@ def _resolve(workloads, arch):
 
 def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), jobs: int = 1,
             objective: str = "latency", time_limit_s: float | None = None, progress: bool | None = None,
-            seed: int = 0, random_time_factor: float = RANDOM_TIME_FACTOR,
-            random_samples: int | None = None, measure=None) -> CompareResult:
+            seed: int = 0, random_time_factor: float | None = None,
+            random_samples: int | None = None, measure=None, exhaustive_limit: int | None = None) -> CompareResult:
     """Schedule every layer with every scheduler and collect the rows.
 
     ``workloads``: LoopNests, or sources ``workloads.load`` understands (files,
@@ -335,6 +353,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     scheduler; "lines": a line per finished layer on standard error; False: nothing; None (the
     default): "bar" when standard error is a terminal, else nothing (``cosa.compare_progress``).
     ``random_time_factor``, ``random_samples``: the random baseline's budget (see ``schedule_layer``).
+    ``exhaustive_limit``: the most mappings the exhaustive baseline may enumerate (None: its default).
     ``measure``: run every scheduled mapping and record its seconds (see the module docstring).
     ``jobs``: local processes; ignored under mpiexec with more than one rank, where the layers go
     to the MPI ranks (see the module docstring; under a plain mpiexec launch the worker ranks
@@ -379,7 +398,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
         if report is not None:
             report.start()
         args = lambda k: (nests[k], arch, schedulers, objective, time_limit_s, seed, random_time_factor, layers[k],
-                          random_samples, measure is not None)
+                          random_samples, measure is not None, exhaustive_limit)
         if mode == "serial":
             for k in range(len(nests)):
                 done = None
@@ -397,8 +416,14 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
                     per_layer = _run_pool(executor, args, layers, report)
             worker_rank = executor is None
         else:
-            with ProcessPoolExecutor(max_workers=jobs) as executor:
+            executor = ProcessPoolExecutor(max_workers=jobs)
+            try:
                 per_layer = _run_pool(executor, args, layers, report)
+            except BaseException:  # the deadline or Ctrl-C: stop the workers, do not wait for their layers
+                _stop_workers(executor)
+                raise
+            finally:
+                executor.shutdown(wait=True, cancel_futures=True)
     finally:
         if report is not None:
             report.stop()

@@ -215,14 +215,31 @@ class Arch:
         src = f"arch {self.name}"
         if not self.levels:
             raise ArchError("an architecture needs at least one level", source=src, field="levels")
+        m = self.macs_per_cycle
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise ArchError(f"must be a positive integer, got {m!r}", source=src, field="macs_per_cycle")
+        for label, positive in (("frequency_hz", True), ("mac_energy_pj", False)):
+            v = getattr(self, label)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                    or v < 0 or (positive and v == 0):
+                raise ArchError(f"must be a {'positive' if positive else 'non-negative'}, finite number, got {v!r}",
+                                source=src, field=label)
         names = [lv.name for lv in self.levels]
         if len(set(names)) != len(names):
             raise ArchError(f"level names repeat: {names}", source=src, field="levels")
         for lv in self.levels:
             if lv.fanout < 1:
                 raise ArchError(f"fanout must be >= 1, got {lv.fanout}", source=src, field=f"{lv.name}.fanout")
-            if lv.capacity_bytes is not None and lv.capacity_bytes < 0:
-                raise ArchError("capacity must be >= 0", source=src, field=f"{lv.name}.capacity_bytes")
+            cap = lv.capacity_bytes
+            if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
+                raise ArchError(f"capacity must be a positive number of bytes (None: unbounded), got {cap!r}",
+                                source=src, field=f"{lv.name}.capacity_bytes")
+            for label in ("read_bandwidth", "write_bandwidth"):
+                bw = getattr(lv, label)
+                if bw is not None and (isinstance(bw, bool) or not isinstance(bw, (int, float))
+                                       or not math.isfinite(bw) or bw <= 0):
+                    raise ArchError(f"bandwidth must be a positive, finite number of bytes per cycle (None: "
+                                    f"unlimited), got {bw!r}", source=src, field=f"{lv.name}.{label}")
             for label in ("partial_sum_bits", "init_fill_bits"):
                 bits = getattr(lv, label)
                 if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int) or bits < 1):

@@ -53,6 +53,7 @@ Errors are ``ArchError`` naming the file, the field and the reason.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any
 
@@ -123,9 +124,10 @@ def arch_from_dict(doc: Any, source: str = "arch", default_name: str = "arch") -
         raise ArchError("missing or empty 'levels' list", source=source, field="levels")
     levels = tuple(_level(lv, i, source) for i, lv in enumerate(doc["levels"]))
     kwargs = {"name": str(doc.get("name", default_name)), "levels": levels}
-    for key, kind in (("macs_per_cycle", int), ("mac_energy_pj", float), ("frequency_hz", float)):
+    for key, kind, least, positive in (("macs_per_cycle", int, 1, True), ("mac_energy_pj", float, 0, False),
+                                       ("frequency_hz", float, None, True)):
         if key in doc:
-            kwargs[key] = _num(doc[key], kind, source, key)
+            kwargs[key] = _num(doc[key], kind, source, key, minimum=least, positive=positive)
     for key in ("dataflow", "source"):
         if doc.get(key) is not None:
             kwargs[key] = str(doc[key])
@@ -133,12 +135,37 @@ def arch_from_dict(doc: Any, source: str = "arch", default_name: str = "arch") -
         if not isinstance(doc["params"], dict):
             raise ArchError("must be a mapping", source=source, field="params")
         kwargs["params"] = dict(doc["params"])
+        _check_params(kwargs["params"], source)
     if "energy_table" in (kwargs.get("params") or {}):
         kwargs["params"]["energy_table"] = parse_energy_table(kwargs["params"], source)
     try:
         return Arch(**kwargs)
     except ArchError as exc:
         raise ArchError(exc.reason, source=source, field=exc.field) from None
+
+
+# the presets' parameters that code reads back (the Gemmini heuristic and code generator, the CPU, GPU and
+# cluster targets): in a file they must make sense too
+_POSITIVE_INT_PARAMS = ("dim", "sp_banks", "acc_banks", "pe_rows", "pe_cols", "cores", "simd_lanes",
+                        "fma_per_cycle", "nodes", "sms", "lanes_per_sm", "register_words")
+_POSITIVE_SIZE_PARAMS = ("scratchpad_kib", "accumulator_kib", "glb_kib", "l1_kib", "l2_kib", "l3_mib",
+                         "shared_kib", "l2_mib", "link_bytes_per_cycle")
+
+
+def _check_params(params: dict, source: str) -> None:
+    for key in _POSITIVE_INT_PARAMS:
+        if key in params:
+            _num(params[key], int, source, f"params.{key}", minimum=1)
+    for key in _POSITIVE_SIZE_PARAMS:
+        if key in params:
+            _num(params[key], float, source, f"params.{key}", positive=True)
+    if "compute_overhead_cycles" in params:
+        _num(params["compute_overhead_cycles"], int, source, "params.compute_overhead_cycles", minimum=0)
+    if "dataflow" in params and params["dataflow"] not in ("ws", "os"):
+        raise ArchError(f"must be 'ws' or 'os', got {params['dataflow']!r}", source=source, field="params.dataflow")
+    if "pipelined" in params and not isinstance(params["pipelined"], bool):
+        raise ArchError(f"expected true or false, got {params['pipelined']!r}", source=source,
+                        field="params.pipelined")
 
 
 def _with_energy_table(arch: Arch, doc: dict, source: str) -> Arch:
@@ -151,12 +178,21 @@ def _with_energy_table(arch: Arch, doc: dict, source: str) -> Arch:
     return dataclasses.replace(arch, params={**arch.params, "energy_table": table})
 
 
-def _num(value, kind, source, field, allow_none=False, minimum=None):
+def _num(value, kind, source, field, allow_none=False, minimum=None, positive=False, none_means=""):
+    """A finite number of ``kind``; ``minimum``: the least value allowed; ``positive``: > 0
+    (``none_means``: what null would say instead, named in the message)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and int(value) != value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ArchError(f"expected {'an integer' if kind is int else 'a number'}, got {value!r}", source=source,
                         field=field)
+    if not math.isfinite(value):
+        raise ArchError(f"must be finite, got {value!r}", source=source, field=field)
+    if kind is int and int(value) != value:
+        raise ArchError(f"expected an integer, got {value!r}", source=source, field=field)
+    if positive and value <= 0:
+        raise ArchError(f"must be > 0, got {value!r}" + (f" (null: {none_means})" if none_means else ""),
+                        source=source, field=field)
     if minimum is not None and value < minimum:
         raise ArchError(f"must be >= {minimum}, got {value!r}", source=source, field=field)
     return kind(value)
@@ -182,7 +218,8 @@ def _level(doc, index: int, source: str) -> Level:
                         field=f"{where}.{sorted(unknown)[0]}")
     kw: dict[str, Any] = {"name": str(doc["name"])}
     if "capacity_bytes" in doc:
-        kw["capacity_bytes"] = _num(doc["capacity_bytes"], int, source, f"{where}.capacity_bytes", True, 0)
+        kw["capacity_bytes"] = _num(doc["capacity_bytes"], int, source, f"{where}.capacity_bytes", True,
+                                    positive=True, none_means="an unbounded level")
     elif index > 0:
         raise ArchError("missing capacity (use capacity_bytes: null for an unbounded level)", source=source,
                         field=f"{where}.capacity_bytes")
@@ -192,7 +229,8 @@ def _level(doc, index: int, source: str) -> Level:
         kw["word_bits"] = _num(doc["word_bits"], int, source, f"{where}.word_bits", True, 1)
     for key in ("read_bandwidth", "write_bandwidth"):
         if key in doc:
-            kw[key] = _num(doc[key], float, source, f"{where}.{key}", True, 0)
+            kw[key] = _num(doc[key], float, source, f"{where}.{key}", True, positive=True,
+                           none_means="unlimited bandwidth")
     for key in ("read_energy_pj_per_byte", "write_energy_pj_per_byte"):
         if key in doc:
             kw[key] = _num(doc[key], float, source, f"{where}.{key}", False, 0)

@@ -38,6 +38,7 @@ the estimates of ``costmodel.energy`` (Horowitz, ISSCC 2014) by capacity.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from workloads import ROLES
@@ -63,6 +64,8 @@ _ARITH_KEYS = {"instances", "word-bits", "meshX", "meshY", "name"}
 def _number(value: Any, source: str, field: str, integer: bool = True, positive: bool = True):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ArchError(f"expected a number, got {value!r}", source=source, field=field)
+    if not math.isfinite(value):
+        raise ArchError(f"must be finite, got {value!r}", source=source, field=field)
     if integer and int(value) != value:
         raise ArchError(f"expected an integer, got {value!r}", source=source, field=field)
     if positive and value <= 0:

@@ -90,7 +90,16 @@ class _Component:
             self.hi = None  # no stored shape: every index value exists, nothing is clipped
         self.single = len(axes) == 1
         mine = [lp for lp in set_loops if lp.dim in self.dims]
-        if self.single:  # 1-D sets: sorted unique values (fast path, the common case)
+        self.progression = None  # (first, step, count): the 1-D set {first + k * step, k < count}
+        if self.single:
+            self.progression = _progression([(int(lp.stride * self.coef[lp.dim][0]), lp.factor) for lp in mine])
+        if self.progression is not None:
+            # the common case (a tile's index range, a window's, a stride's): closed forms, no enumeration,
+            # so a dim of 2^24 costs what a dim of 16 does
+            self._base = None
+            self.size = self.progression[2]
+            self.contiguous = self.progression[1] == 1
+        elif self.single:  # 1-D sets that are no progression: sorted unique values
             values = np.zeros(1, dtype=np.int64)
             for lp in mine:
                 step = np.arange(lp.factor, dtype=np.int64) * int(lp.stride * self.coef[lp.dim][0])
@@ -99,14 +108,28 @@ class _Component:
                     values = np.unique(values)
             values = np.unique(values)
             self.values = values
-            self.base = values[:, None]
+            self._base = values[:, None]
+            self.size = len(values)
             self.contiguous = int(values[-1] - values[0]) + 1 == len(values)
         else:
             base = np.zeros((1, len(axes)), dtype=np.int64)
             for lp in mine:
                 step = np.arange(lp.factor, dtype=np.int64)[:, None] * (lp.stride * self.coef[lp.dim])[None, :]
                 base = np.unique((base[:, None, :] + step[None, :, :]).reshape(-1, len(axes)), axis=0)
-            self.base = base
+            self._base = base
+            self.size = len(base)
+
+    @property
+    def base(self) -> np.ndarray:
+        """The tile's elements at shift 0 (rows of axis values); built on demand for a progression."""
+        if self._base is None:
+            first, step, count = self.progression
+            self._base = (first + step * np.arange(count, dtype=np.int64))[:, None]
+        return self._base
+
+    def _clipped_progression(self, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(first element, count) of the progression moved by each shift and clipped to [0, hi)."""
+        return _clip_progression(*self.progression, shift[:, 0], int(self.hi[0]))
 
     # --- shifts ---------------------------------------------------------------
     def shifts(self, loops: Sequence[NestLoop], fixed: np.ndarray | None = None) -> np.ndarray:
@@ -121,7 +144,9 @@ class _Component:
     def sizes(self, shift: np.ndarray) -> np.ndarray:
         """Words of the tile (in-bounds elements) for each row of shifts."""
         if self.hi is None:
-            return np.full(len(shift), len(self.base), dtype=np.int64)
+            return np.full(len(shift), self.size, dtype=np.int64)
+        if self.progression is not None:
+            return self._clipped_progression(shift)[1]
         if self.single:
             s = shift[:, 0]
             hi = int(self.hi[0])
@@ -143,6 +168,10 @@ class _Component:
         same = np.all(before == after, axis=1)
         if self.hi is None:
             return same  # a nonempty finite set moved by a nonzero shift is a different set
+        if self.progression is not None:  # equal clipped progressions: both empty, or same first and count
+            first_b, n_b = self._clipped_progression(before)
+            first_a, n_a = self._clipped_progression(after)
+            return same | ((n_b == 0) & (n_a == 0)) | ((n_b == n_a) & (first_b == first_a))
         if self.single and self.contiguous:
             b0, b1, hi = int(self.values[0]), int(self.values[-1]), int(self.hi[0])
             lo_b, hi_b = np.maximum(0, b0 + before[:, 0]), np.minimum(hi - 1, b1 + before[:, 0])
@@ -153,6 +182,84 @@ class _Component:
         for i in np.nonzero(~same)[0]:
             out[i] = self._clipped(before[i]) == self._clipped(after[i])
         return out
+
+
+def _progression(terms: list[tuple[int, int]]) -> tuple[int, int, int] | None:
+    """The set {sum_j c_j x_j : 0 <= x_j < f_j} of ``terms`` (c_j, f_j) as (first, step, count) when it
+    is an arithmetic progression, else None.  Terms merge smallest step first: a term whose step is a
+    multiple of the progression's and at most one past its end extends it without gaps or repeats."""
+    first, step, count = 0, 1, 1
+    for c, f in sorted((abs(c), f) for c, f in terms if f > 1 and c != 0):
+        if count == 1:
+            step, count = c, f
+        elif c % step == 0 and c <= step * count:
+            count = (step * (count - 1) + c * (f - 1)) // step + 1
+        else:
+            return None
+    first += sum(c * (f - 1) for c, f in terms if c < 0 and f > 1)  # a negative step runs downwards
+    return first, step, count
+
+
+def _clip_progression(first: int, step: int, count: int, shift: np.ndarray, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first element, count) of {first + shift + k * step, k < count} clipped to [0, hi), per shift."""
+    start = first + shift
+    lo = np.maximum(0, -(start // step))  # the first k with start + k * step >= 0
+    top = np.minimum(count - 1, (hi - 1 - start) // step)  # the last k with start + k * step < hi
+    return start + lo * step, np.maximum(0, top - lo + 1)
+
+
+def _distinct_progression(terms: list[tuple[int, int]]) -> tuple[int, int, int] | None:
+    """As ``_progression``, but only where every value arises once (each term's step is the span so far:
+    the loops of one dim, whose positions are distinct)."""
+    first, step, count = 0, 1, 1
+    for c, f in sorted((abs(c), f) for c, f in terms if f > 1):
+        if count == 1 and c != 0:
+            step, count = c, f
+        elif c == step * count:
+            count *= f
+        else:
+            return None
+    first += sum(c * (f - 1) for c, f in terms if c < 0 and f > 1)
+    return first, step, count
+
+
+def _progression_sizes(comp: _Component, loops) -> tuple[int, int | None] | None:
+    """(sum, max or None) of a progression tile's clipped sizes over every value of ``loops`` in closed
+    form, when each dim's loops move it along a progression (their positions are distinct: mixed radix);
+    None otherwise (the caller enumerates).  The dim whose loops take the most values is summed in closed
+    form, the others' few values (a window's, at most ``_CHUNK``) one by one; per value the work is the
+    smaller of the tile's and the moves' counts, not their product."""
+    if comp.progression is None:
+        return None
+    by_dim: dict[str, list] = {}
+    for lp in loops:
+        by_dim.setdefault(lp.dim, []).append((int(lp.stride * comp.coef[lp.dim][0]), lp.factor))
+    groups = [_distinct_progression(terms) for terms in by_dim.values()]
+    if any(g is None for g in groups):
+        return None
+    groups = sorted(groups, key=lambda g: g[2]) or [(0, 1, 1)]
+    s_first, s_step, s_count = groups[-1]
+    if math.prod(g[2] for g in groups[:-1]) > _CHUNK:
+        return None
+    rest = np.zeros(1, dtype=np.int64)
+    for f0, st, n in groups[:-1]:
+        rest = (rest[:, None] + (f0 + st * np.arange(n, dtype=np.int64))[None, :]).ravel()
+    first, step, count = comp.progression
+    hi = int(comp.hi[0])
+    total, largest, fits = 0, 0, False
+    lo_s, hi_s = -first, hi - 1 - first - step * (count - 1)  # shifts that keep the whole tile inside
+    for r in (rest + s_first + int(comp.offset[0])).tolist():
+        if s_count <= count:
+            sizes = _clip_progression(first, step, count, r + s_step * np.arange(s_count, dtype=np.int64), hi)[1]
+            total, largest = total + int(sizes.sum()), max(largest, int(sizes.max()))
+            continue
+        total += int(_clip_progression(r, s_step, s_count, first + step * np.arange(count, dtype=np.int64),
+                                       hi)[1].sum())
+        k = max(0, -((r - lo_s) // s_step))  # the first move with r + k * s_step >= lo_s
+        fits = fits or (lo_s <= hi_s and k < s_count and r + k * s_step <= hi_s)
+    if s_count <= count:
+        return total, largest
+    return total, count if fits else None
 
 
 def components(tensor, set_loops: Sequence[NestLoop]) -> list[_Component]:
@@ -228,14 +335,25 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
     def size_sum(comp, loops) -> int:
         """Sum of the component's tile sizes over all values of ``loops``."""
         if comp.hi is None:  # unclipped: every position has the same size
-            return len(comp.base) * math.prod(lp.factor for lp in loops)
+            return comp.size * math.prod(lp.factor for lp in loops)
+        closed = _progression_sizes(comp, loops)
+        if closed is not None:
+            return closed[0]
         return int(comp.sizes(comp.shifts(loops)).sum())
+
+    def size_max(comp, loops) -> int:
+        if comp.hi is None:
+            return comp.size
+        closed = _progression_sizes(comp, loops)
+        if closed is not None and closed[1] is not None:
+            return closed[1]
+        return int(comp.sizes(comp.shifts(loops)).max())
 
     per_comp_all, max_words = [], 1
     for comp in comps:
         loops = comp_loops(comp, list(instance_loops) + steps)
         per_comp_all.append(size_sum(comp, loops))
-        max_words *= len(comp.base) if comp.hi is None else int(comp.sizes(comp.shifts(loops)).max())
+        max_words *= size_max(comp, loops)
     total = free(list(instance_loops) + steps) * math.prod(per_comp_all)
     distinct = free(instance_loops) * math.prod(per_comp_all)
 
@@ -275,9 +393,15 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
                     if prod == 0:
                         break
                     continue
+                mine = [lp for lp in members if lp.dim in comp.dims]
+                repeated = None if mine else _repeated_words(comp, grid, reset, bump)
+                if repeated is not None:  # counted on the borders only (see _repeated_words)
+                    prod *= repeated
+                    if prod == 0:
+                        break
+                    continue
                 before = comp.shifts(grid, reset)
                 after = comp.shifts(grid) + bump[None, :]
-                mine = [lp for lp in members if lp.dim in comp.dims]
                 if mine:  # the union repeats only when every member's own tile repeats
                     combos = math.prod(lp.factor for lp in mine)
                     own_before = comp_own.shifts(grid + mine, reset)
@@ -290,6 +414,65 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
                     break
             total -= prod
     return TileCounts(changes=int(total), distinct=int(distinct), max_words=int(max_words))
+
+
+_CHUNK = 1 << 18  # shifts handled at once where a border is enumerated
+
+
+def _increasing_terms(terms: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """``terms`` (step, count) sorted so that the sum over them, read as a mixed-radix number with the
+    smallest step as its last digit, increases strictly with that number; None when it does not."""
+    terms = sorted((c, f) for c, f in terms if f > 1)
+    span = 0
+    for c, f in terms:
+        if c <= span:
+            return None
+        span += c * (f - 1)
+    return terms
+
+
+def _decode(terms: list[tuple[int, int]], index: np.ndarray) -> np.ndarray:
+    """The sums of ``terms`` at the mixed-radix numbers ``index`` (``_increasing_terms`` order)."""
+    out = np.zeros(len(index), dtype=np.int64)
+    for c, f in terms:
+        out += (index % f) * c
+        index = index // f
+    return out
+
+
+def _repeated_words(comp: _Component, grid: list, reset: np.ndarray, bump: np.ndarray) -> int | None:
+    """Sum over the values of ``grid`` of the words of the tile after a step, where it equals the tile
+    before it (the old one sits at ``reset``, the new one at ``bump``); None when this needs the
+    general enumeration.  For a progression tile moved by loops whose positions increase with their
+    mixed-radix index, the positions where both tiles lie wholly inside the tensor form one index
+    interval: there the tiles are equal exactly when ``bump == reset`` (and hold the whole tile), so
+    only the two borders are enumerated, which the tile's span bounds, not the dim's."""
+    if comp.progression is None or comp.hi is None or not comp.single:
+        return None
+    terms = _increasing_terms([(int(lp.stride * comp.coef[lp.dim][0]), lp.factor) for lp in grid])
+    if terms is None:
+        return None
+    first, step, count = comp.progression
+    hi, offset = int(comp.hi[0]), int(comp.offset[0])
+    r, b = int(reset[0]), int(bump[0])
+    n_grid = math.prod(f for _, f in terms)
+    value = lambda k: int(_decode(terms, np.array([k], dtype=np.int64))[0])  # noqa: E731
+    # positions g with both tiles inside [0, hi): g in [lo, up]
+    lo = -first - offset - min(r, b)
+    up = hi - 1 - first - step * (count - 1) - offset - max(r, b)
+    import bisect
+
+    k_lo = bisect.bisect_left(range(n_grid), lo, key=value)
+    k_up = bisect.bisect_right(range(n_grid), up, key=value) if up >= lo else k_lo
+    inside = max(0, k_up - k_lo)
+    total = inside * count if r == b else 0
+    for start, stop in ((0, k_lo), (max(k_lo, k_up), n_grid)):
+        for a in range(start, stop, _CHUNK):
+            g = _decode(terms, np.arange(a, min(stop, a + _CHUNK), dtype=np.int64)) + offset
+            before, after = (g + r)[:, None], (g + b)[:, None]
+            same = comp.equal(before, after)
+            total += int(comp.sizes(after[same]).sum()) if same.any() else 0
+    return total
 
 
 def _clip_count(points: np.ndarray, shift: np.ndarray, hi) -> int:
@@ -309,6 +492,15 @@ def _kept_words(comp: _Component, comp_own: _Component, grid: list, members: lis
     before = comp.shifts(grid, reset)
     after = comp.shifts(grid) + bump[None, :]
     d = (reset - bump).astype(np.int64)  # old tile = new tile moved by d
+    if not members and comp.progression is not None:  # progressions: the common part is one too
+        first, step, count = comp.progression
+        shift = int(d[0])
+        if shift % step or abs(shift) // step >= count:
+            return 0
+        first, count = first + max(shift, 0), count - abs(shift) // step
+        if comp.hi is None:
+            return count * len(after)
+        return int(_clip_progression(first, step, count, after[:, 0], int(comp.hi[0]))[1].sum())
     if not members:
         base = comp.base
         common = np.array(sorted(_row_set(base) & _row_set(base + d[None, :])),

@@ -144,6 +144,13 @@ def run_chipyard(elf, *, simulator: str | os.PathLike | None = None, max_cycles:
         log.write_text(" ".join(cmd) + "\n" + stdout + stderr)
         raise SimulationError(f"{elf.name} did not finish within the {timeout_s:.0f} s time-out; log: {log}",
                               source=SOURCE, field="timeout") from None
+    except BaseException:  # the command's deadline or Ctrl-C: the simulator's process group goes too
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:  # it had ended
+            pass
+        proc.communicate()
+        raise
     wall = time.perf_counter() - t0
     log.write_text(" ".join(cmd) + "\n" + stdout + stderr)
     d = parse_run(stdout, stderr, proc.returncode)

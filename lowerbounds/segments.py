@@ -96,7 +96,10 @@ def log_segment_capacity(nest: LoopNest, memory: float, transfer: float, sizes: 
 
 
 def segment_bound(nest: LoopNest, memory: float, sizes: dict | None, iterations: int) -> float:
-    """max over T of (T - p_max) * (ceil(|Z| / F(T)) - 1), in the memory's unit (0 when it all fits)."""
+    """max over T of (T - p_max) * (ceil(|Z| / F(T)) - 1), in the memory's unit (0 when it all fits, or
+    when no iteration touches stored data: every index falls in the padding)."""
+    if iterations <= 0:
+        return 0.0
     widest = 1.0 if sizes is None else max(sizes.values())
     best = 0.0
     for ratio in TRANSFER_RATIOS:

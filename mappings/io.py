@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from workloads.loaders_values import _short_repr
 from workloads.yamlio import read_text_file, read_yaml
 
 from .mapping import LevelMapping, Mapping, MappingError
@@ -59,7 +60,7 @@ def _factors(value: Any, source: str, field: str) -> dict[str, int]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise MappingError(f"must be a mapping dim -> factor, got {value!r}", source=source, field=field)
+        raise MappingError(f"must be a mapping dim -> factor, got {_short_repr(value)}", source=source, field=field)
     out = {}
     for dim, factor in value.items():
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
@@ -75,7 +76,7 @@ def _names(value: Any, source: str, field: str) -> list[str]:
     if isinstance(value, str):
         value = value.split()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise MappingError(f"must be a list of names, got {value!r}", source=source, field=field)
+        raise MappingError(f"must be a list of names, got {_short_repr(value)}", source=source, field=field)
     return list(value)
 
 

@@ -97,9 +97,14 @@ def _parse_factors(text: Any, dims: dict[str, int], source: str, field: str) -> 
         while pos < len(text):
             m = _FACTOR.match(text, pos)
             if not m or m.end() == pos:
-                raise MappingError(f"cannot parse factors '{text}' at '{text[pos:]}' (expected e.g. 'K=4 C=2')",
+                shown, rest = (t if len(t) <= 60 else t[:55] + " ..." for t in (text, text[pos:]))
+                raise MappingError(f"cannot parse factors '{shown}' at '{rest}' (expected e.g. 'K=4 C=2')",
                                    source=source, field=field)
-            items.append((m.group(1) or m.group(3), int(m.group(2) or m.group(4))))
+            digits = m.group(2) or m.group(4)
+            if len(digits) > 18:  # no loop bound has that many digits (and int() refuses 4,300)
+                raise MappingError(f"factor of '{m.group(1) or m.group(3)}' has {len(digits):,} digits",
+                                   source=source, field=field)
+            items.append((m.group(1) or m.group(3), int(digits)))
             pos = m.end()
     out = {}
     for dim, factor in items:
@@ -167,7 +172,7 @@ def from_timeloop(doc: dict | list | str | Path, workload, arch, source: str = "
         else:
             raise MappingError(f"target {target!r} is not a level of arch {arch.name}; levels are {names}",
                                source=source, field=f"{where}.target")
-        kind = {"datatype": "bypass", "bypassing": "bypass"}.get(kind, kind)
+        kind = {"datatype": "bypass", "bypassing": "bypass"}.get(kind, kind) if isinstance(kind, str) else kind
         if kind not in ("temporal", "spatial", "bypass"):
             raise MappingError(f"type {directive.get('type')!r} is not temporal, spatial or bypass", source=source,
                                field=f"{where}.type")
@@ -185,7 +190,7 @@ def from_timeloop(doc: dict | list | str | Path, workload, arch, source: str = "
             keep = directive.get("keep") or []
             skip = directive.get("bypass") or []
             for group, field in ((keep, "keep"), (skip, "bypass")):
-                if not isinstance(group, list) or any(t not in tensor_names for t in group):
+                if not isinstance(group, list) or any(not isinstance(t, str) or t not in tensor_names for t in group):
                     raise MappingError(f"must list data spaces of the workload {tensor_names}, got {group!r}",
                                        source=source, field=f"{where}.{field}")
             for tname in keep:

@@ -40,7 +40,7 @@ def short_list(doc: dict, name: str, source: str) -> list[LoopNest]:
         layer = _mapping(layer, source, f"layers[{i}]")
         kind = layer.get("kind", defaults.get("kind"))
         # a default applies to the layers whose kind takes that key
-        accepted = _KEYS_BY_KIND.get(kind, set(defaults))
+        accepted = _KEYS_BY_KIND.get(kind, set(defaults)) if isinstance(kind, str) else set(defaults)
         merged = {**{k: v for k, v in defaults.items() if k in accepted}, **layer}
         out.append(short_form_layer(merged, f"{name}_{i}", source, where=f"layers[{i}]"))
     names = [n.name for n in out]

@@ -21,6 +21,17 @@ def _int(value: Any, source: str, field: str, minimum: int = 1) -> int:
     return value
 
 
+def check_bounds(nests: list, source: str) -> list:
+    """``nests`` when every loop bound is at most ``MAX_INT``; a bound derived from the file's values (an
+    output size from the padding, say) is held to the limit its inputs are."""
+    for nest in nests:
+        for dim, bound in nest.dims.items():
+            if bound > MAX_INT:
+                raise WorkloadError(f"loop bound {bound:,} (derived from the file's sizes) is over {MAX_INT:,} "
+                                    "(2**24)", source=source, field=f"{nest.name}.{dim}")
+    return nests
+
+
 def _short_repr(value: Any, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters, for one-line errors."""
     text = repr(value)

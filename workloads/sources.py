@@ -46,7 +46,9 @@ def _load(source: str | Path, text: str) -> list[LoopNest]:
     if path.suffix.lower() == ".onnx":
         return zoo.distinct(_onnx_layers(path, text))
     if path.is_file():
-        return load_yaml_file(path)
+        from .loaders_values import check_bounds
+
+        return check_bounds(load_yaml_file(path), text)
     if path.suffix.lower() in (".yaml", ".yml"):
         raise WorkloadError("no such file", source=text)
     if zoo.has(text):
@@ -71,7 +73,9 @@ def split_onnx_layer(text: str) -> tuple[str, str] | None:
 def _onnx_layers(path: Path, text: str) -> list[LoopNest]:
     from .onnx_loader import load_onnx
 
-    nests = load_onnx(path)
+    from .loaders_values import check_bounds
+
+    nests = check_bounds(load_onnx(path), text)
     if not nests:
         raise WorkloadError("the model has no Conv, Gemm or MatMul node", source=text)
     return nests

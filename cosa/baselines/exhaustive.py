@@ -27,6 +27,9 @@ def exhaustive(workload: LoopNest, arch, objective: str = "latency", limit: int 
 
     src = f"exhaustive({workload.name})"
     check_objective(objective, src)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise SchedulingError(f"limit must be a positive number of mappings, got {limit!r}", source=src,
+                              field="limit")
     start = time.perf_counter()
     space = MapSpace(workload, arch)
     # the cheap lower bound first: counting a huge space exactly takes long itself
@@ -35,7 +38,7 @@ def exhaustive(workload: LoopNest, arch, objective: str = "latency", limit: int 
         size = space.exhaustive_size()
     if size > limit:
         raise SchedulingError(f"the mapspace has at least {size:,} points, more than the limit {limit:,}; "
-                              "use a smaller problem, a larger limit or another scheduler", source=src, field="limit")
+                              "use a smaller problem, a larger limit (--exhaustive-limit N) or another scheduler", source=src, field="limit")
     build_s = time.perf_counter() - start
     ties = TieSet(objective, tie_tolerance)
     best_value = None

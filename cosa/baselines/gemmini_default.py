@@ -306,7 +306,16 @@ def tiled_conv_auto_tiles(batch_size: int, out_rows: int, out_cols: int, out_cha
         spad, acc = conv_rows(candidate, config, stride, kernel_dilation, pool_size, pool_stride, downsample)
         return spad <= max_spad_rows and acc <= max_acc_rows
 
+    steps = 0
     while not fits(args):
+        _skip_rounds(args, dim, fits)
+        if fits(args):
+            break
+        steps += 1
+        if steps > MAX_SHRINK_STEPS:  # several huge arguments shrinking in turn: give up rather than hang
+            raise SchedulingError(f"the vendor's tile search takes more than {MAX_SHRINK_STEPS:,} shrink steps "
+                                  f"on this layer (output {out_rows:,} x {out_cols:,}, {in_channels:,} -> "
+                                  f"{out_channels:,} channels); use another scheduler", source=src, field="tiles")
         max_val, max_idx = -1, -1
         for i, value in enumerate(args):
             # the vendor keeps pocols (the array's streamed rows) when it can shrink porows instead
@@ -375,6 +384,45 @@ def _skip_run(args: list[int], idx: int, step: int, dim: int, fits) -> None:
         else:
             lo = mid + 1
     args[idx] = value - lo * step
+
+
+MAX_SHRINK_STEPS = 100_000
+"""``tiled_conv_auto_tiles`` refuses a layer whose shrink loop (skips included) runs longer than this; the
+zoo's layers (ResNet-50, MobileNet-V2, VGG-16, AlexNet, BERT) take fewer than 50."""
+
+
+def _skip_rounds(args: list[int], dim: int, fits) -> None:
+    """``_skip_run`` for several arguments tied at the top (a square image: porows = pocols): the loop
+    then shrinks them in turn, one step each per round; rounds that keep them above every other argument
+    and DIM are skipped by bisection up to the last one after which the tile still does not fit, from
+    where the loop goes on step by step (a 2**24 x 2**24 image took minutes, 2**25 steps)."""
+    value = max(args)
+    tied = [i for i, v in enumerate(args) if v == value]
+    steps = {dim if i in (_POCHS, _KCHS) else 1 for i in tied}
+    if len(tied) < 2 or len(steps) != 1:
+        return
+    step = steps.pop()
+    floor = max([dim] + [v for i, v in enumerate(args) if i not in tied])
+    if value <= floor or value % step:
+        return
+    run = (value - floor - 1) // step  # rounds after which the tied arguments stay above floor
+
+    def state(r: int) -> list[int]:
+        return [value - r * step if i in tied else v for i, v in enumerate(args)]
+
+    if run < 2 or fits(args):
+        return
+    if not fits(state(run)):
+        args[:] = state(run)
+        return
+    lo, hi = 1, run  # the first round after which it fits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(state(mid)):
+            hi = mid
+        else:
+            lo = mid + 1
+    args[:] = state(lo - 1)
 
 
 # --- recognising the workload ----------------------------------------------

@@ -160,6 +160,9 @@ def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: flo
         opt = _HighsWithStart() if warm_start else SolverFactory("highs")
         options = {"random_seed": int(seed), "output_flag": False}
         extra = {}
+    from ..deadline import clamp_s
+
+    time_limit_s = clamp_s(time_limit_s)  # the command's --deadline: the solver returns before it
     start = time.perf_counter()
     try:
         result = opt.solve(model, time_limit=float(time_limit_s), rel_gap=float(mip_gap), threads=1,

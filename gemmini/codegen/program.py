@@ -37,6 +37,11 @@ from ..config import GemminiConfig
 from ..errors import CodegenError
 
 DRAM_ALIGN = 64
+MAX_COMMANDS_LOWER_BOUND = 1 << 19
+"""Programs are refused before they are expanded when they need more than this many computes (MACs over
+DIM^3, what one compute does at most): the explicit command stream is several times longer (ResNet-50's
+layers need at most about 29,000 and BERT-base (512 tokens) about 295,000; far more would expand for minutes
+and gigabytes)."""
 ZEROS_BYTES = 64
 
 
@@ -283,6 +288,12 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
                            field="dataflow")
     problem = problem_of(workload)
     source = f"mapping of {workload.name} on gemmini ({flow})"
+    least = workload.macs // config.dim ** 3
+    if least > MAX_COMMANDS_LOWER_BOUND:
+        raise CodegenError(f"the program would issue at least {least:,} computes ({workload.macs:,} MACs over "
+                           f"DIM^3 = {config.dim ** 3:,}), more than {MAX_COMMANDS_LOWER_BOUND:,}; use --style "
+                           "loops (the loop-instruction program) or a smaller layer", source=source,
+                           field="commands")
     if arch is not None and validate:
         from mappings.validate import validate as validate_mapping
 

@@ -177,7 +177,15 @@ def launch(entry: str, ranks: int, args: dict | None = None, timeout_s: float = 
         # with ranks on other hosts, hydra may write to a proxy's closed socket at the end: ignore SIGPIPE
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True, restore_signals=not mpiexec_args)
-        why = _watch(proc, folder, ranks, timeout_s)
+        try:
+            why = _watch(proc, folder, ranks, timeout_s)
+        except BaseException:  # the command's deadline or Ctrl-C: mpiexec and its ranks go too
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:  # it had ended
+                pass
+            proc.communicate()
+            raise
         if why is not None:  # a rank died or the time ran out: end mpiexec and every rank now
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
