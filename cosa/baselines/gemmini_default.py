@@ -95,6 +95,8 @@ from workloads import LoopNest
 from ..schedule import Schedule, SchedulingError, SolverStats
 from .gemmini_mapping import (CONV_ORDER, SHRINK_ORDER, check_preset, conv_mapping, fit_extents, matmul_mapping,
                               pointwise_mapping, unrollable, row_extents, tile_extent)
+from .tile_shrink import MAX_SHRINK_STEPS, skip_rounds
+from .tile_shrink import skip_run as _skip_run
 
 ACC_BYTES_PER_ENTRY = 4
 """The accumulator stores int32 partial sums: one row is DIM * 4 bytes."""
@@ -351,78 +353,8 @@ def tiled_conv_auto_tiles(batch_size: int, out_rows: int, out_cols: int, out_cha
     return ConvTiles(*args)
 
 
-def _skip_run(args: list[int], idx: int, step: int, dim: int, fits) -> None:
-    """Jump over the shrink steps the loop above would take one by one on ``args[idx]``.
-
-    While ``args[idx]`` stays above every other argument and above DIM, each
-    shrink step picks it again and subtracts ``step`` (DIM for channels, which
-    are a multiple of DIM by then; 1 for the others).  ``fits`` only gets truer
-    as an argument shrinks, so the first value of that run that fits is found
-    by bisection; without one, ``args[idx]`` ends at the run's last value.  The
-    result is the step-by-step loop's, in O(log n) checks instead of O(n) (a
-    layer with 2**31 channels took minutes).
-    """
-    value = args[idx]
-    floor = max([dim] + [v for i, v in enumerate(args) if i != idx])
-    if value <= floor or value % step:
-        return
-    run = (value - floor - 1) // step  # values value - k*step for k = 0..run stay above floor
-    if run < 2 or fits(args):
-        return
-
-    def fits_at(k: int) -> bool:
-        return fits(args[:idx] + [value - k * step] + args[idx + 1:])
-
-    lo, hi = 1, run  # fits_at(0) is False; find the first k <= run that fits, else run
-    if not fits_at(hi):
-        args[idx] = value - run * step
-        return
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if fits_at(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    args[idx] = value - lo * step
-
-
-MAX_SHRINK_STEPS = 100_000
-"""``tiled_conv_auto_tiles`` refuses a layer whose shrink loop (skips included) runs longer than this; the
-zoo's layers (ResNet-50, MobileNet-V2, VGG-16, AlexNet, BERT) take fewer than 50."""
-
-
 def _skip_rounds(args: list[int], dim: int, fits) -> None:
-    """``_skip_run`` for several arguments tied at the top (a square image: porows = pocols): the loop
-    then shrinks them in turn, one step each per round; rounds that keep them above every other argument
-    and DIM are skipped by bisection up to the last one after which the tile still does not fit, from
-    where the loop goes on step by step (a 2**24 x 2**24 image took minutes, 2**25 steps)."""
-    value = max(args)
-    tied = [i for i, v in enumerate(args) if v == value]
-    steps = {dim if i in (_POCHS, _KCHS) else 1 for i in tied}
-    if len(tied) < 2 or len(steps) != 1:
-        return
-    step = steps.pop()
-    floor = max([dim] + [v for i, v in enumerate(args) if i not in tied])
-    if value <= floor or value % step:
-        return
-    run = (value - floor - 1) // step  # rounds after which the tied arguments stay above floor
-
-    def state(r: int) -> list[int]:
-        return [value - r * step if i in tied else v for i, v in enumerate(args)]
-
-    if run < 2 or fits(args):
-        return
-    if not fits(state(run)):
-        args[:] = state(run)
-        return
-    lo, hi = 1, run  # the first round after which it fits
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if fits(state(mid)):
-            hi = mid
-        else:
-            lo = mid + 1
-    args[:] = state(lo - 1)
+    skip_rounds(args, dim, fits, channels=(_POCHS, _KCHS))
 
 
 # --- recognising the workload ----------------------------------------------
