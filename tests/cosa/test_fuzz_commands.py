@@ -102,7 +102,7 @@ def argv_for(case: Case, path: Path, good_mapping: Path, out_dir: Path, cpu: tup
     """The command line of a case; ``cpu``: (SHORT_MATMUL's file, a valid cpu mapping of it)."""
     f = str(path)
     sched = ["--scheduler", "gemmini-default"]
-    compare = ["--schedulers", "gemmini-default,random", "--random-samples", "3", "--json"]
+    compare = ["--schedulers", "gemmini-default,random", "--random-samples", "3", "--json", "-q"]
     emit = ["emit", "gemmini", "-o", str(out_dir / "out.c")]
     if case.kind in ("workload", "onnx"):
         return {"show": ["show", f, "--json"],
