@@ -195,7 +195,8 @@ class Level:
 class Arch:
     """A memory hierarchy (``levels[0]`` is DRAM or the network) and its MAC units.
 
-    macs_per_cycle: MACs per cycle of one innermost instance.  mac_energy_pj:
+    macs_per_cycle: MACs per cycle of one innermost instance (a fraction where an instance is one vector of
+    several that share an FMA issue slot, as the CPU register level has).  mac_energy_pj:
     energy per MAC.  frequency_hz: for converting cycles to seconds.
     ``dataflow``: a label for presets that have several (Gemmini "ws"/"os").
     ``source``: where the numbers come from.
@@ -215,9 +216,9 @@ class Arch:
         src = f"arch {self.name}"
         if not self.levels:
             raise ArchError("an architecture needs at least one level", source=src, field="levels")
-        m = self.macs_per_cycle
-        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-            raise ArchError(f"must be a positive integer, got {m!r}", source=src, field="macs_per_cycle")
+        m = self.macs_per_cycle  # a fraction where one instance is a share of a wider unit (a SIMD lane)
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not math.isfinite(m) or m <= 0:
+            raise ArchError(f"must be a positive number, got {m!r}", source=src, field="macs_per_cycle")
         for label, positive in (("frequency_hz", True), ("mac_energy_pj", False)):
             v = getattr(self, label)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
