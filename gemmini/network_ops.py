@@ -41,12 +41,6 @@ def dequantize_linear(q, scale, zero_point=0) -> np.ndarray:
     return (np.asarray(q, dtype=np.int32) - int(zero_point)).astype(np.float32) * np.float32(scale)
 
 
-def relu_requantize(q, scale_in, scale_out, zero_in=0, zero_out=0, dtype=np.int8) -> np.ndarray:
-    """An unfused DequantizeLinear -> Relu -> QuantizeLinear chain."""
-    return quantize_linear(np.maximum(dequantize_linear(q, scale_in, zero_in), np.float32(0)), scale_out, zero_out,
-                           dtype)
-
-
 def qlinear_add(a, scale_a, b, scale_b, scale_out, zero_out=0, relu: bool = False, dtype=np.int8) -> np.ndarray:
     """QLinearAdd of two int8 tensors with zero points 0 (broadcasting as NumPy); ``relu``: a fused ReLU
     (exact: ``cosa quantize`` gives the sum the ReLU output's scale)."""
