@@ -12,7 +12,8 @@ type and the supported ones) or a float model (pointing at ``cosa quantize``), a
   ``Q(relu(DQ(q))) = relu(q)`` then;
 * the rest runs on the host in NumPy with ONNX Runtime's integer semantics (``gemmini.network_ops``):
   residual additions (``QLinearAdd`` rescales both operands, which the accumulator cannot do bit-exactly;
-  a ReLU after it fuses the same way), pooling, Flatten/Reshape, Quantize/DequantizeLinear, Softmax.
+  a ReLU after it fuses the same way), pooling, Flatten/Reshape, Quantize/DequantizeLinear, and the
+  float operators ONNX Runtime's quantizer leaves between them (Relu, GlobalAveragePool).
 
 ``arena_plan`` places the int8/int32 activations in one arena from their lifetimes (a buffer is free once
 its last consumer has run): the peak of live bytes, the arena's size (first fit) and the sum of all.
@@ -29,7 +30,7 @@ from .errors import CodegenError
 
 GEMMINI_OPS = ("QLinearConv", "QGemm", "QLinearMatMul")
 HOST_OPS = ("QuantizeLinear", "DequantizeLinear", "Relu", "QLinearAdd", "MaxPool", "QLinearGlobalAveragePool",
-            "QLinearAveragePool", "Flatten", "Reshape", "Softmax")
+            "GlobalAveragePool", "Flatten", "Reshape")
 SUPPORTED = GEMMINI_OPS + HOST_OPS
 
 
@@ -101,6 +102,10 @@ def load_network(path, model=None) -> Network:
     nodes = list(model.graph.node)
     if not nodes:
         raise CodegenError("not an ONNX model: no graph nodes", source=src)
+    if not any(n.op_type in GEMMINI_OPS for n in nodes) and any(n.op_type == "DequantizeLinear" for n in nodes):
+        raise CodegenError("a QDQ model (float operators between Quantize/DequantizeLinear): the network runs "
+                           f"from the QOperator form, 'cosa quantize FLOAT_MODEL --format qoperator'", source=src,
+                           field="nodes")
     if not any(n.op_type in GEMMINI_OPS for n in nodes):
         raise CodegenError("a float model (no QLinearConv, QGemm or QLinearMatMul node): make it int8 with "
                            f"'cosa quantize {src} -o MODEL.int8.onnx'", source=src, field="nodes")
@@ -159,18 +164,26 @@ def _propagate(graph, names, shapes, dtypes, constants) -> None:
         x, op = shapes[ins[0]], d["op"]
         if op == "QLinearAdd" and ins[3] in shapes:
             shape = tuple(np.broadcast_shapes(x, shapes[ins[3]]))
-        elif op == "QLinearGlobalAveragePool":
+        elif op in ("QLinearGlobalAveragePool", "GlobalAveragePool"):
             shape = x[:2] + (1,) * (len(x) - 2)
         elif op == "QGemm" and ins[3] in constants:
             b = constants[ins[3]].shape
             shape = (x[1] if d["attrs"].get("transA", 0) else x[0], b[0] if d["attrs"].get("transB", 0) else b[1])
+        elif op == "QLinearConv" and ins[3] in constants and len(x) == 4:
+            w, a = constants[ins[3]].shape, d["attrs"]
+            pads, strides = list(a.get("pads", [0] * 4)), list(a.get("strides", [1, 1]))
+            dil = list(a.get("dilations", [1, 1]))
+            shape = (x[0], w[0]) + tuple((x[2 + i] + pads[i] + pads[i + 2] - dil[i] * (w[2 + i] - 1) - 1)
+                                         // strides[i] + 1 for i in range(2))
+        elif op == "QLinearMatMul" and ins[3] in constants:
+            shape = tuple(x[:-1]) + (constants[ins[3]].shape[-1],)
         elif op == "MaxPool":
             shape = x[:2] + tuple(_pool_geometry(x, d["attrs"], name)[4])
         elif op == "Flatten":
             shape = flatten(np.empty(x, np.int8), int(d["attrs"].get("axis", 1))).shape
         elif op == "Reshape" and ins[1] in constants:
             shape = reshape(np.empty(x, np.int8), constants[ins[1]], int(d["attrs"].get("allowzero", 0))).shape
-        elif op in ("Relu", "QuantizeLinear", "DequantizeLinear", "Softmax"):
+        elif op in ("Relu", "QuantizeLinear", "DequantizeLinear"):
             shape = x
         else:
             continue

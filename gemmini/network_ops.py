@@ -101,6 +101,15 @@ def qlinear_global_average_pool(x, scale_in, scale_out, zero_in=0, zero_out=0) -
     return _saturate(scale_round(sums, scale, out_bits=32).astype(np.int64) + int(zero_out), x.dtype)
 
 
+def global_average_pool(x) -> np.ndarray:
+    """float32 GlobalAveragePool of an NCHW tensor (float32 sum over each channel, divided by the pixels).
+    ONNX Runtime sums in another order; the last bits of the mean may differ, and so, where its next
+    QuantizeLinear rounds at a tie-breaking boundary, can one int8 LSB after it."""
+    x = np.asarray(x, dtype=np.float32)
+    pixels = np.float32(x.shape[2] * x.shape[3])
+    return (x.sum(axis=(2, 3), keepdims=True, dtype=np.float32) / pixels).astype(np.float32)
+
+
 def flatten(x, axis: int = 1) -> np.ndarray:
     x = np.asarray(x)
     axis = axis + x.ndim if axis < 0 else axis

@@ -45,7 +45,8 @@ class LayerRun:
     """One step's run: name, op, on ("gemmini"/"host"), scheduler, cycles (None on the host),
     cycles_source, tiles (None: the library's own), library_cycles (the library's own tiles on the
     timing model), layer_verified (the layer's output equals its NumPy reference), fused node names,
-    rejected_tiles (faster tiles whose stream failed the layer's check: ``LayerTiles.rejected``)."""
+    rejected_tiles (faster tiles whose stream failed the layer's check: ``LayerTiles.rejected``), note
+    (``LayerTiles.note``)."""
 
     name: str
     op: str
@@ -58,6 +59,7 @@ class LayerRun:
     layer_verified: bool | None = None
     fused: list = field(default_factory=list)
     rejected_tiles: list = field(default_factory=list)
+    note: str | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -136,36 +138,46 @@ def distinct_layers(layers: list[GemminiLayer]) -> dict:
 
 @dataclass(frozen=True)
 class LayerTiles:
-    """The tiles a distinct layer runs with: ``schedule`` (the ``LoopSchedule`` of the tile search), ``tiles``
-    (None: the library's own), ``cycles`` (timing model) and ``rejected``: faster tiles whose stream failed
-    the layer's NumPy check on the functional model with seeded inputs (tiles -> mismatching elements)."""
+    """The tiles a distinct layer runs with: ``tiles`` (None: the library's own), ``cycles`` and
+    ``library_cycles`` (timing model), ``rejected``: faster tiles whose stream failed the layer's NumPy check
+    on the functional model with seeded inputs (tiles -> mismatching elements), ``note``: why the
+    library's own tiles were kept without a search (the mapping has no program), else None."""
 
-    schedule: object
     tiles: tuple | None
     cycles: float
+    library_cycles: float
     rejected: dict
-
-    @property
-    def library_cycles(self) -> float:
-        return self.schedule.library_cycles
+    note: str | None = None
 
 
 def tiles_for(layer: GemminiLayer, mapping, arch, *, budget: int = 16, seed: int = 0, checks: int = 4) -> LayerTiles:
     """The tiles of ``layer``: ``gemmini.loop_schedule.tune_tiles`` from ``mapping`` (cosa's), then the
     fastest of the timed tiles whose stream passes the layer's check on the functional model (at most
     ``checks`` tried; the library's own tiles are the last resort and are used unchecked)."""
-    from .loop_schedule import tune_tiles
+    from .loop_schedule import library_params, tune_tiles
+    from .vendor import stream
+    from .vendor.calls import from_workload
     from .vendor.run import run_vendor
 
-    ls = tune_tiles(layer.workload, mapping, arch, scale=1.0, budget=budget)
+    try:
+        ls = tune_tiles(layer.workload, mapping, arch, scale=1.0, budget=budget)
+    except CodegenError as exc:       # a mapping the code generator cannot emit: the library's own tiles
+        from . import isa
+        from .config import GemminiConfig
+        from .sim.timing import timing
+
+        config = GemminiConfig.from_arch(arch)
+        vendor = from_workload(layer.workload, bias=True, scale=1.0)
+        lib = float(timing(isa.decode_stream(stream(vendor, library_params(config))), config).cycles)
+        return LayerTiles(None, lib, lib, {}, f"no tile search: {exc}")
     rejected = {}
     for tiles in sorted((t for t in ls.tried if t is not None and ls.tried[t] < ls.library_cycles),
                         key=lambda t: (ls.tried[t], t))[:checks]:
         run = run_vendor(ls.vendor, seed=seed, tiles=tiles)
         if run.verified:
-            return LayerTiles(ls, tiles, ls.tried[tiles], rejected)
+            return LayerTiles(tiles, ls.tried[tiles], ls.library_cycles, rejected)
         rejected[tiles] = run.mismatches
-    return LayerTiles(ls, None, ls.library_cycles, rejected)
+    return LayerTiles(None, ls.library_cycles, ls.library_cycles, rejected)
 
 
 #: input positions of (y_scale, bias, zero points) per op (QGemm: A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale,
@@ -234,6 +246,8 @@ def _run_host(net: Network, step: Step, values: dict) -> np.ndarray:
         return ops.max_pool(v[s.inputs[0]], a, f"{net.source}: node {s.name}")
     if s.op == "QLinearGlobalAveragePool":
         return ops.qlinear_global_average_pool(v[s.inputs[0]], sc(1), sc(3), sc(2), sc(4))
+    if s.op == "GlobalAveragePool":
+        return ops.global_average_pool(v[s.inputs[0]])
     if s.op == "Flatten":
         return ops.flatten(v[s.inputs[0]], int(a.get("axis", 1)))
     if s.op == "Reshape":
@@ -266,7 +280,8 @@ def run_network(net: Network, feeds: dict, schedules: dict, scheduler: str = "co
                                  None if sched is None else float(sched.library_cycles), bool(run.verified),
                                  list(step.fused),
                                  [] if sched is None else [{"tiles": list(t), "mismatches": m}
-                                                           for t, m in sched.rejected.items()]))
+                                                           for t, m in sched.rejected.items()],
+                                 None if sched is None else sched.note))
         else:
             out = _run_host(net, step, values)
             runs.append(LayerRun(step.name, step.op, "host", fused=list(step.fused)))

@@ -112,9 +112,14 @@ def test_unplaceable_operator_is_named_with_the_supported_list(models, tmp_path)
         load_network(tmp_path / "m.onnx", model=model)
 
 
-def test_float_model_points_at_quantize(models):
+def test_float_and_qdq_models_point_at_quantize(models, tmp_path):
+    from gemmini.onnx_quantize import quantize_model
+
     with pytest.raises(CodegenError, match="cosa quantize"):
         load_network(models[0])
+    quantize_model(models[0], tmp_path / "qdq.onnx", calibration=2, fmt="qdq")
+    with pytest.raises(CodegenError, match="QDQ model.*--format qoperator"):
+        load_network(tmp_path / "qdq.onnx")
 
 
 def test_without_the_fusing_pass_a_relu_fuses_only_where_its_scales_agree(tmp_path):
