@@ -39,7 +39,7 @@ class Step:
     """One operator (or a fused group) as it runs.  name: the node's layer name; op: its op type; on:
     "gemmini" or "host"; inputs/output: tensor names (``inputs`` as the node lists them, constants
     included); attrs: the node's attributes; relu: a ReLU fused into the output; fused: the names of the
-    nodes folded into this step."""
+    nodes folded into this step; pool: (size, stride, padding) of a max-pool fused into the store path."""
 
     name: str
     op: str
@@ -49,6 +49,7 @@ class Step:
     attrs: dict
     relu: bool = False
     fused: list = field(default_factory=list)
+    pool: tuple | None = None
 
 
 @dataclass
@@ -205,20 +206,20 @@ def _scalar(net: Network, name: str, default=0):
 
 
 def _fusable_relu(net: Network, name: str):
-    """The (DequantizeLinear, Relu, QuantizeLinear) chain after node ``name`` that fuses into it exactly, or
-    None: the producer's output feeds only the chain, scales equal, zero points 0."""
+    """The chain DequantizeLinear -> Relu [-> MaxPool] -> QuantizeLinear after node ``name`` that fuses into
+    it exactly, or None: each node feeds only the next, the two scales are equal, zero points 0.  A float
+    max-pool between them commutes with the quantization (a monotone map), so it runs on the int8 values."""
     g = net.graph
-    out = g.nodes[name]["outputs"][0]
-    succ = list(g.successors(name))
-    if out in net.outputs or len(succ) != 1 or g.nodes[succ[0]]["op"] != "DequantizeLinear":
-        return None
-    chain = [succ[0]]
-    for op in ("Relu", "QuantizeLinear"):
+    chain = [name]
+    for ops in (("DequantizeLinear",), ("Relu",), ("MaxPool", "QuantizeLinear"), ("QuantizeLinear",)):
         nxt = list(g.successors(chain[-1]))
-        if len(nxt) != 1 or g.nodes[nxt[0]]["op"] != op or g.nodes[chain[-1]]["outputs"][0] in net.outputs:
+        if len(nxt) != 1 or g.nodes[nxt[0]]["op"] not in ops or g.nodes[chain[-1]]["outputs"][0] in net.outputs:
             return None
         chain.append(nxt[0])
-    dq, q = g.nodes[chain[0]]["inputs"], g.nodes[chain[2]]["inputs"]
+        if g.nodes[nxt[0]]["op"] == "QuantizeLinear":
+            break
+    chain = chain[1:]
+    dq, q = g.nodes[chain[0]]["inputs"], g.nodes[chain[-1]]["inputs"]
     scale_dq, scale_q = _scalar(net, dq[1]), _scalar(net, q[1])
     zps = [_scalar(net, dq[2] if len(dq) > 2 else ""), _scalar(net, q[2] if len(q) > 2 else "")]
     if np.float32(scale_dq) != np.float32(scale_q) or any(int(z) != 0 for z in zps):
@@ -226,8 +227,37 @@ def _fusable_relu(net: Network, name: str):
     return chain
 
 
+def _store_pool(step: Step, attrs: dict):
+    """(size, stride, padding) when Gemmini's store-side pooler computes this max-pool of ``step``'s output
+    exactly as ONNX: a dense convolution, a square window with one stride and padding, no dilation or ceil
+    mode; padding only after a fused ReLU (the pooler counts a padded position as 0, ONNX never picks it:
+    the same once every value is >= 0).  Else None."""
+    kernel, strides = list(attrs.get("kernel_shape", [])), list(attrs.get("strides", [1, 1]))
+    pads, dil = list(attrs.get("pads", [0, 0, 0, 0])), list(attrs.get("dilations", [1, 1]))
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    if (step.op != "QLinearConv" or int(step.attrs.get("group", 1)) != 1 or len(kernel) != 2
+            or kernel[0] != kernel[1] or strides[0] != strides[1] or len(set(pads)) != 1 or dil != [1, 1]
+            or attrs.get("ceil_mode", 0) or attrs.get("storage_order", 0)
+            or (auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad) != "NOTSET"
+            or (pads[0] and not step.relu) or pads[0] >= kernel[0]):
+        return None
+    return int(kernel[0]), int(strides[0]), int(pads[0])
+
+
+def _pool_after(net: Network, step: Step, last: str):
+    """The int8 MaxPool node that alone reads the output ``last`` writes for ``step``, or None."""
+    g = net.graph
+    succ = list(g.successors(last))
+    if len(succ) != 1 or g.nodes[last]["outputs"][0] in net.outputs or g.nodes[succ[0]]["op"] != "MaxPool":
+        return None
+    return succ[0]
+
+
 def plan(net: Network) -> list[Step]:
-    """The network's steps in topological order (ties broken by the model's node order), fusions applied."""
+    """The network's steps in topological order (ties broken by the model's node order), fusions applied:
+    a ReLU chain (``_fusable_relu``) into its producer, then a max-pool after a convolution into its store
+    path (``_store_pool``); a max-pool inside a ReLU chain that the pooler cannot take becomes an int8 host
+    step after the producer."""
     g = net.graph
     position = {name: i for i, name in enumerate(g.nodes)}
     order = list(nx.lexicographical_topological_sort(g, key=lambda n: position[n]))
@@ -239,13 +269,33 @@ def plan(net: Network) -> list[Step]:
         d = g.nodes[name]
         on = "gemmini" if d["op"] in GEMMINI_OPS else "host"
         step = Step(name, d["op"], on, list(d["inputs"]), d["outputs"][0], dict(d["attrs"]))
+        host_pool = None
         if d["op"] in GEMMINI_OPS + ("QLinearAdd",):
             chain = _fusable_relu(net, name)
+            pool_node = None
             if chain:
-                step.relu, step.fused = True, chain
-                step.output = g.nodes[chain[-1]]["outputs"][0]
+                step.relu, step.output = True, g.nodes[chain[-1]]["outputs"][0]
                 folded.update(chain)
+                pool_node = next((n for n in chain if g.nodes[n]["op"] == "MaxPool"), None)
+                step.fused = [n for n in chain if n != pool_node]
+            else:
+                pool_node = _pool_after(net, step, name)
+                if pool_node is not None:
+                    step.output = g.nodes[pool_node]["outputs"][0]
+                    folded.add(pool_node)
+            if pool_node is not None:
+                step.pool = _store_pool(step, g.nodes[pool_node]["attrs"])
+                if step.pool is not None:
+                    step.fused.append(pool_node)
+                else:                               # the pool on the host, on the fused step's int8 output
+                    inner = f"{d['outputs'][0]}/relu" if step.relu else d["outputs"][0]
+                    net.shapes[inner], net.dtypes[inner] = net.shapes[d["outputs"][0]], np.dtype(np.int8)
+                    host_pool = Step(pool_node, "MaxPool", "host", [inner], step.output,
+                                     dict(g.nodes[pool_node]["attrs"]))
+                    step.output = inner
         steps.append(step)
+        if host_pool is not None:
+            steps.append(host_pool)
     return steps
 
 

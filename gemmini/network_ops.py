@@ -77,7 +77,10 @@ def max_pool(x, attrs: dict, source: str = "MaxPool") -> np.ndarray:
     ``dilations``, ``ceil_mode``); padding positions are never the maximum."""
     x = np.asarray(x)
     kernel, strides, dilations, pads, (oh, ow) = _pool_geometry(x.shape, attrs, source)
-    lo = int_range(_INT.get(x.dtype, 8))[0] if x.dtype != np.uint8 else 0
+    if np.issubdtype(x.dtype, np.floating):
+        lo = -np.inf
+    else:
+        lo = int_range(_INT.get(x.dtype, 8))[0] if x.dtype != np.uint8 else 0
     n, c, h, w = x.shape
     extra_h = max(0, (oh - 1) * strides[0] + dilations[0] * (kernel[0] - 1) + 1 - (h + pads[0]))
     extra_w = max(0, (ow - 1) * strides[1] + dilations[1] * (kernel[1] - 1) + 1 - (w + pads[1]))

@@ -99,7 +99,8 @@ def _conv_layer(net: Network, step: Step) -> GemminiLayer:
     groups = int(a.get("group", 1))
     wl = conv2d(step.name, N=n, C=c, K=k, H=h, W=wid, R=kw, S=kh, stride=strides[0], dilation=dil[0],
                 padding=pads[0], groups=groups, bits=8)
-    return GemminiLayer(step, wl, ("conv", n, c, k, h, wid, kh, strides[0], dil[0], pads[0], groups), "conv")
+    return GemminiLayer(step, wl, ("conv", n, c, k, h, wid, kh, strides[0], dil[0], pads[0], groups, step.pool),
+                        "conv")
 
 
 def _matmul_layer(net: Network, step: Step) -> GemminiLayer:
@@ -150,24 +151,37 @@ class LayerTiles:
     note: str | None = None
 
 
+def library_calls(layer: GemminiLayer, relu: bool = False, scale: float = 1.0):
+    """The library's calls for ``layer`` (``from_workload``'s; a fused max-pool through ``tiled_conv_auto``'s
+    pooling arguments, as ``resnet50.c`` calls its first layer)."""
+    from .vendor.calls import conv, from_workload
+
+    if layer.step.pool is None:
+        return from_workload(layer.workload, bias=True, relu=relu, scale=scale)
+    d, op = layer.workload.dims, layer.workload.op
+    rows, cols = op["input_hw"]
+    return conv(layer.workload.name, d["N"], rows, cols, d["C"], d["K"], d["R"], stride=op["stride"][0],
+                padding=op["padding"][0], dilation=op["dilation"][0], bias=True, relu=relu, scale=scale,
+                pool=layer.step.pool)
+
+
 def tiles_for(layer: GemminiLayer, mapping, arch, *, budget: int = 16, seed: int = 0, checks: int = 4) -> LayerTiles:
     """The tiles of ``layer``: ``gemmini.loop_schedule.tune_tiles`` from ``mapping`` (cosa's), then the
     fastest of the timed tiles whose stream passes the layer's check on the functional model (at most
     ``checks`` tried; the library's own tiles are the last resort and are used unchecked)."""
     from .loop_schedule import library_params, tune_tiles
     from .vendor import stream
-    from .vendor.calls import from_workload
     from .vendor.run import run_vendor
 
     try:
-        ls = tune_tiles(layer.workload, mapping, arch, scale=1.0, budget=budget)
+        ls = tune_tiles(layer.workload, mapping, arch, scale=1.0, budget=budget, vendor=library_calls(layer))
     except CodegenError as exc:       # a mapping the code generator cannot emit: the library's own tiles
         from . import isa
         from .config import GemminiConfig
         from .sim.timing import timing
 
         config = GemminiConfig.from_arch(arch)
-        vendor = from_workload(layer.workload, bias=True, scale=1.0)
+        vendor = library_calls(layer)
         lib = float(timing(isa.decode_stream(stream(vendor, library_params(config))), config).cycles)
         return LayerTiles(None, lib, lib, {}, f"no tile search: {exc}")
     rejected = {}
@@ -200,7 +214,6 @@ def _scale(net: Network, step: Step) -> np.float32:
 
 
 def _run_gemmini(net: Network, layer: GemminiLayer, values: dict, sched, scheduler: str) -> tuple:
-    from .vendor.calls import from_workload
     from .vendor.run import run_vendor
 
     step = layer.step
@@ -209,7 +222,7 @@ def _run_gemmini(net: Network, layer: GemminiLayer, values: dict, sched, schedul
     w = net.constants[step.inputs[3]]
     at = _POSITIONS[step.op][1]
     bias_name = step.inputs[at] if at is not None and at < len(step.inputs) else ""
-    vendor = from_workload(layer.workload, bias=True, relu=step.relu, scale=scale)
+    vendor = library_calls(layer, relu=step.relu, scale=scale)
     if layer.kind == "conv":
         k = w.shape[0]
         bias = net.constants[bias_name] if bias_name else np.zeros(k, np.int32)

@@ -8,8 +8,8 @@ int8 operands, an int32 bias and a float32 scale applied when a result leaves th
 ReLU.  With symmetric activations ONNX Runtime keeps a ReLU as DequantizeLinear -> Relu -> QuantizeLinear,
 its input and output calibrated separately.  Gemmini applies ReLU in the mvout of the layer that produced
 the value, with the layer's one scale; so a second calibration pass gives the ReLU's input (the output of
-the Conv, Gemm or Add before it, when the ReLU is its only consumer) the ReLU output's scale (the
-quantizer's ``TensorQuantOverrides``).  Then ``Q(relu(DQ(q)))`` equals ``relu(q)`` exactly and the ReLU fuses
+the Conv, Gemm or Add before it, when the ReLU is its only consumer) the ReLU output's scale, or that of a
+MaxPool right after the ReLU (the quantizer's ``TensorQuantOverrides``).  Then ``Q(relu(DQ(q)))`` equals ``relu(q)`` exactly and the ReLU fuses
 into the producer without changing a bit of ONNX Runtime's result.
 
 Calibration inputs: ``n`` seeded standard-normal float32 tensors of the model's input shape, or arrays the
@@ -104,18 +104,28 @@ def npy_inputs(files, specs, source: str) -> list[dict]:
 
 
 def _relu_producers(model) -> dict[str, str]:
-    """ReLU output -> ReLU input, for each ReLU that is the only consumer of a Conv/Gemm/MatMul/Add output."""
+    """Tensor whose scale to copy -> ReLU input, for each ReLU that is the only consumer of a Conv/Gemm/MatMul/Add
+    output: the ReLU's output, or the output of a MaxPool that alone reads it (ONNX Runtime quantizes after
+    the pool then; a max-pool commutes with the quantization)."""
     consumers: dict[str, int] = {}
     for node in model.graph.node:
         for name in node.input:
             consumers[name] = consumers.get(name, 0) + 1
     graph_outputs = {o.name for o in model.graph.output}
     produced_by = {out: node.op_type for node in model.graph.node for out in node.output}
+    readers = {}
+    for node in model.graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
     out = {}
     for node in model.graph.node:
         if node.op_type == "Relu" and produced_by.get(node.input[0]) in _PRODUCERS \
                 and consumers.get(node.input[0]) == 1 and node.input[0] not in graph_outputs:
-            out[node.output[0]] = node.input[0]
+            after = readers.get(node.output[0], [])
+            if len(after) == 1 and after[0].op_type == "MaxPool" and node.output[0] not in graph_outputs:
+                out[after[0].output[0]] = node.input[0]   # the pool keeps the scale: quantized after it
+            else:
+                out[node.output[0]] = node.input[0]
     return out
 
 
