@@ -9,11 +9,13 @@ library's own tiles ("gemmini-default") or the ones ``gemmini.loop_schedule.tune
 cosa's mapping ("cosa").  Cycles per layer come from the timing model (``gemmini.sim.timing``); host steps
 have none.  Activations are NCHW int8 like the model; a Gemmini step reads and writes them NHWC.
 
-Where ONNX Runtime's rounding may differ from ours: none known for the operators placed here.  Gemmini's
+Where ONNX Runtime's rounding may differ from ours: on the int8 operators, nowhere known.  Gemmini's
 mvout (float32 product of the int32 sum and the float32 scale, rounded half to even, saturated) is MLAS's
 requantization of QLinearConv and QGemm when the scale is computed as ONNX Runtime does, float32
-``(x_scale * w_scale) / y_scale``; the host operators follow ``gemmini.network_ops``.  The comparison
-reports the largest difference in int8 LSBs rather than assuming it is 0.
+``(x_scale * w_scale) / y_scale``; the int8 host operators follow ``gemmini.network_ops``.  The one float
+operator placed here, a GlobalAveragePool the quantizer left float, sums in another order than ONNX
+Runtime, so its QuantizeLinear may round one LSB apart at a tie.  The comparison reports the largest
+difference in int8 LSBs rather than assuming it is 0.
 """
 
 from __future__ import annotations

@@ -78,3 +78,14 @@ def test_missing_onnxruntime_names_the_extra(capsys, models, tmp_path, monkeypat
     assert code == 2 and "cosa-framework[onnxruntime]" in err
     code, _, err = run(capsys, "run", "gemmini", models[1])
     assert code == 2 and "cosa-framework[onnxruntime]" in err
+
+
+def test_cosa_schedules_distinct_layers_in_processes(capsys, models):
+    code, out, err = run(capsys, "run", "gemmini", models[1], "--scheduler", "cosa", "--jobs", "2",
+                         "--time-limit", "5", "--tile-budget", "4", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["verified"] and d["max_abs_diff_vs_onnxruntime"] == 0 and d["distinct_layers"] == 4
+    gem = [layer for layer in d["layers"] if layer["on"] == "gemmini"]
+    assert all(layer["scheduler"] == "cosa" and layer["cycles"] <= layer["library_cycles"] for layer in gem)
+    assert d["cycles"] <= d["library_cycles"]
