@@ -125,6 +125,11 @@ def cmd_run_network(args) -> int:
     if args.dataflow != "ws" or args.style == "gemmini-h":
         raise FrameworkError("a network runs weight-stationary through the library's loop instructions "
                              "(--dataflow ws, --style isa or loops)", field="--dataflow")
+    for flag, given in (("--mapping", args.mapping), ("--lower", getattr(args, "lower", False)),
+                        ("--bits", args.bits)):
+        if given:
+            raise FrameworkError("takes one layer; a network's layers are scheduled per distinct shape",
+                                 source=args.workload, field=flag)
     for name in ("jobs", "inputs"):
         if getattr(args, name) < 1:
             raise FrameworkError(f"must be a positive integer, got {getattr(args, name)}", field=f"--{name}")
@@ -149,7 +154,7 @@ def cmd_run_network(args) -> int:
         layers_ok &= all(layer.layer_verified is not False for layer in run.layers)
     verified = layers_ok and top1 and diff <= TOLERANCE_LSB
     gem = [layer for layer in run.layers if layer.on == "gemmini"]
-    d = {"model": net.source, "sim": "isa", "scheduler": args.scheduler, "layers": [r.to_dict() for r in run.layers],
+    d = {"model": net.source, "sim": "isa", "style": "loops", "scheduler": args.scheduler, "layers": [r.to_dict() for r in run.layers],
          "cycles": run.cycles, "cycles_source": "timing model (Gemmini steps; host steps not counted)",
          "library_cycles": (sum(r.library_cycles for r in gem) if args.scheduler == "cosa" else run.cycles),
          "gemmini_layers": len(gem), "distinct_layers": len(distinct), "inputs": args.inputs, "seed": args.seed,

@@ -68,6 +68,8 @@ def test_network_refuses_other_simulators_and_schedulers_and_build(capsys, model
     assert code == 2 and "--sim" in err
     code, _, err = run(capsys, "run", "gemmini", models[1], "--scheduler", "random")
     assert code == 2 and "--scheduler" in err
+    code, _, err = run(capsys, "run", "gemmini", models[1], "--mapping", tmp_path / "m.yaml")
+    assert code == 2 and "--mapping" in err
     code, _, err = run(capsys, "build", "gemmini", models[1], "-o", tmp_path / "net.elf")
     assert code == 2 and "not built yet" in err
 
