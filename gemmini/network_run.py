@@ -127,8 +127,14 @@ def _matmul_layer(net: Network, step: Step) -> GemminiLayer:
 
 
 def gemmini_layers(net: Network, steps: list[Step]) -> list[GemminiLayer]:
-    """The Gemmini steps as layers (raises CodegenError naming a node Gemmini's library cannot run)."""
-    return [(_conv_layer if s.op == "QLinearConv" else _matmul_layer)(net, s) for s in steps if s.on == "gemmini"]
+    """The Gemmini steps as layers (raises CodegenError naming a node Gemmini's library cannot run, or
+    whose scales and zero points it cannot apply)."""
+    out = []
+    for s in steps:
+        if s.on == "gemmini":
+            _scale(net, s)
+            out.append((_conv_layer if s.op == "QLinearConv" else _matmul_layer)(net, s))
+    return out
 
 
 def distinct_layers(layers: list[GemminiLayer]) -> dict:
@@ -207,6 +213,11 @@ def _scale(net: Network, step: Step) -> np.float32:
     if y_at >= len(step.inputs) or not step.inputs[y_at]:
         raise CodegenError("a float output (no y_scale) is not placed on Gemmini", source=f"{net.source}: node "
                            f"{step.name}", field="y_scale")
+    for i in (1, 4, y_at):
+        if np.size(_scalar(net, step.inputs[i])) != 1:
+            raise CodegenError("a per-channel scale: Gemmini applies one scale per layer output (quantize per "
+                               "tensor: 'cosa quantize')", source=f"{net.source}: node {step.name}",
+                               field=step.inputs[i])
     sx, sw, sy = (np.float32(_scalar(net, step.inputs[i])) for i in (1, 4, y_at))
     for i in zps:
         if i < len(step.inputs) and int(np.max(np.abs(_scalar(net, step.inputs[i])))) != 0:

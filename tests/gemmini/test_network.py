@@ -142,3 +142,20 @@ def test_without_the_fusing_pass_a_relu_fuses_only_where_its_scales_agree(tmp_pa
             assert net.constants[dq[1]] == net.constants[q[1]]
     (c, _), = _diffs(net, "gemmini-default", {}, 1)
     assert c["max_abs_diff_vs_onnxruntime"] == 0
+
+
+def test_per_channel_scales_are_refused_naming_the_node(tmp_path):
+    import onnx
+
+    from gemmini.onnx_quantize import _load, quantize_model
+
+    onnx.save(tiny_cnn(), str(tmp_path / "f.onnx"))
+    quantize_model(tmp_path / "f.onnx", tmp_path / "q.onnx", calibration=2)
+    model = _load(tmp_path / "q.onnx")
+    for init in model.graph.initializer:
+        if init.name == "w2_scale":
+            value = onnx.numpy_helper.to_array(init)
+            init.CopyFrom(onnx.numpy_helper.from_array(np.full(8, value, np.float32), "w2_scale"))
+    net = load_network(tmp_path / "pc.onnx", model=model)
+    with pytest.raises(CodegenError, match="conv2_quant.*per-channel"):
+        gemmini_layers(net, plan(net))          # before any layer is scheduled
