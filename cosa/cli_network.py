@@ -79,7 +79,8 @@ def add_quantize_command(sub) -> None:
                    help="qoperator: QLinearConv, QGemm, ... nodes (default; what 'cosa run gemmini' runs); "
                         "qdq: QuantizeLinear/DequantizeLinear pairs around float operators")
     p.add_argument("--no-fuse-relu", action="store_true",
-                   help="keep each ReLU's input and output calibrated apart (the ReLU then runs on the host)")
+                   help="keep each ReLU's input and output calibrated apart (the ReLU then runs on the host, "
+                        "unless the two scales happen to agree)")
     p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_quantize)

@@ -318,7 +318,8 @@ def arena_plan(net: Network, steps: list[Step]) -> ArenaPlan:
     sizes = {t: tensor_bytes(net, t) for t in lifetimes}
     offsets: dict = {}
     live: list = []          # (offset, end offset, last step)
-    for t in sorted(lifetimes, key=lambda t: (lifetimes[t][0], list(lifetimes).index(t))):
+    first = {t: i for i, t in enumerate(lifetimes)}
+    for t in sorted(lifetimes, key=lambda t: (lifetimes[t][0], first[t])):
         start = lifetimes[t][0]
         live = [seg for seg in live if seg[2] >= start]
         offset = 0
