@@ -68,9 +68,9 @@ class _Builder:
         import onnx
         from onnx import TensorProto, helper
 
-        graph = helper.make_graph(
-            self.nodes, name, [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, resolution, resolution])],
-            [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, classes])], self.inits)
+        image = helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, resolution, resolution])
+        logits = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, classes])
+        graph = helper.make_graph(self.nodes, name, [image], [logits], self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
         onnx.checker.check_model(model)
         return model

@@ -155,7 +155,8 @@ def cmd_run_network(args) -> int:
         layers_ok &= all(layer.layer_verified is not False for layer in run.layers)
     verified = layers_ok and top1 and diff <= TOLERANCE_LSB
     gem = [layer for layer in run.layers if layer.on == "gemmini"]
-    d = {"model": net.source, "sim": "isa", "style": "loops", "scheduler": args.scheduler, "layers": [r.to_dict() for r in run.layers],
+    d = {"model": net.source, "sim": "isa", "style": "loops", "scheduler": args.scheduler,
+         "layers": [r.to_dict() for r in run.layers],
          "cycles": run.cycles, "cycles_source": "timing model (Gemmini steps; host steps not counted)",
          "library_cycles": (sum(r.library_cycles for r in gem) if args.scheduler == "cosa" else run.cycles),
          "gemmini_layers": len(gem), "distinct_layers": len(distinct), "inputs": args.inputs, "seed": args.seed,

@@ -9,8 +9,8 @@ ReLU.  With symmetric activations ONNX Runtime keeps a ReLU as DequantizeLinear 
 its input and output calibrated separately.  Gemmini applies ReLU in the mvout of the layer that produced
 the value, with the layer's one scale; so a second calibration pass gives the ReLU's input (the output of
 the Conv, Gemm or Add before it, when the ReLU is its only consumer) the ReLU output's scale, or that of a
-MaxPool right after the ReLU (the quantizer's ``TensorQuantOverrides``).  Then ``Q(relu(DQ(q)))`` equals ``relu(q)`` exactly and the ReLU fuses
-into the producer without changing a bit of ONNX Runtime's result.
+MaxPool right after the ReLU (the quantizer's ``TensorQuantOverrides``).  Then ``Q(relu(DQ(q)))`` equals
+``relu(q)`` exactly and the ReLU fuses into the producer without changing a bit of ONNX Runtime's result.
 
 Calibration inputs: ``n`` seeded standard-normal float32 tensors of the model's input shape, or arrays the
 user gives (``.npy`` files, each one input or a batch of them along axis 0).
@@ -198,7 +198,8 @@ def quantize_model(path, output, *, calibration: int | list = 8, seed: int = 0, 
     if fuse_relu:
         pairs = _relu_producers(model)
         scales = _scales(_load(output))
-        overrides = {inp: [{"scale": np.array(scales[out][0], dtype=np.float32), "zero_point": np.array(0, dtype=np.int8)}]
+        overrides = {inp: [{"scale": np.array(scales[out][0], dtype=np.float32),
+                            "zero_point": np.array(0, dtype=np.int8)}]
                      for out, inp in pairs.items() if out in scales}
         if overrides:
             run({"TensorQuantOverrides": overrides})
