@@ -105,7 +105,7 @@ def load_network(path, model=None) -> Network:
         raise CodegenError("not an ONNX model: no graph nodes", source=src)
     if not any(n.op_type in GEMMINI_OPS for n in nodes) and any(n.op_type == "DequantizeLinear" for n in nodes):
         raise CodegenError("a QDQ model (float operators between Quantize/DequantizeLinear): the network runs "
-                           f"from the QOperator form, 'cosa quantize FLOAT_MODEL --format qoperator'", source=src,
+                           "from the QOperator form, 'cosa quantize FLOAT_MODEL --format qoperator'", source=src,
                            field="nodes")
     if not any(n.op_type in GEMMINI_OPS for n in nodes):
         raise CodegenError("a float model (no QLinearConv, QGemm or QLinearMatMul node): make it int8 with "

@@ -18,7 +18,6 @@ user gives (``.npy`` files, each one input or a batch of them along axis 0).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 
