@@ -127,7 +127,8 @@ def main(argv=None) -> int:
                               f"{'equal' if ex['top1_equal'] else 'differs'}")
         data["networks"][name] = {"layers": rows, "total": total}
     command = (f"python bench/gemmini_networks.py --networks {args.networks} --resolution {args.resolution} "
-               f"--budget {args.budget} --checks {args.checks} --time-limit {args.time_limit:g}"
+               f"--classes {args.classes} --calibration {args.calibration} --budget {args.budget} "
+               f"--checks {args.checks} --time-limit {args.time_limit:g} --seed {args.seed}"
                + (" --execute" if args.execute else ""))
     notes = ("Both columns run the library's calls for every Gemmini layer of the int8 network on our timing "
              "model; they differ only in the tile arguments.  Network rows weight each distinct layer by its "
