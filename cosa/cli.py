@@ -13,7 +13,7 @@ from pathlib import Path
 
 from workloads import FrameworkError
 
-from . import cli_gemmini, cli_randnla, cli_serve, cli_targets
+from . import cli_gemmini, cli_network, cli_randnla, cli_serve, cli_targets
 from .cli_common import (DATAFLOW_HELP, JSON_HELP, LAYER_HELP, OBJECTIVE_HELP, SEED_HELP, WORKLOAD_HELP, RunFailed,
                          _add_sched_opts, _arch, _console, _print_json, _workload, _workloads, arch_help, guarded)
 from .cli_common import add_workload_opts, word_size_note
@@ -394,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_bound)
 
+    cli_network.add_quantize_command(sub)
     cli_gemmini.add_commands(sub)
     _add_deadline_everywhere(ap)
     return ap

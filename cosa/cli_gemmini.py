@@ -12,7 +12,7 @@ from pathlib import Path
 
 from workloads import FrameworkError
 
-from . import cli_randnla, cli_targets
+from . import cli_network, cli_randnla, cli_targets
 from .cli_common import (DATAFLOW_HELP, JSON_HELP, LAYER_HELP, RunFailed, _add_sched_opts, _print_json, _workload,
                          add_workload_opts, scheduler_options, write_text_output)
 
@@ -173,6 +173,7 @@ def cmd_emit(args) -> int:
 def cmd_build(args) -> int:
     from gemmini.build import build_elf
 
+    cli_network.refuse_network_build(args)
     if args.style == "loops":
         ls = _loop_schedule(args)
         elf = _loops_elf(args, ls, args.output)
@@ -219,6 +220,8 @@ def _run_on_chipyard(args, program) -> int:
 def cmd_run(args) -> int:
     if args.target in cli_targets.TARGETS:
         return cli_targets.cmd_run(args)
+    if cli_network.is_network(args.workload):
+        return cli_network.cmd_run_network(args)
     from gemmini.run import run_program
 
     status = cli_targets.integer_status(args)          # --exceptions: Gemmini's types are int8/int32
@@ -298,7 +301,8 @@ def add_commands(sub) -> None:
 
 def _add_gemmini_parser(targets, name: str, func) -> None:
     p = targets.add_parser("gemmini", help=GEMMINI_HELP[name], description=GEMMINI_HELP[name])
-    p.add_argument("workload", help=LAYER_HELP)
+    p.add_argument("workload", help=LAYER_HELP + ("; or a whole int8 ONNX network made by 'cosa quantize' (--sim isa)"
+                                                  if name == "run" else ""))
     add_workload_opts(p)
     p.add_argument("--mapping", help="mapping YAML (default: schedule with --scheduler)")
     _add_sched_opts(p)
@@ -329,5 +333,6 @@ def _add_gemmini_parser(targets, name: str, func) -> None:
                             "chipyard: on a Chipyard Verilator simulator of a Rocket + Gemmini SoC")
         p.add_argument("--simulator", help="the Chipyard simulator for --sim chipyard (default: CHIPYARD_SIM)")
         cli_targets.add_exceptions_option(p)
+        cli_network.add_network_run_options(p)
         p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=func)

@@ -92,20 +92,23 @@ def _clamp(tiles, limits) -> tuple:
 
 
 def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, bias: bool = True,
-               relu: bool = False, scale: float | str = "auto", budget: int = DEFAULT_BUDGET) -> LoopSchedule:
+               relu: bool = False, scale: float | str = "auto", budget: int = DEFAULT_BUDGET,
+               vendor: VendorProgram | None = None) -> LoopSchedule:
     """The library's calls for ``workload`` with the tile arguments that give the fewest timing-model
     cycles among those ``tune_tiles`` visits (module docstring), starting from ``mapping``'s tile.
 
     ``budget``: the most streams timed (the library's own included).  Deterministic: the same inputs
     visit the same tiles in the same order.  A layer whose library call takes no tile arguments
-    (depthwise, the downsample path, pooling) gets the library's own stream (``tiles`` None)."""
+    (depthwise, the downsample path, pooling) gets the library's own stream (``tiles`` None).  ``vendor``: the
+    library's calls to tune when they are not ``from_workload``'s for the layer (a convolution with the
+    max-pool of the next layer fused, as ``resnet50.c`` calls its first layer)."""
     if not isinstance(budget, int) or budget < 1:
         raise CodegenError(f"must be a positive number of streams, got {budget!r}", source="tune_tiles",
                            field="budget")
     program = generate(workload, mapping, arch, bias=bias, scale=scale)
     config = config or program.config
-    vendor = from_workload(workload, dataflow=program.dataflow, bias=program.bias, relu=relu or program.relu,
-                           scale=program.scale)
+    vendor = vendor or from_workload(workload, dataflow=program.dataflow, bias=program.bias,
+                                     relu=relu or program.relu, scale=program.scale)
     params = library_params(config)
     if replace(params, loop_conv_layout=DEFAULT_PARAMS.loop_conv_layout) != DEFAULT_PARAMS:
         raise CodegenError("the library's streams are reproduced for gemmini_params.h's defaults only (DIM 16, "

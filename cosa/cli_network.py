@@ -1,0 +1,196 @@
+"""``cosa quantize`` and ``cosa run gemmini MODEL.int8.onnx``: a whole int8 ONNX network on Gemmini.
+
+``quantize`` makes the int8 model (``gemmini.onnx_quantize``); ``run`` schedules every distinct Gemmini
+layer of it (cosa's MIP then the tile search of ``gemmini.loop_schedule``, or the library's own tiles),
+side by side in ``--jobs`` local processes, runs the network on the functional and timing models
+(``gemmini.network_run``) for ``--inputs`` seeded inputs and compares each result with ONNX Runtime's.
+
+Like ``cosa/cli.py`` this module may import ``gemmini``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from workloads import FrameworkError
+
+from .cli_common import JSON_HELP, SEED_HELP, RunFailed, _print_json
+
+#: largest difference (int8 LSBs) from ONNX Runtime that still counts as verified (the issue's target)
+TOLERANCE_LSB = 1
+QUANTIZED_OPS = ("QLinearConv", "QGemm", "QLinearMatMul")
+
+
+def is_network(source: str) -> bool:
+    """True for an existing ``.onnx`` file (no ``:LAYER``) that holds quantized Gemmini operators."""
+    path = Path(source)
+    if path.suffix.lower() != ".onnx" or not path.is_file():
+        return False
+    import onnx
+
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # not readable: the single-layer path names the problem
+        return False
+    return any(n.op_type in QUANTIZED_OPS for n in model.graph.node)
+
+
+# --- cosa quantize ---------------------------------------------------------------------------------------
+def _calibration(values: list[str]):
+    if len(values) == 1 and not values[0].lower().endswith(".npy"):
+        try:
+            return int(values[0])
+        except ValueError:
+            raise FrameworkError(f"must be a number of inputs or .npy files, not {values[0]!r}",
+                                 field="--calibration") from None
+    return values
+
+
+def cmd_quantize(args) -> int:
+    from gemmini.onnx_quantize import quantize_model
+
+    summary = quantize_model(args.model, args.output, calibration=_calibration(args.calibration), seed=args.seed,
+                             fmt=args.format, fuse_relu=not args.no_fuse_relu)
+    if args.json:
+        _print_json(summary)
+    else:
+        nodes = ", ".join(f"{k} {v}" for k, v in summary["nodes"].items())
+        print(f"wrote {summary['output']} ({summary['format']}, calibrated on {summary['calibration_inputs']} "
+              f"inputs; ReLUs fusable into their producer: {len(summary['relu_fusable'])}; nodes: {nodes})")
+    return 0
+
+
+def add_quantize_command(sub) -> None:
+    p = sub.add_parser("quantize", help="make an int8 ONNX model Gemmini can run (ONNX Runtime's static "
+                                        "quantization)",
+                       description="Quantize a float ONNX model with ONNX Runtime's static quantization: int8 "
+                                   "activations and weights with per-tensor symmetric scales (zero points 0, "
+                                   "as Gemmini computes), an int32 bias, and each ReLU's producer given the "
+                                   "ReLU's scale so the ReLU fuses into its mvout exactly. Needs the "
+                                   "onnxruntime extra.")
+    p.add_argument("model", help="the float ONNX model")
+    p.add_argument("-o", "--output", required=True, help="the int8 ONNX model to write")
+    p.add_argument("--calibration", nargs="+", default=["8"], metavar="N|FILE.npy",
+                   help="calibration data: a number of seeded standard-normal inputs (default 8) or .npy files "
+                        "(each one input, or a batch of them along axis 0)")
+    p.add_argument("--format", choices=["qoperator", "qdq"], default="qoperator",
+                   help="qoperator: QLinearConv, QGemm, ... nodes (default; what 'cosa run gemmini' runs); "
+                        "qdq: QuantizeLinear/DequantizeLinear pairs around float operators")
+    p.add_argument("--no-fuse-relu", action="store_true",
+                   help="keep each ReLU's input and output calibrated apart (the ReLU then runs on the host, "
+                        "unless the two scales happen to agree)")
+    p.add_argument("--seed", type=int, default=0, help=SEED_HELP)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(func=cmd_quantize)
+
+
+# --- cosa run gemmini MODEL.int8.onnx --------------------------------------------------------------------
+def _layer_tiles(layer, arch, options: dict):
+    """One distinct layer's tiles (runs in a worker process for --jobs > 1)."""
+    from cosa.scheduler import schedule
+    from gemmini.network_run import tiles_for
+
+    mapping = schedule(layer.workload, arch, scheduler="cosa", objective=options["objective"],
+                       solver=options["solver"], time_limit_s=options["time_limit"], seed=options["seed"],
+                       bound=False).mapping
+    return tiles_for(layer, mapping, arch, budget=options["budget"], seed=options["seed"])
+
+
+def schedule_network(layers: dict, arch, options: dict, jobs: int) -> dict:
+    """key -> ``LayerTiles`` for every distinct layer, in ``jobs`` local processes when more than one."""
+    keys = list(layers)
+    if jobs > 1 and len(keys) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(keys))) as executor:
+            done = list(executor.map(_layer_tiles, [layers[k] for k in keys], [arch] * len(keys),
+                                     [options] * len(keys)))
+    else:
+        done = [_layer_tiles(layers[k], arch, options) for k in keys]
+    return dict(zip(keys, done))
+
+
+def cmd_run_network(args) -> int:
+    from gemmini import GemminiConfig
+    from gemmini.network import load_network, plan
+    from gemmini.network_run import (compare, compared_tensors, distinct_layers, gemmini_layers,
+                                     onnxruntime_values, run_network)
+    from gemmini.onnx_quantize import input_specs, require_onnxruntime, synthetic_inputs
+
+    if args.sim != "isa":
+        raise FrameworkError(f"a whole network runs on --sim isa (our functional and timing models); --sim "
+                             f"{args.sim} takes one layer", field="--sim")
+    if args.scheduler not in ("cosa", "gemmini-default"):
+        raise FrameworkError(f"a network is scheduled by cosa or gemmini-default, not {args.scheduler}",
+                             field="--scheduler")
+    if args.dataflow != "ws" or args.style == "gemmini-h":
+        raise FrameworkError("a network runs weight-stationary through the library's loop instructions "
+                             "(--dataflow ws, --style isa or loops)", field="--dataflow")
+    for flag, given in (("--mapping", args.mapping), ("--lower", getattr(args, "lower", False)),
+                        ("--bits", args.bits)):
+        if given:
+            raise FrameworkError("takes one layer; a network's layers are scheduled per distinct shape",
+                                 source=args.workload, field=flag)
+    for name in ("jobs", "inputs"):
+        if getattr(args, name) < 1:
+            raise FrameworkError(f"must be a positive integer, got {getattr(args, name)}", field=f"--{name}")
+    require_onnxruntime()
+    net = load_network(args.workload)
+    steps = plan(net)
+    layers = gemmini_layers(net, steps)
+    distinct = distinct_layers(layers)
+    config = GemminiConfig(dim=args.dim) if args.dim else GemminiConfig()
+    arch = config.arch("ws")
+    options = {"objective": args.objective, "solver": args.solver, "time_limit": args.time_limit,
+               "seed": args.seed, "budget": args.tile_budget}
+    tiles = schedule_network(distinct, arch, options, args.jobs) if args.scheduler == "cosa" else {}
+    specs = input_specs(net.model, net.source)
+    tensors = compared_tensors(net)
+    diff, top1, layers_ok, run = 0, True, True, None
+    for i, feeds in enumerate(synthetic_inputs(specs, args.inputs, args.seed)):
+        run = run_network(net, feeds, tiles, args.scheduler, steps)
+        c = compare(net, run, onnxruntime_values(net, feeds, tensors))
+        diff = max(diff, c["max_abs_diff_vs_onnxruntime"])
+        top1 &= c["top1_equal"]
+        layers_ok &= all(layer.layer_verified is not False for layer in run.layers)
+    verified = layers_ok and top1 and diff <= TOLERANCE_LSB
+    gem = [layer for layer in run.layers if layer.on == "gemmini"]
+    d = {"model": net.source, "sim": "isa", "style": "loops", "scheduler": args.scheduler,
+         "layers": [r.to_dict() for r in run.layers],
+         "cycles": run.cycles, "cycles_source": "timing model (Gemmini steps; host steps not counted)",
+         "library_cycles": (sum(r.library_cycles for r in gem) if args.scheduler == "cosa" else run.cycles),
+         "gemmini_layers": len(gem), "distinct_layers": len(distinct), "inputs": args.inputs, "seed": args.seed,
+         "compared": tensors, "max_abs_diff_vs_onnxruntime": diff, "tolerance_lsb": TOLERANCE_LSB,
+         "top1_equal": top1, "layers_verified": layers_ok, "verified": verified, "arena": run.arena.to_dict()}
+    if args.json:
+        _print_json(d)
+    else:
+        for r in run.layers:
+            cyc = f"{r.cycles:>12,.0f}" if r.cycles is not None else f"{'host':>12}"
+            fused = f" (+{', '.join(r.fused)})" if r.fused else ""
+            print(f"{r.name:<28} {r.op:<26} {cyc}{fused}")
+        a = run.arena
+        print(f"{Path(net.source).name}: {'verified' if verified else 'MISMATCH'} against ONNX Runtime on "
+              f"{args.inputs} input(s): max |diff| {diff} int8 LSB, top-1 {'equal' if top1 else 'differs'}; "
+              f"{run.cycles:,.0f} Gemmini cycles (timing model, {args.scheduler}, {len(gem)} layers, "
+              f"{len(distinct)} distinct); arena {a.size_bytes:,} bytes (peak live {a.peak_bytes:,}, "
+              f"sum {a.sum_bytes:,})")
+    if not verified:
+        raise RunFailed(f"{net.source}: differs from ONNX Runtime (max {diff} LSB, top-1 "
+                        f"{'equal' if top1 else 'differs'}, layers verified: {layers_ok})")
+    return 0
+
+
+def add_network_run_options(p: argparse.ArgumentParser) -> None:
+    """Options of ``cosa run gemmini`` that only a whole network uses."""
+    p.add_argument("--jobs", type=int, default=1,
+                   help="a network's distinct layers scheduled side by side in local processes (default 1)")
+    p.add_argument("--inputs", type=int, default=1,
+                   help="a network: seeded standard-normal inputs run and compared with ONNX Runtime (default 1)")
+
+
+def refuse_network_build(args) -> None:
+    """``cosa build gemmini MODEL.int8.onnx``: not built yet, said in one line (exit 2)."""
+    if is_network(args.workload):
+        raise FrameworkError("one program for a whole network is not built yet; run the network with "
+                             f"'cosa run gemmini {args.workload} --sim isa'", source=args.workload, field="workload")

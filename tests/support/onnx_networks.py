@@ -1,0 +1,54 @@
+"""A small float CNN written with onnx.helper, and its int8 form, for the whole-network tests.
+
+conv 3->8 (3x3, pad 1) + ReLU + 3x3 stride-2 max-pool (pad 1: ResNet's stem), conv 8->8 (3x3, pad 1),
+residual add of the pool's output + ReLU, depthwise 3x3 conv, 2x2 max-pool, global average pool, flatten,
+fully connected 8->10: on a 1x3x8x8 input, so a run takes seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def tiny_cnn(seed: int = 0):
+    """The float model (an ``onnx.ModelProto``; weights seeded)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+
+    def weight(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "p1"], ["a"], name="add"),
+             helper.make_node("Relu", ["a"], ["r2"], name="relu2"),
+             helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"], name="dw", pads=[1, 1, 1, 1], group=8),
+             helper.make_node("MaxPool", ["c3"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["p"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="fc", transB=1)]
+    inits = [weight("w1", 8, 3, 3, 3), weight("b1", 8), weight("w2", 8, 8, 3, 3), weight("b2", 8),
+             weight("w3", 8, 1, 3, 3), weight("b3", 8), weight("wf", 10, 8), weight("bf", 10)]
+    graph = helper.make_graph(nodes, "tiny_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    return model
+
+
+def write_tiny_cnn(directory, seed: int = 0):
+    """(float model path, int8 model path) in ``directory`` (quantized on 8 seeded inputs)."""
+    import onnx
+
+    from gemmini.onnx_quantize import quantize_model
+
+    float_path = directory / "tiny_cnn.onnx"
+    int8_path = directory / "tiny_cnn.int8.onnx"
+    onnx.save(tiny_cnn(seed), str(float_path))
+    quantize_model(float_path, int8_path, calibration=8, seed=seed)
+    return float_path, int8_path
