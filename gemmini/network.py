@@ -90,16 +90,11 @@ def load_network(path, model=None) -> Network:
     import onnx
     from onnx import numpy_helper, shape_inference
 
-    from workloads.onnx_loader import _unique, layer_name
+    from workloads.onnx_loader import _unique, layer_name, read_model
 
     src = str(path)
     if model is None:
-        try:
-            model = onnx.load(src)
-        except FileNotFoundError:
-            raise CodegenError("no such file", source=src) from None
-        except Exception as exc:  # protobuf decode errors have no common base class
-            raise CodegenError(f"not a readable ONNX model ({type(exc).__name__})", source=src) from None
+        model = read_model(src)
     nodes = list(model.graph.node)
     if not nodes:
         raise CodegenError("not an ONNX model: no graph nodes", source=src)

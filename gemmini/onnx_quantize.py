@@ -39,18 +39,9 @@ def require_onnxruntime():
 
 
 def _load(path) -> object:
-    import onnx
+    from workloads.onnx_loader import read_model
 
-    src = str(path)
-    try:
-        model = onnx.load(src)
-    except FileNotFoundError:
-        raise CodegenError("no such file", source=src) from None
-    except Exception as exc:  # protobuf decode errors have no common base class
-        raise CodegenError(f"not a readable ONNX model ({type(exc).__name__})", source=src) from None
-    if not model.HasField("graph") or not model.graph.node:
-        raise CodegenError("not an ONNX model: no graph nodes", source=src)
-    return model
+    return read_model(path)
 
 
 def input_specs(model, source: str) -> list[tuple[str, tuple]]:

@@ -53,8 +53,9 @@ _COUNTER_NAME = re.compile(r"^(?:n|node)?[_-]?\d+$", re.IGNORECASE)
 _WEIGHT_SUFFIX = re.compile(r"^(?P<layer>.+?)(?:_w_\d+|_w|_W|_weights?|[./:]weights?|/W|/kernel)$")
 
 
-def load_onnx(path: str | Path, dim_values: Mapping[str, int] | None = None) -> list[LoopNest]:
-    """Loop nests of the Conv, Gemm and MatMul nodes of the model file ``path``, in graph order."""
+def read_model(path: str | Path):
+    """The ONNX ModelProto in the file ``path``; WorkloadError (exit 2) naming the file where it is missing,
+    unreadable or holds no graph nodes."""
     import onnx
 
     src = str(path)
@@ -67,7 +68,12 @@ def load_onnx(path: str | Path, dim_values: Mapping[str, int] | None = None) -> 
     if not model.HasField("graph") or not model.graph.node:
         # protobuf reads many byte strings as a message of unknown fields: an empty model, not an error
         raise WorkloadError("not an ONNX model: no graph nodes", source=src)
-    return nests_from_model(model, src, dim_values)
+    return model
+
+
+def load_onnx(path: str | Path, dim_values: Mapping[str, int] | None = None) -> list[LoopNest]:
+    """Loop nests of the Conv, Gemm and MatMul nodes of the model file ``path``, in graph order."""
+    return nests_from_model(read_model(path), str(path), dim_values)
 
 
 def nests_from_model(model, source: str = "<onnx model>", dim_values: Mapping[str, int] | None = None) -> list[LoopNest]:
