@@ -18,7 +18,6 @@ with --threads OpenMP threads (default: the cores divided among the ranks), SciP
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -31,9 +30,17 @@ from targets.mpi.problem import Problem  # noqa: E402
 from targets.mpi.run import run_batch  # noqa: E402
 from workloads import fusedmm, sddmm, spmm  # noqa: E402
 
+from results_section import run_stamp, save_outputs  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
 BUILDERS = {"spmm": spmm, "sddmm": sddmm, "fusedmm": fusedmm}
 CONFIGS = [("15d-dense", "none"), ("15d-sparse", "none")]
 FUSED = {"15d-dense": "fusion", "15d-sparse": "reuse"}
+SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed table (bench/results_section.py)
+    {"table": 0, "column": "cosa/scipy", "what": "Scheduled local kernels' time over SciPy's (fastest of each)",
+     "stats": ["geomean", "min", "max", "above:1.2"]},
+]
 
 
 def configurations(args) -> list:
@@ -58,8 +65,11 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="OpenMP threads per rank (default: cores / ranks)")
     ap.add_argument("--timeout", type=float, default=1200.0)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--results", help="write this benchmark's section of a results file (bench/RESULTS.md)")
     args = ap.parse_args(argv)
 
+    date, machine = run_stamp()
+    load = os.getloadavg()[0]
     configs = configurations(args)
     t0 = time.perf_counter()
     maps = {}
@@ -72,12 +82,15 @@ def main(argv=None) -> int:
                         threads=args.threads)
     wall = time.perf_counter() - t0
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.ranks)
-    print(f"p = {args.ranks} ranks on {os.cpu_count()} cores, m = n = {args.m}, r = {args.r}, {args.nnz_per_row} "
-          f"nonzeros per row (Erdos-Renyi), c = 1; {args.rounds} interleaved rounds x {args.repeat} runs; cosa local "
-          f"kernels with {threads} thread(s) per rank; scheduling {sched_s:.1f} s (cached entries are read), "
-          f"launch {wall:.1f} s")
-    print(f"{'kernel':<8} {'algorithm':<11} {'elide':<7} {'cosa ms':>9} {'scipy ms':>9} {'cosa/scipy':>11} "
-          f"{'per-round range':>17} {'verified':>9} {'= model':>8}")
+    console = Console(record=True, width=140)
+    console.print(f"p = {args.ranks} ranks on {os.cpu_count()} cores, m = n = {args.m}, r = {args.r}, "
+                  f"{args.nnz_per_row} nonzeros per row (Erdos-Renyi), c = 1; {args.rounds} interleaved rounds x "
+                  f"{args.repeat} runs; cosa local kernels with {threads} thread(s) per rank; scheduling "
+                  f"{sched_s:.1f} s (cached entries are read), launch {wall:.1f} s; load average {load:.1f} at the start")
+    table = Table(title="Distributed kernels at p ranks: scheduled local kernels (cosa) against SciPy's")
+    for col in ("kernel", "algorithm", "elide", "cosa ms", "scipy ms", "cosa/scipy", "per-round min",
+                "per-round max", "verified", "= model"):
+        table.add_column(col, justify="left" if col in ("kernel", "algorithm", "elide") else "right")
     rows = []
     for k, (prob, alg, c, elide) in enumerate(configs):
         per = {"cosa": [], "scipy": []}
@@ -92,13 +105,19 @@ def main(argv=None) -> int:
         best = min(per["cosa"]) / min(per["scipy"])
         rows.append({"kernel": prob.kernel, "algorithm": alg, "c": c, "elide": elide, "cosa_s": per["cosa"],
                      "scipy_s": per["scipy"], "ratio": best, "ratio_range": [min(ratios), max(ratios)], "ok": ok})
-        print(f"{prob.kernel:<8} {alg:<11} {elide:<7} {min(per['cosa']) * 1e3:>9.2f} {min(per['scipy']) * 1e3:>9.2f} "
-              f"{best:>11.3f} {min(ratios):>8.3f}..{max(ratios):<8.3f} {'yes' if verified else 'NO':>9} "
-              f"{'yes' if counted else 'NO':>8}")
+        table.add_row(prob.kernel, alg, elide, f"{min(per['cosa']) * 1e3:.2f}", f"{min(per['scipy']) * 1e3:.2f}",
+                      f"{best:.3f}", f"{min(ratios):.3f}", f"{max(ratios):.3f}", "yes" if verified else "NO",
+                      "yes" if counted else "NO")
+    console.print(table)
     worst = max(r["ratio"] for r in rows)
-    print(f"largest cosa / scipy ratio (of the fastest times): {worst:.3f} (target <= 1.2)")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+    console.print(f"largest cosa / scipy ratio (of the fastest times): {worst:.3f} (target <= 1.2)")
+    command = (f"python bench/distributed_local.py --ranks {args.ranks} --m {args.m} --r {args.r} "
+               f"--nnz-per-row {args.nnz_per_row} --rounds {args.rounds} --repeat {args.repeat}")
+    save_outputs(name="distributed_local", title="Distributed sparse kernels: scheduled local kernels against SciPy's",
+                 date=date, machine=machine, console=console, command=command,
+                 data={"args": vars(args), "rows": rows, "load_average": load}, json_path=args.json,
+                 results_path=args.results, summary=SUMMARY,
+                 packages=("numpy", "scipy", "highspy", "mpi4py", "mpich", "rich"))
     return 0 if all(r["ok"] for r in rows) else 1
 
 
