@@ -120,18 +120,26 @@ def least_energy(form, objective_value: float, tolerance: float, deadline: float
         bytes_now = pe.value(bytes_expr, exception=False)
         if bytes_now is None:
             return None, 0.0, "no start"
-        main = m.obj
-        main.deactivate()
-        block.cap = pe.Constraint(expr=main.expr <= objective_value * (1 + tolerance) + 1e-9 * abs(objective_value))
         block.bytes_cap = pe.Constraint(expr=bytes_expr <= bytes_now * (1 + mip_gap) + 1e-9 * abs(bytes_now))
-        block.obj = pe.Objective(expr=energy, sense=pe.minimize)
-        limit = max(min(TIE_SOLVE_S, deadline - time.perf_counter()), 0.05)
-        result = solve(m, solver, limit, mip_gap, seed, src, size=form.size(), warm_start=True)
-        mapping = decode(form) if result.has_solution else None
-        return mapping, result.solve_s, result.status
+        return _capped_solve(form, block, energy, objective_value, tolerance, deadline, solver, seed, mip_gap, src)
     finally:
         m.del_component(block)
         m.obj.activate()
+
+
+def _capped_solve(form, block, objective, objective_value: float, tolerance: float, deadline: float, solver: str,
+                  seed: int, mip_gap: float, src: str):
+    """Minimise ``objective`` on ``block`` with the main objective capped at ``objective_value * (1 +
+    tolerance)``, from the model's current point, for at most ``TIE_SOLVE_S`` and never past ``deadline``:
+    (mapping or None, solve seconds, status).  The caller removes ``block`` and reactivates the main
+    objective."""
+    main = form.model.obj
+    main.deactivate()
+    block.cap = pe.Constraint(expr=main.expr <= objective_value * (1 + tolerance) + 1e-9 * abs(objective_value))
+    block.obj = pe.Objective(expr=objective, sense=pe.minimize)
+    limit = max(min(TIE_SOLVE_S, deadline - time.perf_counter()), 0.05)
+    result = solve(form.model, solver, limit, mip_gap, seed, src, size=form.size(), warm_start=True)
+    return (decode(form) if result.has_solution else None), result.solve_s, result.status
 
 
 def fewest_dram_bytes(form, objective_value: float, tolerance: float, deadline: float, solver: str, seed: int,
@@ -151,14 +159,8 @@ def fewest_dram_bytes(form, objective_value: float, tolerance: float, deadline: 
             return None, 0.0, "no DRAM terms"
         bytes_expr, _ = built
         _start_epigraphs(block)
-        main = m.obj
-        main.deactivate()
-        block.cap = pe.Constraint(expr=main.expr <= objective_value * (1 + tolerance) + 1e-9 * abs(objective_value))
-        block.obj = pe.Objective(expr=bytes_expr, sense=pe.minimize)
-        limit = max(min(TIE_SOLVE_S, deadline - time.perf_counter()), 0.05)
-        result = solve(m, solver, limit, mip_gap, seed, src, size=form.size(), warm_start=True)
-        mapping = decode(form) if result.has_solution else None
-        return mapping, result.solve_s, result.status
+        return _capped_solve(form, block, bytes_expr, objective_value, tolerance, deadline, solver, seed, mip_gap,
+                             src)
     finally:
         m.del_component(block)
         m.obj.activate()
