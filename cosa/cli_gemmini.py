@@ -47,6 +47,17 @@ def _gemmini_arch(args):
     return config, config.arch(args.dataflow)
 
 
+def _non_negative_int(text: str) -> int:
+    """--tile-budget: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, not {text!r}")
+    return value
+
+
 def _scale(text: str):
     """--scale: "auto" (few example outputs saturate) or a positive float32 output scale."""
     if text == "auto":
@@ -87,12 +98,24 @@ def _loop_schedule(args):
     workload = _gemmini_workload(args)
     _, arch = _gemmini_arch(args)
     mapping = _gemmini_schedule(args, workload, arch)
-    return tune_tiles(workload, mapping, arch, scale=args.scale, budget=args.tile_budget)
+    return tune_tiles(workload, mapping, arch, scale=args.scale, budget=args.tile_budget, chooser=_mip_tiles(args))
+
+
+def _mip_tiles(args):
+    """The loop-instruction tile chooser: ``cosa.mip.loop_tiles`` (a matmul-form call's tile arguments)."""
+    from cosa.mip.loop_tiles import choose_matmul_tiles
+
+    def choose(shape, machine):
+        return choose_matmul_tiles(shape, machine, time_limit_s=args.time_limit,
+                                   source=f"workload {args.workload}").tiles
+    return choose
 
 
 def _loops_text(ls) -> str:
     tiles = "the library's own tiles" if ls.tiles is None else f"tiles {tuple(ls.tiles)}"
-    return (f"{tiles} ({ls.evaluated} streams timed; timing model {ls.cycles:,.0f} cycles, the library's own "
+    how = ("chosen by the loop-tile MIP" if ls.found_from == "mip" and ls.evaluated <= 2
+           else f"{ls.evaluated} streams timed, from the {ls.found_from}")
+    return (f"{tiles} ({how} in {ls.tile_seconds:.2f} s; timing model {ls.cycles:,.0f} cycles, the library's own "
             f"{ls.library_cycles:,.0f})")
 
 
@@ -313,11 +336,13 @@ def _add_gemmini_parser(targets, name: str, func) -> None:
     p.add_argument("--style", choices=["isa", "gemmini-h", "loops"], default="isa",
                    help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library with "
                         "the mapping's tiles; loops: the library's loop-instruction stream with tile "
-                        "arguments tuned from the mapping's on the timing model (self-checking C, no main "
+                        "arguments chosen by cosa (matmul-form calls: the loop-tile MIP; convolutions: a "
+                        "search on the timing model from the mapping's tiles) (self-checking C, no main "
                         "option)")
-    p.add_argument("--tile-budget", type=int, default=16,
-                   help="--style loops: the most loop-instruction streams timed while tuning the tiles "
-                        "(the library's own included; each costs one timing-model run of the layer)")
+    p.add_argument("--tile-budget", type=_non_negative_int, default=0,
+                   help="--style loops: the most loop-instruction streams timed to polish the tiles (each "
+                        "costs one timing-model run of the layer); default 0: the MIP's tiles as chosen, "
+                        "and 48 for a convolution call, which the MIP does not cover yet")
     if name == "emit":
         p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")
         p.add_argument("-o", "--output", default="-", help="the C file to write (default: standard output)")

@@ -9,7 +9,11 @@ into the library's form: the library call Gemmini's networks make for the layer
 (``gemmini.vendor.given_tiles_stream``).  The library's loop order, inner loops and double buffering stay
 the library's; only the tile sizes change, so the library itself is the exact baseline.
 
-``tune_tiles`` starts from the mapping's scratchpad tile (``codegen.c.library_tile_space``; the MIP's when
+With a ``chooser`` (the command line passes ``cosa.mip.loop_tiles``: a MIP over the library call's tile
+arguments on ``costmodel.gemmini_loops``'s model of the loop unrollers) a matmul-form call takes the chooser's
+tiles, timed once beside the library's own for the report; ``budget`` > 0 then polishes them.  Without one, or
+for a call the chooser does not cover (the convolution calls), ``tune_tiles`` starts from the mapping's
+scratchpad tile (``codegen.c.library_tile_space``; the MIP's when
 the mapping comes from cosa) and from the library's own choice, climbs through neighbouring tile
 arguments that the library accepts (each argument doubled, halved, one more or one less; channel
 arguments by DIM), and keeps the stream with the fewest cycles on our timing model
@@ -58,6 +62,7 @@ class LoopSchedule:
     tried: dict = field(default_factory=dict, compare=False, repr=False)
     params: LibParams = DEFAULT_PARAMS
     found_from: str = "library's own"
+    tile_seconds: float = 0.0
 
     def stream(self) -> list:
         """The command triples (loop instructions included) the SoC runs."""
@@ -72,7 +77,7 @@ class LoopSchedule:
         return {"layer": self.vendor.name, "tiles": list(self.tiles) if self.tiles else None,
                 "model_cycles": self.cycles, "library_model_cycles": self.library_cycles,
                 "start": list(self.start) if self.start else None, "evaluated": self.evaluated,
-                "found_from": self.found_from}
+                "found_from": self.found_from, "tile_seconds": round(self.tile_seconds, 3)}
 
 
 def _neighbours(tiles: tuple, limits: list, channel_step: tuple) -> list:
@@ -93,7 +98,7 @@ def _clamp(tiles, limits) -> tuple:
 
 def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, bias: bool = True,
                relu: bool = False, scale: float | str = "auto", budget: int = DEFAULT_BUDGET,
-               vendor: VendorProgram | None = None) -> LoopSchedule:
+               vendor: VendorProgram | None = None, chooser=None) -> LoopSchedule:
     """The library's calls for ``workload`` with the tile arguments that give the fewest timing-model
     cycles among those ``tune_tiles`` visits (module docstring), starting from ``mapping``'s tile.
 
@@ -101,10 +106,15 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     visit the same tiles in the same order.  A layer whose library call takes no tile arguments
     (depthwise, the downsample path, pooling) gets the library's own stream (``tiles`` None).  ``vendor``: the
     library's calls to tune when they are not ``from_workload``'s for the layer (a convolution with the
-    max-pool of the next layer fused, as ``resnet50.c`` calls its first layer)."""
-    if not isinstance(budget, int) or budget < 1:
-        raise CodegenError(f"must be a positive number of streams, got {budget!r}", source="tune_tiles",
-                           field="budget")
+    max-pool of the next layer fused, as ``resnet50.c`` calls its first layer).  ``chooser(shape, machine)``
+    -> tile arguments: picks a matmul-form call's tiles (module docstring); with it ``budget`` may be 0 (no
+    search: the chooser's tiles run)."""
+    import time
+
+    started = time.perf_counter()
+    if not isinstance(budget, int) or budget < (0 if chooser else 1):
+        raise CodegenError(f"must be a {'non-negative' if chooser else 'positive'} number of streams, got "
+                           f"{budget!r}", source="tune_tiles", field="budget")
     program = generate(workload, mapping, arch, bias=bias, scale=scale)
     config = config or program.config
     vendor = vendor or from_workload(workload, dataflow=program.dataflow, bias=program.bias,
@@ -130,6 +140,21 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     start = _clamp(start, limits)
     starts = [("mapping", start)] + ([("library", own)] if (own := _library_choice(vendor, params)) else [])
     origin = {None: "library's own"}
+    shape = matmul_call_shape(vendor)
+    if chooser is not None and shape is not None:
+        chosen = tuple(chooser(shape, loop_machine(config)))
+        origin[chosen] = "mip"
+        here = _timed(cycles, chosen)
+        if here is None:
+            raise CodegenError(f"the library refuses the chosen tiles {chosen}", source=f"workload {workload.name}",
+                               field="tiles")
+        if budget == 0:  # the chooser's tiles, unless the library's own (timed for the report anyway) are faster
+            best = chosen if here <= library else None
+            return LoopSchedule(vendor, best, tried[best], library, start, len(tried), tried, params,
+                                origin[best], time.perf_counter() - started)
+        starts = [("mip", chosen)] + starts
+    elif budget == 0:
+        budget = DEFAULT_BUDGET      # no chooser for this call: the search decides
     stop = budget
     for name, point in starts:         # steepest descent from each start, while the budget lasts
         if not fits(point) or len(tried) >= stop:
@@ -149,7 +174,28 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
                 break
             point, here = step
     best = min(tried, key=lambda t: (tried[t], t is not None))  # a tie keeps the library's own tiles
-    return LoopSchedule(vendor, best, tried[best], library, start, len(tried), tried, params, origin[best])
+    return LoopSchedule(vendor, best, tried[best], library, start, len(tried), tried, params, origin[best],
+                        time.perf_counter() - started)
+
+
+def loop_machine(config: GemminiConfig):
+    """``costmodel.gemmini_loops.LoopMachine`` of the hardware ``config`` describes."""
+    from costmodel.gemmini_loops import LoopMachine
+
+    return LoopMachine(dim=config.dim, sp_rows=config.sp_rows, acc_rows=config.acc_rows,
+                       input_bytes=config.input_bytes, acc_bytes=config.acc_bytes,
+                       max_mvin_bytes=config.max_mvin_bytes, dma_bytes_per_cycle=config.dma_bytes_per_cycle)
+
+
+def matmul_call_shape(vendor: VendorProgram) -> tuple | None:
+    """(dim_I, dim_J, dim_K) when ``vendor`` is one weight-stationary ``tiled_matmul_auto`` /
+    ``tiled_matmul_nn_auto`` call (the calls ``costmodel.gemmini_loops`` models), else None."""
+    if len(vendor.calls) != 1 or vendor.calls[0].fn not in ("tiled_matmul_auto", "tiled_matmul_nn_auto"):
+        return None
+    args = dict(vendor.calls[0].args)
+    if args["tiled_matmul_type"] != 1 or args.get("transpose_A") or args.get("transpose_B"):
+        return None
+    return args["dim_I"], args["dim_J"], args["dim_K"]
 
 
 def library_params(config: GemminiConfig) -> LibParams:

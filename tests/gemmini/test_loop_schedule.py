@@ -121,12 +121,14 @@ def test_the_streams_follow_the_hardwares_loop_conv_layout():
     assert run.verified and run.cycles == ls.cycles
 
 
-def test_a_budget_below_one_is_refused(capsys, tmp_path):
+def test_a_negative_budget_is_refused(capsys, tmp_path):
     path = tmp_path / "mm.yaml"
     path.write_text("kind: matmul\nname: mm\nM: 32\nN: 48\nK: 32\n")
-    code, _, err = _cli(capsys, "run", "gemmini", str(path), "--style", "loops", "--tile-budget", "0",
-                        "--scheduler", "gemmini-default")
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "budget" in err
+    with pytest.raises(SystemExit) as exc:
+        _cli(capsys, "run", "gemmini", str(path), "--style", "loops", "--tile-budget", "-1",
+             "--scheduler", "gemmini-default")
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--tile-budget" in err.strip().splitlines()[-1]
 
 
 @pytest.mark.skipif(not __import__("os").environ.get("CHIPYARD_SIM"),
@@ -140,3 +142,36 @@ def test_tuned_programs_pass_on_the_real_rtl(name, tmp_path):
     run = run_chipyard(elf, max_cycles=2_000_000, timeout_s=1200)
     assert run.verified, run.check
     assert run.cycles and run.cycles > 0
+
+
+def _mip_chooser(shape, machine):
+    from cosa.mip.loop_tiles import choose_matmul_tiles
+
+    return choose_matmul_tiles(shape, machine).tiles
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv1x1"])
+def test_the_mip_chooses_matmul_tiles_without_a_search(name):
+    wl = LAYERS[name]
+    mapping = schedule(wl, ARCH, scheduler="gemmini-default", bound=False).mapping
+    ls = tune_tiles(wl, mapping, ARCH, budget=0, chooser=_mip_chooser)
+    assert ls.evaluated == 2                       # the chosen stream and the library's own, for the report
+    assert ls.found_from in ("mip", "library's own") and ls.tile_seconds > 0
+    assert ls.cycles <= ls.library_cycles
+    run = run_vendor(ls.vendor, tiles=ls.tiles, with_timing=True, seed=5)
+    assert run.verified and run.cycles == ls.cycles
+    polished = tune_tiles(wl, mapping, ARCH, budget=6, chooser=_mip_chooser)
+    assert polished.cycles <= ls.cycles and polished.evaluated <= 6
+
+
+def test_cli_loops_json_names_style_tiles_and_tile_seconds(capsys, tmp_path):
+    import json
+
+    path = tmp_path / "mm.yaml"
+    path.write_text("kind: matmul\nname: mm\nM: 100\nN: 120\nK: 90\n")
+    code, out, _ = _cli(capsys, "run", "gemmini", str(path), "--style", "loops", "--json",
+                        "--scheduler", "gemmini-default")
+    d = json.loads(out)
+    assert code == 0 and d["verified"] and d["style"] == "loops"
+    assert d["found_from"] in ("mip", "library's own") and d["tile_seconds"] > 0 and d["evaluated"] == 2
+    assert d["tiles"] is None or len(d["tiles"]) == 3

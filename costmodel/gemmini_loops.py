@@ -1,0 +1,188 @@
+"""Cycles of a matmul run by Gemmini's loop instruction LOOP_WS, as the library's ``tiled_matmul`` issues it.
+
+The program: ``tiled_matmul`` (gemmini.h) walks tiles of (tile_I, tile_J, tile_K) DIM blocks, k innermost,
+with ragged last tiles, and issues one LOOP_WS per tile; Gemmini's loop unroller (LoopMatmul.scala) expands
+each into mvins of A (rows of the I tile, K blocks grouped by ``max_mvin_bytes``), of B (DIM rows per K block,
+always, J blocks grouped), of the bias D (first K tile only), preload/compute pairs and the mvouts of C (last K
+tile only).  Two loops are in flight: the loads of the next tile overlap the computes of this one.  When
+``I0 * K0 <= 2`` the library keeps A in the scratchpad across J tiles (``a_reuse``), likewise B across I
+tiles when ``J0 * K0 <= 2`` (``b_reuse``).
+
+The model, in cycles, per mechanism (each term is a product of one factor per dimension, which is what the
+MIP over these tiles, ``cosa.mip.loop_tiles``, linearises):
+
+* load unit: an mvin row of ``b`` bytes costs ``ceil(b / dma_bytes_per_cycle) + 1`` cycles (one beat per
+  cycle and one cycle to assemble the row), mvins back to back;  A: M rows per K tile group, once per J tile
+  (once in all with ``a_reuse``); B: DIM rows per K block per J group, once per I tile (once with
+  ``b_reuse``); D: M rows per J group at accumulator width, once;
+* bank contention: while the array preloads weights from the bank the load unit is writing B into, the
+  writer waits (the array has priority): ``contention`` lost cycles per preloaded row, once per B load;
+* execute: a weight block is preloaded once per I tile and streams the I tile's rows; one weight block used
+  by a single A block costs ``weight_reload_cycles`` (its preload cannot hide behind one compute);
+* cycles = max(load, execute) + the first tile's A and D loads (nothing to compute before them) + the last
+  tile's C stores (nothing left to hide them behind).
+
+What it leaves out (its error against the timing model, ``gemmini.sim.timing``, is tested and reported):
+the scratchpad-bank conflicts of A loads with computes, accumulator-bank conflicts of D rows, the unroller's
+one-command-per-cycle issue and the load queue's depth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LoopMachine:
+    """Gemmini as its loop unrollers use it.
+
+    dim: the array is dim x dim.  sp_rows / acc_rows: scratchpad and accumulator rows (the library gives each
+    loop half of each).  input_bytes / acc_bytes: element bytes.  max_mvin_bytes: bytes of one mvin row
+    (the library's MAX_BYTES).  dma_bytes_per_cycle: bytes per DMA beat.  weight_reload_cycles: cycles of a
+    preload + compute pair whose weights serve one A block.  contention: load-writer cycles lost per row
+    the array preloads from the bank being loaded."""
+
+    dim: int = 16
+    sp_rows: int = 16384
+    acc_rows: int = 1024
+    input_bytes: int = 1
+    acc_bytes: int = 4
+    max_mvin_bytes: int = 64
+    dma_bytes_per_cycle: int = 16
+    weight_reload_cycles: int = 24
+    contention: float = 1.0
+
+    @property
+    def block_len(self) -> int:
+        """DIM blocks per mvin at input width."""
+        return max(self.max_mvin_bytes // (self.dim * self.input_bytes), 1)
+
+    @property
+    def block_len_acc(self) -> int:
+        """DIM blocks per mvin at accumulator width."""
+        return max(self.max_mvin_bytes // (self.dim * self.acc_bytes), 1)
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def tile_extents(blocks: int, tile: int) -> list[int]:
+    """DIM-block extents of the tiles of a dimension of ``blocks`` blocks (the last one ragged)."""
+    full, last = divmod(blocks, tile)
+    return [tile] * full + ([last] if last else [])
+
+
+def _row_cycles(blocks: int, group: int, elem_bytes: int, m: LoopMachine) -> int:
+    """Load-unit cycles of one row of ``blocks`` DIM blocks moved in mvins of ``group`` blocks."""
+    return sum(cdiv(g * m.dim * elem_bytes, m.dma_bytes_per_cycle) + 1 for g in tile_extents(blocks, group))
+
+
+def _store_row_cycles(blocks: int, m: LoopMachine) -> float:
+    """Store-unit cycles of one C row of ``blocks`` blocks at input width (one-beat rows: 2 per 3 cycles)."""
+    return sum(max(cdiv(g * m.dim * m.input_bytes, m.dma_bytes_per_cycle), 1.5)
+               for g in tile_extents(blocks, m.block_len))
+
+
+@dataclass(frozen=True)
+class MatmulFactors:
+    """Per-dimension factors of one tile choice (the terms of ``matmul_cycles`` are products of them).
+
+    count_*: tiles along I, J, K.  a_row_cycles: load cycles of one A row over all K tiles.  b_row_cycles: of
+    one B row over all J tiles, plus the contention of the preloads that read them.  d_row_cycles: of one
+    bias row.  ex_rows: rows the array streams per weight block, summed over the I tiles (at least
+    ``weight_reload_cycles`` each).  first_rows / last_rows: rows of the first / last I tile.
+    first_a_row_cycles: one A row of the first K tile.  first_d_row_cycles: one bias row of the first J tile.
+    last_c_row_cycles: one C row of the last J tile."""
+
+    count_i: int
+    count_j: int
+    count_k: int
+    a_row_cycles: int
+    b_row_cycles: float
+    d_row_cycles: int
+    ex_rows: int
+    first_rows: int
+    last_rows: int
+    first_a_row_cycles: int
+    first_d_row_cycles: int
+    last_c_row_cycles: float
+
+
+def i_factors(M: int, tile_i: int, m: LoopMachine) -> dict:
+    """The I dimension's factors (``MatmulFactors``) for ``tile_i`` blocks."""
+    step = tile_i * m.dim
+    rows = [min(step, M - s) for s in range(0, M, step)]
+    return {"count_i": len(rows), "ex_rows": sum(max(r, m.weight_reload_cycles) for r in rows),
+            "first_rows": rows[0], "last_rows": rows[-1]}
+
+
+def j_factors(N: int, tile_j: int, m: LoopMachine) -> dict:
+    """The J dimension's factors for ``tile_j`` blocks."""
+    tiles = tile_extents(cdiv(N, m.dim), tile_j)
+    b = sum(_row_cycles(t, m.block_len, m.input_bytes, m) for t in tiles)
+    d = [_row_cycles(t, m.block_len_acc, m.acc_bytes, m) for t in tiles]
+    return {"count_j": len(tiles), "b_row_cycles": b + m.contention * cdiv(N, m.dim), "d_row_cycles": sum(d),
+            "first_d_row_cycles": d[0], "last_c_row_cycles": _store_row_cycles(tiles[-1], m)}
+
+
+def k_factors(K: int, tile_k: int, m: LoopMachine) -> dict:
+    """The K dimension's factors for ``tile_k`` blocks."""
+    a = [_row_cycles(t, m.block_len, m.input_bytes, m) for t in tile_extents(cdiv(K, m.dim), tile_k)]
+    return {"count_k": len(a), "a_row_cycles": sum(a), "first_a_row_cycles": a[0]}
+
+
+@dataclass(frozen=True)
+class LoopCost:
+    """Modelled cycles of one call: ``cycles`` = max(``load_cycles``, ``execute_cycles``) + ``fill_cycles``;
+    ``a_reuse`` / ``b_reuse``: whether the library keeps A / B resident across tiles."""
+
+    cycles: float
+    load_cycles: float
+    execute_cycles: float
+    fill_cycles: float
+    a_reuse: bool
+    b_reuse: bool
+
+
+def fits(tiles: tuple, m: LoopMachine) -> str | None:
+    """None when ``tiled_matmul`` accepts (tile_I, tile_J, tile_K) on ``m`` (A and B in half the scratchpad,
+    C in half the accumulator), else the reason."""
+    ti, tj, tk = tiles
+    if (ti * tk + tk * tj) * m.dim > m.sp_rows // 2:
+        return f"A ({ti}x{tk} blocks) and B ({tk}x{tj} blocks) need more than half the scratchpad ({m.sp_rows // 2} rows)"
+    if ti * tj * m.dim > m.acc_rows // 2:
+        return f"C ({ti}x{tj} blocks) needs more than half the accumulator ({m.acc_rows // 2} rows)"
+    return None
+
+
+def matmul_factors(shape: tuple, tiles: tuple, m: LoopMachine) -> MatmulFactors:
+    """The factors of (M, N, K) = ``shape`` (elements) tiled by ``tiles`` (DIM blocks)."""
+    M, N, K = shape
+    return MatmulFactors(**i_factors(M, tiles[0], m), **j_factors(N, tiles[1], m), **k_factors(K, tiles[2], m))
+
+
+def matmul_cycles(shape: tuple, tiles: tuple, m: LoopMachine | None = None) -> LoopCost:
+    """Modelled cycles of ``tiled_matmul`` (WS) on (M, N, K) = ``shape`` with (tile_I, tile_J, tile_K) =
+    ``tiles`` in DIM blocks (module docstring)."""
+    m = m or LoopMachine()
+    M, N, K = shape
+    f = matmul_factors(shape, tiles, m)
+    a_reuse = f.count_i * f.count_k <= 2
+    b_reuse = f.count_j * f.count_k <= 2
+    kb, jb = cdiv(K, m.dim), cdiv(N, m.dim)
+    load = (M * f.a_row_cycles * (1 if a_reuse else f.count_j)
+            + kb * m.dim * f.b_row_cycles * (1 if b_reuse else f.count_i)
+            + M * f.d_row_cycles)
+    execute = jb * kb * f.ex_rows
+    fill = f.first_rows * (f.first_a_row_cycles + f.first_d_row_cycles) + f.last_rows * f.last_c_row_cycles
+    return LoopCost(max(load, execute) + fill, load, execute, fill, a_reuse, b_reuse)
+
+
+def candidate_tiles(blocks: int, group: int = 1) -> list[int]:
+    """Tile values worth considering for a dimension of ``blocks`` DIM blocks: for every tile count the
+    smallest tile that gives it (a larger one with the same count only takes more space), and the
+    multiples of ``group`` (the mvin grouping, which can change a row's cost at the same count)."""
+    values = {cdiv(blocks, c) for c in range(1, blocks + 1)}
+    values |= set(range(group, blocks + 1, group))
+    return sorted(values)

@@ -1,0 +1,84 @@
+"""The model of the library's LOOP_WS programs (costmodel.gemmini_loops) against its definition and against
+the timing model of the commands the loop unroller issues (gemmini.sim.timing)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import statistics
+
+import pytest
+from scipy.stats import kendalltau
+
+from costmodel.gemmini_loops import (LoopMachine, candidate_tiles, cdiv, fits, matmul_cycles, matmul_factors,
+                                     tile_extents)
+
+M = LoopMachine()
+
+
+@pytest.mark.parametrize("blocks,tile", [(1, 1), (7, 3), (16, 4), (13, 13), (20, 6)])
+def test_tile_extents_cover_the_dimension_with_one_ragged_tile_at_most(blocks, tile):
+    ext = tile_extents(blocks, tile)
+    assert sum(ext) == blocks and len(ext) == cdiv(blocks, tile)
+    assert all(e == tile for e in ext[:-1]) and 0 < ext[-1] <= tile
+
+
+@pytest.mark.parametrize("blocks", [1, 5, 13, 48, 97])
+def test_candidates_hold_the_smallest_tile_of_every_count(blocks):
+    cand = candidate_tiles(blocks, 4)
+    for count in {cdiv(blocks, t) for t in range(1, blocks + 1)}:
+        smallest = min(t for t in range(1, blocks + 1) if cdiv(blocks, t) == count)
+        assert smallest in cand
+    assert set(range(4, blocks + 1, 4)) <= set(cand) and max(cand) == blocks
+
+
+def test_terms_follow_the_library_walk():
+    shape, tiles = (100, 200, 300), (3, 5, 7)
+    f = matmul_factors(shape, tiles, M)
+    assert (f.count_i, f.count_j, f.count_k) == (3, 3, 3)        # 7, 13, 19 blocks
+    assert f.first_rows == 48 and f.last_rows == 100 - 2 * 48
+    # one A row: K tiles of 7, 7, 5 blocks in mvins of 4 blocks: (4+1)+(3+1) twice, (4+1)+(1+1)
+    assert f.a_row_cycles == 9 + 9 + 7
+    cost = matmul_cycles(shape, tiles)
+    assert cost.cycles == max(cost.load_cycles, cost.execute_cycles) + cost.fill_cycles
+    assert not cost.a_reuse and not cost.b_reuse
+
+
+def test_reuse_removes_the_repeated_loads():
+    shape = (64, 256, 64)                        # 4 x 16 x 4 blocks
+    reuse = matmul_cycles(shape, (4, 2, 4))      # I0 * K0 = 1: A stays
+    assert reuse.a_reuse
+    assert matmul_cycles(shape, (2, 2, 4)).a_reuse   # I0 * K0 = 2
+    assert not matmul_cycles(shape, (1, 2, 4)).a_reuse
+
+
+def test_the_fit_test_is_the_librarys():
+    assert fits((4, 4, 16), M) is None and fits((4, 8, 16), M) is None
+    assert "scratchpad" in fits((16, 16, 256), M)
+    assert "accumulator" in fits((16, 32, 1), M)
+
+
+def _timing_cycles(shape, tiles):
+    from gemmini import isa
+    from gemmini.config import DEFAULT_CONFIG
+    from gemmini.sim.timing import timing
+    from gemmini.vendor import stream
+    from gemmini.vendor.calls import from_workload
+    from workloads import matmul
+
+    vendor = from_workload(matmul("mm", M=shape[0], N=shape[1], K=shape[2]))
+    return timing(isa.decode_stream(stream(vendor, tiles=tiles)), DEFAULT_CONFIG).cycles
+
+
+@pytest.mark.parametrize("shape", [(196, 64, 64), (100, 120, 90)])
+def test_the_model_ranks_tiles_as_the_timing_model_does(shape):
+    """On 30 seeded tile choices of a layer: median error within 15% and Kendall tau >= 0.6 against the timing
+    model (measured when written: median 6.6%, tau 0.64-0.81 over 526 tiles of five layers)."""
+    blocks = [cdiv(s, 16) for s in shape]
+    space = [t for t in itertools.product(*(range(1, b + 1) for b in blocks)) if fits(t, M) is None]
+    sample = random.Random(1).sample(space, 30)
+    model = [matmul_cycles(shape, t).cycles for t in sample]
+    real = [_timing_cycles(shape, t) for t in sample]
+    errors = [abs(a - b) / b for a, b in zip(model, real)]
+    assert statistics.median(errors) <= 0.15
+    assert kendalltau(model, real)[0] >= 0.6
