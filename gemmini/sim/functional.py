@@ -17,7 +17,10 @@ Semantics (see also ``gemmini/isa.py`` and ``gemmini/numerics.py``):
   Scratchpad mvins read int8 and apply the mvin scale (``scale_round`` to
   int8).  Accumulator mvins read int32 (int8 when ``shrunk``), unscaled (as
   in Gemmini's default configuration); with the accumulate bit they add
-  (int32 wrap-around), else they overwrite.
+  (int32 wrap-around), else they overwrite.  With config_ld pixel repeats P
+  a scratchpad row also lands in the P-1 rows above it, shifted by its
+  columns, never below the scratchpad's middle row for rows in its upper
+  half (Gemmini's PixelRepeater.scala; ``_repeat_pixels``).
 * mvout (config_st): from the scratchpad, int8 rows; from the accumulator,
   full int32 rows when the full bit is set, else ``requantize`` (config_st
   scale, activation, saturate to int8).  Column block ``b`` of a wide mvout
@@ -71,11 +74,19 @@ from .loops import Unroller, has_loops
 SOURCE = "gemmini functional model"
 
 
+def repeat_floor(row: int, sp_rows: int) -> int:
+    """Lowest scratchpad row (rows) a pixel-repeat copy of scratchpad row ``row`` may land in: 0 for rows in
+    the lower half of the ``sp_rows``-row scratchpad, ``sp_rows // 2`` for rows in the upper half (the floor
+    Gemmini's PixelRepeater.scala subtracts against, so each LOOP_CONV_WS slot's input stays in its half)."""
+    half = sp_rows // 2
+    return half if row >= half else 0
+
+
 @dataclass(frozen=True)
 class LoadConfig:
     """config_ld state of one mvin id: main-memory stride (bytes), scale, shrunk, local block stride (rows),
     pixel repeats (Gemmini's first-layer optimisation: each row is also written into the ``pixel_repeats - 1``
-    rows above it, shifted right by ``pixel * cols`` columns)."""
+    rows above it, shifted right by ``pixel * cols`` columns, never below ``repeat_floor``)."""
 
     stride_bytes: int
     scale: float
@@ -248,22 +259,25 @@ class Machine:
             self._repeat_pixels(local, values, ld.pixel_repeats, index)
 
     def _repeat_pixels(self, local, values, repeats: int, index: int) -> None:
-        """Row ``r`` of an mvin also lands in row ``r - p`` at columns ``p*cols ...`` for p < ``repeats`` (rows
-        that exist), as libgemmini's mvin does: a row then holds ``repeats`` neighbouring pixels."""
+        """Row ``r`` of a scratchpad mvin also lands in row ``r - p`` at columns ``p*cols ...`` for 0 < p <
+        ``repeats``, as Gemmini's PixelRepeater.scala does: a row then holds ``repeats`` neighbouring pixels.
+        A copy that would fall below ``repeat_floor(r)`` (row 0, or the scratchpad's middle row for rows in
+        its upper half) is dropped, so a LOOP_CONV_WS input in the upper half never reaches the weights at the
+        top of the lower half.  Only the copied ``cols`` columns are written (the DMA's byte mask, shifted
+        with the data); Gemmini asserts that accumulator mvins are never repeated."""
         rows, cols = values.shape
+        if local.is_acc:
+            raise SimulationError("pixel repeats into the accumulator (Gemmini only repeats scratchpad rows)",
+                                  source=SOURCE, field="pixel_repeats", index=index)
         if cols * repeats > self.config.dim:
             raise SimulationError(f"{repeats} pixel repeats of {cols} columns exceed a {self.config.dim}-column row",
                                   source=SOURCE, field="pixel_repeats", index=index)
-        target = self.accumulator if local.is_acc else self.scratchpad
-        for p in range(1, repeats):
-            first = max(0, p - local.row)  # rows above row 0 are not written
-            if first >= rows:
-                continue
-            dest = slice(local.row + first - p, local.row + rows - p)
-            chunk = values[first:]
-            if local.is_acc and local.accumulate:
-                chunk = target[dest, p * cols:(p + 1) * cols].astype(np.int64) + chunk
-            target[dest, p * cols:(p + 1) * cols] = np.asarray(chunk, dtype=np.int64).astype(target.dtype)
+        for r in range(rows):
+            row = local.row + r
+            floor = repeat_floor(row, self.config.sp_rows)
+            for p in range(1, repeats):
+                if row - p >= floor:
+                    self.scratchpad[row - p, p * cols:(p + 1) * cols] = values[r]
 
     _do_mvin2 = _do_mvin
     _do_mvin3 = _do_mvin

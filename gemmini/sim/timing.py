@@ -78,6 +78,7 @@ from .. import isa
 from ..config import DEFAULT_CONFIG, GemminiConfig
 from ..errors import IsaError, SimulationError
 from ..isa_loops import LOOP_FUNCTS
+from .functional import repeat_floor
 from .loops import has_loops, issue_order
 from .timing_units import (DONE_CYCLES, EMPTY_ROWS, UNITS, BankBusy, ExecuteUnit, LoadUnit, RowTimes, StoreUnit, array_fill_cycles,
                            compute_slots, dma_beats, dma_requests, dma_transfer, local_rows, merge_busy)
@@ -252,8 +253,12 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
             blocks = -(-cols // cfg.dim)
             # the front end checks dependencies on the row range an mvin spans (all its column blocks)
             written = local_rows(local, (blocks - 1) * ld["local_stride"] + rows)
-            if ld["pixel_repeats"] > 1:  # each row also lands in the pixel_repeats - 1 rows above it
-                written = np.arange(max(0, local.row - ld["pixel_repeats"] + 1), int(written.max()) + 1)
+            if ld["pixel_repeats"] > 1:  # rows also land in the pixel_repeats - 1 rows above, not below the floor
+                if local.is_acc:  # as the functional model: Gemmini only repeats scratchpad rows
+                    raise SimulationError("pixel repeats into the accumulator", source=SOURCE,
+                                          field="pixel_repeats", index=index)
+                first = max(repeat_floor(local.row, cfg.sp_rows), local.row - ld["pixel_repeats"] + 1)
+                written = np.arange(first, int(written.max()) + 1)
             limit = cfg.acc_rows if local.is_acc else cfg.sp_rows
             if written.max() >= limit:
                 raise SimulationError(f"mvin reaches row {written.max()}, outside {limit} rows", source=SOURCE,
