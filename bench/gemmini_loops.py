@@ -1,13 +1,14 @@
 """Gemmini's library with its own tiles against the same library calls with cosa's tiles, full-size layers.
 
 Per layer: the loop-instruction stream Gemmini's library issues for the layer (``gemmini.vendor``, its
-own tile choice) and the same calls with tile arguments tuned from the MIP's mapping
-(``gemmini.loop_schedule.tune_tiles``), both timed on our timing model (``gemmini.sim.timing``) and the
+own tile choice) and the same calls with cosa's tile arguments: the loop-tile MIP's
+(``cosa.mip.loop_tiles``) for matmul-form calls, a search from the MIP mapping's tile for convolutions
+(``gemmini.loop_schedule.tune_tiles``; ``--budget`` > 0 also polishes the MIP's tiles), both timed on our timing model (``gemmini.sim.timing``) and the
 tuned one run bit-exact on the functional model against NumPy.  Real-RTL cycles of the two need a
 Chipyard simulator and small layers (``bench/gemmini_chipyard.py``); this benchmark covers the full-size
 layers that only the timing model can run.  Cycles are the timing model's: a model, not a measurement.
 
-    python bench/gemmini_loops.py [--quick] [--networks resnet50,bert_base_128] [--budget 16]
+    python bench/gemmini_loops.py [--quick] [--networks resnet50,bert_base_128] [--budget 0]
         [--time-limit 20] [--json out.json] [--results bench/RESULTS.md]
 """
 
@@ -40,15 +41,22 @@ SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the prin
 ]
 
 
+def _mip_tiles(shape, machine):
+    from cosa.mip.loop_tiles import choose_matmul_tiles
+
+    return choose_matmul_tiles(shape, machine).tiles
+
+
 def run_layer(wl, arch, args) -> dict:
     t0 = time.perf_counter()
     mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, seed=args.seed,
                        bound=False).mapping
-    ls = tune_tiles(wl, mapping, arch, budget=args.budget)
+    ls = tune_tiles(wl, mapping, arch, budget=args.budget, chooser=_mip_tiles)
     check = run_vendor(ls.vendor, tiles=ls.tiles, seed=args.seed) if args.verify else None
     return {"layer": wl.name, "library_cycles": ls.library_cycles, "cycles": ls.cycles,
             "tiles": list(ls.tiles) if ls.tiles else None, "start": list(ls.start) if ls.start else None,
-            "evaluated": ls.evaluated, "verified": None if check is None else check.verified,
+            "evaluated": ls.evaluated, "found_from": ls.found_from, "tile_seconds": ls.tile_seconds,
+            "verified": None if check is None else check.verified,
             "ideal": DEFAULT_CONFIG.ideal_cycles(wl.macs), "seconds": time.perf_counter() - t0}
 
 
@@ -56,7 +64,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", default="resnet50,bert_base_128")
     ap.add_argument("--quick", action="store_true", help="a few representative layers per network")
-    ap.add_argument("--budget", type=int, default=16, help="streams timed per layer (the library's own included)")
+    ap.add_argument("--budget", type=int, default=0,
+                    help="streams timed per layer to polish the tiles (0: the MIP's tiles for matmul-form calls, a "
+                         "16-stream search for convolutions)")
     ap.add_argument("--time-limit", type=float, default=20.0, help="MIP seconds per layer")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-verify", dest="verify", action="store_false",
@@ -79,7 +89,7 @@ def main(argv=None) -> int:
             r = rows[-1]
             console.print(f"{network}/{wl.name}: " + (r.get("error") or
                           f"library {r['library_cycles']:,.0f}, cosa tiles {r['cycles']:,.0f} cycles "
-                          f"({r['evaluated']} streams, {r['seconds']:.0f} s)"))
+                          f"({r['found_from']}, {r['evaluated']} streams, tiles in {r['tile_seconds']:.1f} s)"))
         table = Table(title=f"{network}: the library's own tiles against cosa's, timing-model cycles")
         for col in ("layer", "library cycles", "cosa-tiles cycles", "library / cosa", "cosa tiles", "util",
                     "verified"):
@@ -103,7 +113,8 @@ def main(argv=None) -> int:
     notes = ("Both columns run Gemmini's library calls for the layer (loop instructions) on our timing model at "
              "its default configuration; they differ only in the tile arguments.  library / cosa > 1: cosa's "
              "tiles are faster.  The search times at most the budget's streams per layer and keeps the library's "
-             "own tiles when nothing it times is faster.")
+             "own tiles when nothing it times is faster; the MIP's tiles give way to the library's own when the timing "
+             "model finds the library's faster (found_from says which).")
     save_outputs(name="gemmini_loops", title="Gemmini's library with its own tiles and with cosa's",
                  command=command, date=date, machine=machine, console=console, data=data, json_path=args.json,
                  results_path=args.results, notes=notes, summary=SUMMARY)

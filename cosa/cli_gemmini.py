@@ -342,7 +342,7 @@ def _add_gemmini_parser(targets, name: str, func) -> None:
     p.add_argument("--tile-budget", type=_non_negative_int, default=0,
                    help="--style loops: the most loop-instruction streams timed to polish the tiles (each "
                         "costs one timing-model run of the layer); default 0: the MIP's tiles as chosen, "
-                        "and 48 for a convolution call, which the MIP does not cover yet")
+                        "and 16 for a convolution call, which the MIP does not cover yet")
     if name == "emit":
         p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")
         p.add_argument("-o", "--output", default="-", help="the C file to write (default: standard output)")

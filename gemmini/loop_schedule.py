@@ -37,6 +37,8 @@ from .vendor.calls import VendorProgram, from_workload
 #: Library calls whose tile arguments a program may choose (``gemmini.vendor.given_tiles_stream``).
 TILED_CALLS = ("tiled_matmul_auto", "tiled_matmul_nn_auto", "tiled_conv_auto", "tiled_conv_stride_auto")
 DEFAULT_BUDGET = 48
+CONV_BUDGET = 16
+"""Streams timed for a call the chooser does not cover (the convolution calls) when the budget is 0."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
                                 origin[best], time.perf_counter() - started)
         starts = [("mip", chosen)] + starts
     elif budget == 0:
-        budget = DEFAULT_BUDGET      # no chooser for this call: the search decides
+        budget = CONV_BUDGET         # no chooser for this call: the search decides
     stop = budget
     for name, point in starts:         # steepest descent from each start, while the budget lasts
         if not fits(point) or len(tried) >= stop:
