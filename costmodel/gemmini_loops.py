@@ -19,12 +19,16 @@ MIP over these tiles, ``cosa.mip.loop_tiles``, linearises):
   writer waits (the array has priority): ``contention`` lost cycles per preloaded row, once per B load;
 * execute: a weight block is preloaded once per I tile and streams the I tile's rows; one weight block used
   by a single A block costs ``weight_reload_cycles`` (its preload cannot hide behind one compute);
-* cycles = max(load, execute) + the first tile's A and D loads (nothing to compute before them) + the last
-  tile's C stores (nothing left to hide them behind).
+* the A bank: a tile's computes start as soon as its first A block is in and then read the bank its
+  remaining A blocks are being written into; the array has priority and the load unit is in order, so a
+  tile that moves A in spends its A load cycles and its compute cycles one after the other on that bank
+  (tiles that keep A resident, under ``a_reuse``, do not);
+* cycles = max(load, execute, A bank) + the first tile's A and D loads (nothing to compute before them) +
+  the last tile's C stores (nothing left to hide them behind).
 
 What it leaves out (its error against the timing model, ``gemmini.sim.timing``, is tested and reported):
-the scratchpad-bank conflicts of A loads with computes, accumulator-bank conflicts of D rows, the unroller's
-one-command-per-cycle issue and the load queue's depth.
+the overlap of a tile's first A blocks with its computes, accumulator-bank conflicts of D rows, the
+unroller's one-command-per-cycle issue and the load queue's depth.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ def _store_row_cycles(blocks: int, m: LoopMachine) -> float:
 class MatmulFactors:
     """Per-dimension factors of one tile choice (the terms of ``matmul_cycles`` are products of them).
 
-    count_*: tiles along I, J, K.  a_row_cycles: load cycles of one A row over all K tiles.  b_row_cycles: of
+    count_*: tiles along I, J, K.  first_j_blocks: blocks of the first J tile.  a_row_cycles: load cycles of one A row over all K tiles.  b_row_cycles: of
     one B row over all J tiles, plus the contention of the preloads that read them.  d_row_cycles: of one
     bias row.  ex_rows: rows the array streams per weight block, summed over the I tiles (at least
     ``weight_reload_cycles`` each).  first_rows / last_rows: rows of the first / last I tile.
@@ -98,6 +102,7 @@ class MatmulFactors:
     count_i: int
     count_j: int
     count_k: int
+    first_j_blocks: int
     a_row_cycles: int
     b_row_cycles: float
     d_row_cycles: int
@@ -123,6 +128,7 @@ def j_factors(N: int, tile_j: int, m: LoopMachine) -> dict:
     b = sum(_row_cycles(t, m.block_len, m.input_bytes, m) for t in tiles)
     d = [_row_cycles(t, m.block_len_acc, m.acc_bytes, m) for t in tiles]
     return {"count_j": len(tiles), "b_row_cycles": b + m.contention * cdiv(N, m.dim), "d_row_cycles": sum(d),
+            "first_j_blocks": tiles[0],
             "first_d_row_cycles": d[0], "last_c_row_cycles": _store_row_cycles(tiles[-1], m)}
 
 
@@ -134,12 +140,13 @@ def k_factors(K: int, tile_k: int, m: LoopMachine) -> dict:
 
 @dataclass(frozen=True)
 class LoopCost:
-    """Modelled cycles of one call: ``cycles`` = max(``load_cycles``, ``execute_cycles``) + ``fill_cycles``;
-    ``a_reuse`` / ``b_reuse``: whether the library keeps A / B resident across tiles."""
+    """Modelled cycles of one call: ``cycles`` = max(``load_cycles``, ``execute_cycles``, ``a_bank_cycles``)
+    + ``fill_cycles``; ``a_reuse`` / ``b_reuse``: whether the library keeps A / B resident across tiles."""
 
     cycles: float
     load_cycles: float
     execute_cycles: float
+    a_bank_cycles: float
     fill_cycles: float
     a_reuse: bool
     b_reuse: bool
@@ -171,12 +178,12 @@ def matmul_cycles(shape: tuple, tiles: tuple, m: LoopMachine | None = None) -> L
     a_reuse = f.count_i * f.count_k <= 2
     b_reuse = f.count_j * f.count_k <= 2
     kb, jb = cdiv(K, m.dim), cdiv(N, m.dim)
-    load = (M * f.a_row_cycles * (1 if a_reuse else f.count_j)
-            + kb * m.dim * f.b_row_cycles * (1 if b_reuse else f.count_i)
-            + M * f.d_row_cycles)
+    a_load = M * f.a_row_cycles * (1 if a_reuse else f.count_j)
+    load = a_load + kb * m.dim * f.b_row_cycles * (1 if b_reuse else f.count_i) + M * f.d_row_cycles
     execute = jb * kb * f.ex_rows
+    a_bank = a_load + (f.first_j_blocks if a_reuse else jb) * kb * f.ex_rows
     fill = f.first_rows * (f.first_a_row_cycles + f.first_d_row_cycles) + f.last_rows * f.last_c_row_cycles
-    return LoopCost(max(load, execute) + fill, load, execute, fill, a_reuse, b_reuse)
+    return LoopCost(max(load, execute, a_bank) + fill, load, execute, a_bank, fill, a_reuse, b_reuse)
 
 
 def candidate_tiles(blocks: int, group: int = 1) -> list[int]:

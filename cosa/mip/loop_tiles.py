@@ -12,7 +12,9 @@ its margins).  The objective is ``costmodel.gemmini_loops.matmul_cycles``:
   (exp is convex, so the bound is exact at the points and at most ``TANGENT_STEP**2 / 8`` low between
   them); with ``a_reuse`` (I0 * K0 <= 2, read off the (I, K) pair table) the A term drops its J0 factor,
   likewise B with ``b_reuse``;
-* cycles = max(load, execute) + fill, as a variable above both.
+* the A bank term: the A loads plus the computes of every tile (``a_reuse``: of the first J tile's), a
+  big-M pair on the reuse binary;
+* cycles = max(load, execute, A bank) + fill, as a variable above all three.
 
 Constraints: the library's fit test (A and B in half the scratchpad, C in half the accumulator), linear in
 the pair tables.  The chosen tiles are priced again by ``matmul_cycles`` itself, so the reported cycles are
@@ -133,9 +135,14 @@ def choose_matmul_tiles(shape: tuple, machine: LoopMachine | None = None, *, tim
     fill = (sum(wIK[u, v] * fi[u]["first_rows"] * fk[v]["first_a_row_cycles"] for u, v in wIK)
             + sum(wIJ[u, v] * (fi[u]["first_rows"] * fj[v]["first_d_row_cycles"]
                                + fi[u]["last_rows"] * fj[v]["last_c_row_cycles"]) for u, v in wIJ))
+    # the A bank: A loads and the computes of the tiles that load A (all of them, or the first J tile's)
+    ex_first_j = sum(wIJ[u, v] * fj[v]["first_j_blocks"] * kb * fi[u]["ex_rows"] for u, v in wIJ)
+    big_ex = jb * kb * max(fi[t]["ex_rows"] for t in cand["I"])
     md.T = pe.Var(domain=pe.NonNegativeReals)
     md.t_load = pe.Constraint(expr=md.T >= load)
     md.t_ex = pe.Constraint(expr=md.T >= execute)
+    md.t_bank = pe.Constraint(expr=md.T >= z["A"] + execute - big_ex * md.ra)
+    md.t_bank_reuse = pe.Constraint(expr=md.T >= z["A"] + ex_first_j)
     md.obj = pe.Objective(expr=md.T + fill, sense=pe.minimize)
     result = solve(md, time_limit_s=time_limit_s, mip_gap=1e-4, source=source)
     if not result.has_solution:
