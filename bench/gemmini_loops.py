@@ -9,7 +9,10 @@ Chipyard simulator and small layers (``bench/gemmini_chipyard.py``); this benchm
 layers that only the timing model can run.  Cycles are the timing model's: a model, not a measurement.
 
     python bench/gemmini_loops.py [--quick] [--networks resnet50,bert_base_128] [--budget 0]
-        [--time-limit 20] [--json out.json] [--results bench/RESULTS.md]
+        [--time-limit 20] [--calls all|matmul] [--json out.json] [--results bench/RESULTS.md]
+
+``--calls matmul`` keeps the layers whose library call is a single ``tiled_matmul`` (1x1 stride-1
+convolutions, fully connected layers, GEMMs): the calls the loop-tile MIP chooses tiles for.
 """
 
 from __future__ import annotations
@@ -47,6 +50,16 @@ def _mip_tiles(shape, machine):
     return choose_matmul_tiles(shape, machine).tiles
 
 
+def _matmul_call(wl) -> bool:
+    from gemmini.loop_schedule import matmul_call_shape
+    from gemmini.vendor.calls import from_workload
+
+    try:
+        return matmul_call_shape(from_workload(wl)) is not None
+    except CodegenError:
+        return False
+
+
 def run_layer(wl, arch, args) -> dict:
     t0 = time.perf_counter()
     mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, seed=args.seed,
@@ -69,6 +82,8 @@ def main(argv=None) -> int:
                          "16-stream search for convolutions)")
     ap.add_argument("--time-limit", type=float, default=20.0, help="MIP seconds per layer")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--calls", choices=["all", "matmul"], default="all",
+                    help="matmul: only the layers the library runs as one tiled_matmul call")
     ap.add_argument("--no-verify", dest="verify", action="store_false",
                     help="skip the functional-model check of the tuned streams")
     ap.add_argument("--json")
@@ -80,6 +95,8 @@ def main(argv=None) -> int:
     data = {"networks": {}}
     for network in args.networks.split(","):
         layers = [w for w in zoo.network(network) if not args.quick or w.name in QUICK.get(network, ())]
+        if args.calls == "matmul":
+            layers = [w for w in layers if _matmul_call(w)]
         rows = []
         for wl in layers:
             try:
@@ -109,7 +126,7 @@ def main(argv=None) -> int:
         console.print(table)
         data["networks"][network] = rows
     command = (f"python bench/gemmini_loops.py --networks {args.networks} --budget {args.budget} "
-               f"--time-limit {args.time_limit:g}" + (" --quick" if args.quick else ""))
+               f"--time-limit {args.time_limit:g} --calls {args.calls}" + (" --quick" if args.quick else ""))
     notes = ("Both columns run Gemmini's library calls for the layer (loop instructions) on our timing model at "
              "its default configuration; they differ only in the tile arguments.  library / cosa > 1: cosa's "
              "tiles are faster.  The search times at most the budget's streams per layer and keeps the library's "
