@@ -95,7 +95,14 @@ def _layer_tiles(layer, arch, options: dict):
     mapping = schedule(layer.workload, arch, scheduler="cosa", objective=options["objective"],
                        solver=options["solver"], time_limit_s=options["time_limit"], seed=options["seed"],
                        bound=False).mapping
-    return tiles_for(layer, mapping, arch, budget=options["budget"], seed=options["seed"])
+    return tiles_for(layer, mapping, arch, budget=options["budget"], seed=options["seed"], chooser=_mip_tiles)
+
+
+def _mip_tiles(shape, machine):
+    """The loop-tile MIP's tiles for a matmul-form call (module level: worker processes receive it)."""
+    from cosa.mip.loop_tiles import choose_matmul_tiles
+
+    return choose_matmul_tiles(shape, machine).tiles
 
 
 def schedule_network(layers: dict, arch, options: dict, jobs: int) -> dict:

@@ -173,8 +173,10 @@ def library_calls(layer: GemminiLayer, relu: bool = False, scale: float = 1.0):
                 pool=layer.step.pool)
 
 
-def tiles_for(layer: GemminiLayer, mapping, arch, *, budget: int = 16, seed: int = 0, checks: int = 4) -> LayerTiles:
-    """The tiles of ``layer``: ``gemmini.loop_schedule.tune_tiles`` from ``mapping`` (cosa's), then the
+def tiles_for(layer: GemminiLayer, mapping, arch, *, budget: int = 16, seed: int = 0, checks: int = 4,
+              chooser=None) -> LayerTiles:
+    """The tiles of ``layer``: ``gemmini.loop_schedule.tune_tiles`` from ``mapping`` (cosa's; ``chooser``: the
+    loop-tile chooser for matmul-form calls, see ``tune_tiles``), then the
     fastest of the timed tiles whose stream passes the layer's check on the functional model (at most
     ``checks`` tried; the library's own tiles are the last resort and are used unchecked)."""
     from .loop_schedule import library_params, tune_tiles
@@ -182,7 +184,8 @@ def tiles_for(layer: GemminiLayer, mapping, arch, *, budget: int = 16, seed: int
     from .vendor.run import run_vendor
 
     try:
-        ls = tune_tiles(layer.workload, mapping, arch, scale=1.0, budget=budget, vendor=library_calls(layer))
+        ls = tune_tiles(layer.workload, mapping, arch, scale=1.0, budget=budget, vendor=library_calls(layer),
+                        chooser=chooser)
     except CodegenError as exc:       # a mapping the code generator cannot emit: the library's own tiles
         from . import isa
         from .config import GemminiConfig

@@ -84,7 +84,7 @@ def test_missing_onnxruntime_names_the_extra(capsys, models, tmp_path, monkeypat
 
 def test_cosa_schedules_distinct_layers_in_processes(capsys, models):
     code, out, err = run(capsys, "run", "gemmini", models[1], "--scheduler", "cosa", "--jobs", "2",
-                         "--time-limit", "5", "--tile-budget", "4", "--json")
+                         "--time-limit", "5", "--json")
     assert code == 0, err
     d = json.loads(out)
     assert d["verified"] and d["max_abs_diff_vs_onnxruntime"] == 0 and d["distinct_layers"] == 4
