@@ -44,10 +44,10 @@ SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the prin
 ]
 
 
-def _mip_tiles(shape, machine):
-    from cosa.mip.loop_tiles import choose_matmul_tiles
+def _mip_tiles(problem, machine):
+    from cosa.mip import choose_loop_tiles
 
-    return choose_matmul_tiles(shape, machine).tiles
+    return choose_loop_tiles(problem, machine)
 
 
 def _matmul_call(wl) -> bool:

@@ -102,12 +102,11 @@ def _loop_schedule(args):
 
 
 def _mip_tiles(args):
-    """The loop-instruction tile chooser: ``cosa.mip.loop_tiles`` (a matmul-form call's tile arguments)."""
-    from cosa.mip.loop_tiles import choose_matmul_tiles
+    """The loop-instruction tile chooser (``cosa.mip.choose_loop_tiles``)."""
+    from cosa.mip import choose_loop_tiles
 
-    def choose(shape, machine):
-        return choose_matmul_tiles(shape, machine, time_limit_s=args.time_limit,
-                                   source=f"workload {args.workload}").tiles
+    def choose(problem, machine):
+        return choose_loop_tiles(problem, machine, time_limit_s=args.time_limit, source=f"workload {args.workload}")
     return choose
 
 
@@ -336,13 +335,11 @@ def _add_gemmini_parser(targets, name: str, func) -> None:
     p.add_argument("--style", choices=["isa", "gemmini-h", "loops"], default="isa",
                    help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library with "
                         "the mapping's tiles; loops: the library's loop-instruction stream with tile "
-                        "arguments chosen by cosa (matmul-form calls: the loop-tile MIP; convolutions: a "
-                        "search on the timing model from the mapping's tiles) (self-checking C, no main "
-                        "option)")
+                        "arguments chosen by cosa's loop-tile MIP (self-checking C, no main option)")
     p.add_argument("--tile-budget", type=_non_negative_int, default=0,
                    help="--style loops: the most loop-instruction streams timed to polish the tiles (each "
-                        "costs one timing-model run of the layer); default 0: the MIP's tiles as chosen, "
-                        "and 16 for a convolution call, which the MIP does not cover yet")
+                        "costs one timing-model run of the layer); default 0: the MIP's tiles as chosen "
+                        "(16 for a convolution with pooling fused, which the MIP does not model)")
     if name == "emit":
         p.add_argument("--main", action="store_true", help="add a self-checking main() with test data")
         p.add_argument("-o", "--output", default="-", help="the C file to write (default: standard output)")

@@ -99,10 +99,10 @@ def _layer_tiles(layer, arch, options: dict):
 
 
 def _mip_tiles(shape, machine):
-    """The loop-tile MIP's tiles for a matmul-form call (module level: worker processes receive it)."""
-    from cosa.mip.loop_tiles import choose_matmul_tiles
+    """The loop-tile MIP's tiles (module level: worker processes receive it)."""
+    from cosa.mip import choose_loop_tiles
 
-    return choose_matmul_tiles(shape, machine).tiles
+    return choose_loop_tiles(shape, machine)
 
 
 def schedule_network(layers: dict, arch, options: dict, jobs: int) -> dict:

@@ -43,7 +43,8 @@ class LoopMachine:
     dim: the array is dim x dim.  sp_rows / acc_rows: scratchpad and accumulator rows (the library gives each
     loop half of each).  input_bytes / acc_bytes: element bytes.  max_mvin_bytes: bytes of one mvin row
     (the library's MAX_BYTES).  dma_bytes_per_cycle: bytes per DMA beat.  weight_reload_cycles: cycles of a
-    preload + compute pair whose weights serve one A block.  contention: load-writer cycles lost per row
+    preload + compute pair whose weights serve one A block.  min_compute_cycles: the least a compute of few rows
+    costs (its fixed cost in the array's pipeline).  contention: load-writer cycles lost per row
     the array preloads from the bank being loaded."""
 
     dim: int = 16
@@ -54,6 +55,7 @@ class LoopMachine:
     max_mvin_bytes: int = 64
     dma_bytes_per_cycle: int = 16
     weight_reload_cycles: int = 24
+    min_compute_cycles: int = 6
     contention: float = 1.0
 
     @property
@@ -186,10 +188,11 @@ def matmul_cycles(shape: tuple, tiles: tuple, m: LoopMachine | None = None) -> L
     return LoopCost(max(load, execute, a_bank) + fill, load, execute, a_bank, fill, a_reuse, b_reuse)
 
 
-def candidate_tiles(blocks: int, group: int = 1) -> list[int]:
+def candidate_tiles(blocks: int, group: int = 0) -> list[int]:
     """Tile values worth considering for a dimension of ``blocks`` DIM blocks: for every tile count the
     smallest tile that gives it (a larger one with the same count only takes more space), and the
-    multiples of ``group`` (the mvin grouping, which can change a row's cost at the same count)."""
+    multiples of ``group`` when given (the mvin grouping, which can change a row's cost at the same count)."""
     values = {cdiv(blocks, c) for c in range(1, blocks + 1)}
-    values |= set(range(group, blocks + 1, group))
+    if group:
+        values |= set(range(group, blocks + 1, group))
     return sorted(values)

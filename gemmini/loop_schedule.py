@@ -10,9 +10,10 @@ into the library's form: the library call Gemmini's networks make for the layer
 the library's; only the tile sizes change, so the library itself is the exact baseline.
 
 With a ``chooser`` (the command line passes ``cosa.mip.loop_tiles``: a MIP over the library call's tile
-arguments on ``costmodel.gemmini_loops``'s model of the loop unrollers) a matmul-form call takes the chooser's
-tiles, timed once beside the library's own for the report; ``budget`` > 0 then polishes them.  Without one, or
-for a call the chooser does not cover (the convolution calls), ``tune_tiles`` starts from the mapping's
+arguments on ``costmodel.gemmini_loops``'s model of the loop unrollers, and ``cosa.mip.conv_tiles`` on
+``costmodel.gemmini_conv_loops``'s for the convolution calls) a call takes the chooser's tiles, timed once
+beside the library's own for the report; ``budget`` > 0 then polishes them.  Without one, or for a call the
+models do not cover (a convolution with pooling fused), ``tune_tiles`` starts from the mapping's
 scratchpad tile (``codegen.c.library_tile_space``; the MIP's when
 the mapping comes from cosa) and from the library's own choice, climbs through neighbouring tile
 arguments that the library accepts (each argument doubled, halved, one more or one less; channel
@@ -38,7 +39,7 @@ from .vendor.calls import VendorProgram, from_workload
 TILED_CALLS = ("tiled_matmul_auto", "tiled_matmul_nn_auto", "tiled_conv_auto", "tiled_conv_stride_auto")
 DEFAULT_BUDGET = 48
 CONV_BUDGET = 16
-"""Streams timed for a call the chooser does not cover (the convolution calls) when the budget is 0."""
+"""Streams timed for a call the chooser does not model (a convolution with pooling) when the budget is 0."""
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,9 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     visit the same tiles in the same order.  A layer whose library call takes no tile arguments
     (depthwise, the downsample path, pooling) gets the library's own stream (``tiles`` None).  ``vendor``: the
     library's calls to tune when they are not ``from_workload``'s for the layer (a convolution with the
-    max-pool of the next layer fused, as ``resnet50.c`` calls its first layer).  ``chooser(shape, machine)``
-    -> tile arguments: picks a matmul-form call's tiles (module docstring); with it ``budget`` may be 0 (no
-    search: the chooser's tiles run)."""
+    max-pool of the next layer fused, as ``resnet50.c`` calls its first layer).  ``chooser(problem, machine)``
+    -> tile arguments, for ``problem`` = ``loop_problem(vendor)``: picks the calls' tiles (module docstring);
+    with it ``budget`` may be 0 (no search: the chooser's tiles run)."""
     import time
 
     timed_s = [0.0]  # seconds spent on timing-model runs (the report's, not the choice's)
@@ -145,10 +146,10 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     start = _clamp(start, limits)
     starts = [("mapping", start)] + ([("library", own)] if (own := _library_choice(vendor, params)) else [])
     origin = {None: "library's own"}
-    shape = matmul_call_shape(vendor)
-    if chooser is not None and shape is not None:
+    problem = loop_problem(vendor)
+    if chooser is not None and problem is not None:
         t0 = time.perf_counter()
-        chosen = tuple(chooser(shape, loop_machine(config)))
+        chosen = tuple(chooser(problem, loop_machine(config)))
         chooser_s = time.perf_counter() - t0
         origin[chosen] = "mip"
         here = _timed(cycles, chosen)
@@ -163,7 +164,7 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     else:
         chooser_s = 0.0
     if budget == 0:
-        budget = CONV_BUDGET         # no chooser for this call: the search decides
+        budget = CONV_BUDGET         # no chooser, or a call it does not model (pooling): the search decides
     stop = budget
     for name, point in starts:         # steepest descent from each start, while the budget lasts
         if not fits(point) or len(tried) >= stop:
@@ -196,6 +197,28 @@ def loop_machine(config: GemminiConfig):
     return LoopMachine(dim=config.dim, sp_rows=config.sp_rows, acc_rows=config.acc_rows,
                        input_bytes=config.input_bytes, acc_bytes=config.acc_bytes,
                        max_mvin_bytes=config.max_mvin_bytes, dma_bytes_per_cycle=config.dma_bytes_per_cycle)
+
+
+def loop_problem(vendor: VendorProgram):
+    """What a tile chooser models for ``vendor``'s calls: (dim_I, dim_J, dim_K) for one weight-stationary
+    ``tiled_matmul`` call, a ``costmodel.gemmini_conv_loops.ConvLayer`` for ``tiled_conv`` calls of one shape
+    (a grouped layer calls it once per group) without pooling or dilation, else None."""
+    shape = matmul_call_shape(vendor)
+    if shape is not None:
+        return shape
+    from costmodel.gemmini_conv_loops import ConvLayer
+
+    fns = {call.fn for call in vendor.calls}
+    if not vendor.calls or not fns <= {"tiled_conv_auto", "tiled_conv_stride_auto"}:
+        return None
+    layers = set()
+    for call in vendor.calls:
+        a = dict(call.args)
+        if a["pool_stride"] != 0 or a["kernel_dilation"] != 1 or a["input_dilation"] != 1:
+            return None
+        layers.add(ConvLayer(a["batch_size"], a["in_row_dim"], a["in_col_dim"], a["in_channels"], a["out_channels"],
+                             a["kernel_dim"], a["stride"], a["padding"]))
+    return layers.pop() if len(layers) == 1 else None
 
 
 def matmul_call_shape(vendor: VendorProgram) -> tuple | None:

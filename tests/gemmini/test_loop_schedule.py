@@ -144,13 +144,13 @@ def test_tuned_programs_pass_on_the_real_rtl(name, tmp_path):
     assert run.cycles and run.cycles > 0
 
 
-def _mip_chooser(shape, machine):
-    from cosa.mip.loop_tiles import choose_matmul_tiles
+def _mip_chooser(problem, machine):
+    from cosa.mip import choose_loop_tiles
 
-    return choose_matmul_tiles(shape, machine).tiles
+    return choose_loop_tiles(problem, machine)
 
 
-@pytest.mark.parametrize("name", ["matmul", "conv1x1"])
+@pytest.mark.parametrize("name", ["matmul", "conv1x1", "conv3x3"])
 def test_the_mip_chooses_matmul_tiles_without_a_search(name):
     wl = LAYERS[name]
     mapping = schedule(wl, ARCH, scheduler="gemmini-default", bound=False).mapping

@@ -1,0 +1,157 @@
+"""Cycles of a convolution run by Gemmini's loop instruction LOOP_CONV_WS, as the library's ``tiled_conv`` issues it.
+
+The program: ``tiled_conv`` (gemmini.h) walks tiles of (batches, porows, pocols, pochs, krows, kcols, kchs),
+kch innermost, ragged last tiles included, and issues one LOOP_CONV_WS per tile; Gemmini's LoopConv.scala
+expands it into mvins of the bias (first kernel slice only), of the input (one mvin per image row piece of
+up to DIM pixels and per group of ``max_mvin_bytes`` channels, padding included), of the weights (DIM rows
+per channel block and kernel position, output channels grouped), preload/compute pairs (one weight block
+per output-channel block, kernel row, kernel column group and input-channel block, streaming the tile's
+output pixels) and the mvouts (last kernel slice only).  ``a_reuse`` / ``b_reuse`` as in the library: the
+input stays when the tile counts other than pochs multiply to at most 2, the weights when kchs, pochs,
+krows and kcols counts do.
+
+The mechanisms and the resources are those of ``costmodel.gemmini_loops`` (LOOP_WS): the load unit (an mvin
+row costs its beats + 1), bank contention of weight loads with preloads, the execute unit (a weight block
+costs the rows it streams, at least ``min_compute_cycles`` per compute and ``weight_reload_cycles`` per block), the input bank (a tile that moves its input in
+spends those loads and its computes one after the other on that bank), and the fill (the first tile's
+input and bias, the last tile's stores).
+
+Every sum over tiles is a product of one factor per *super-dimension*: batches, output rows with kernel
+rows (the input rows a tile moves in depend on both), output columns with kernel columns, output
+channels, input channels.  ``conv_factors`` computes those factors; ``conv_cycles`` multiplies them, and the
+MIP (``cosa.mip.conv_tiles``) linearises the same products.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .gemmini_loops import LoopCost, LoopMachine, cdiv, tile_extents
+
+
+@dataclass(frozen=True)
+class ConvLayer:
+    """A convolution as ``tiled_conv`` takes it: batch ``N``, input ``H`` x ``W`` x ``C``, ``K`` output channels,
+    an ``R`` x ``R`` kernel, ``stride``, ``padding`` (elements).  No pooling, dilation 1."""
+
+    N: int
+    H: int
+    W: int
+    C: int
+    K: int
+    R: int
+    stride: int = 1
+    padding: int = 0
+
+    @property
+    def P(self) -> int:
+        return (self.H + 2 * self.padding - self.R) // self.stride + 1
+
+    @property
+    def Q(self) -> int:
+        return (self.W + 2 * self.padding - self.R) // self.stride + 1
+
+    @property
+    def downsample(self) -> bool:
+        """The library's stride-2 1x1 path (every other input row and column moved in)."""
+        return self.stride == 2 and self.R == 1 and self.padding == 0 and self.H % 2 == 0 and self.W % 2 == 0
+
+
+def _group_cycles(elems: int, m: LoopMachine, elem_bytes: int = 1) -> int:
+    """Load cycles of one row of ``elems`` elements moved in mvins of at most ``max_mvin_bytes``."""
+    per = max(m.max_mvin_bytes // elem_bytes, 1)
+    return sum(cdiv(e * elem_bytes, m.dma_bytes_per_cycle) + 1 for e in tile_extents(elems, per))
+
+
+def pixels_per_row(layer: ConvLayer, kchs: int, kcols: int, m: LoopMachine) -> int:
+    """Kernel columns one row of A holds (the library's max_pixels_per_row)."""
+    return 1 if layer.downsample or kchs > m.dim else min(m.dim // kchs, kcols)
+
+
+def rows_factors(layer: ConvLayer, porows: int, krows: int) -> dict:
+    """The (output rows, kernel rows) super-dimension: tile counts, input rows moved in over all its tiles,
+    and the first and last tiles' rows."""
+    ds = int(layer.downsample)
+    orows, krs = tile_extents(layer.P, porows), tile_extents(layer.R, krows)
+    irows = [(o * layer.stride + k - 1) >> ds for o in orows for k in krs]
+    return {"n_pr": len(orows), "n_kr": len(krs), "irows": sum(irows), "first_irows": irows[0],
+            "first_orows": orows[0], "last_orows": orows[-1], "full_irows": (porows * layer.stride + krows - 1) >> ds}
+
+
+def cols_factors(layer: ConvLayer, pocols: int, kcols: int, kchs: int, m: LoopMachine) -> dict:
+    """The (output columns, kernel columns) super-dimension (``kchs``: a thin layer packs kernel columns)."""
+    ds = int(layer.downsample)
+    ocols, kcs = tile_extents(layer.Q, pocols), tile_extents(layer.R, kcols)
+    icols = [(o * layer.stride + k - 1) >> ds for o in ocols for k in kcs]
+    groups = [cdiv(k, pixels_per_row(layer, kchs, k, m)) for k in kcs]
+    return {"n_pc": len(ocols), "n_kc": len(kcs), "icols": sum(icols), "first_icols": icols[0],
+            "first_ocols": ocols[0], "last_ocols": ocols[-1], "kcol_groups": sum(groups),
+            "full_icols": (pocols * layer.stride + kcols - 1) >> ds}
+
+
+def och_factors(layer: ConvLayer, pochs: int, m: LoopMachine) -> dict:
+    """The output-channel super-dimension: DIM blocks and weight-row load cycles summed over its tiles."""
+    ochs = tile_extents(layer.K, pochs)
+    return {"n_po": len(ochs), "blocks": sum(cdiv(o, m.dim) for o in ochs),
+            "w_row_cycles": sum(_group_cycles(o, m) for o in ochs),
+            "first_blocks": cdiv(ochs[0], m.dim), "last_blocks": cdiv(ochs[-1], m.dim)}
+
+
+def ich_factors(layer: ConvLayer, kchs: int, m: LoopMachine) -> dict:
+    """The input-channel super-dimension: DIM blocks and input-pixel load cycles summed over its tiles."""
+    ichs = tile_extents(layer.C, kchs)
+    return {"n_kh": len(ichs), "blocks": sum(cdiv(i, m.dim) for i in ichs),
+            "in_pixel_cycles": sum(_group_cycles(i, m) for i in ichs), "first_in_pixel_cycles": _group_cycles(ichs[0], m)}
+
+
+def col_compute_cycles(ocols: int, m: LoopMachine) -> int:
+    """Execute cycles of one output row of ``ocols`` pixels under one weight block: a compute per DIM pixels."""
+    return sum(max(piece, m.min_compute_cycles) for piece in tile_extents(ocols, m.dim))
+
+
+def conv_fits(layer: ConvLayer, tiles: tuple, m: LoopMachine) -> str | None:
+    """None when ``tiled_conv`` accepts ``tiles`` (its footprint in half the scratchpad and accumulator)."""
+    batches, porows, pocols, pochs, krows, kcols, kchs = tiles
+    ds = int(layer.downsample)
+    irows = (porows * layer.stride + krows - 1) >> ds
+    icols = (pocols * layer.stride + kcols - 1) >> ds
+    a_rows = cdiv(kchs, m.dim) * batches * irows * icols
+    b_rows = cdiv(pochs, m.dim) * krows * kcols * kchs
+    if a_rows + b_rows > m.sp_rows // 2:
+        return (f"inputs ({a_rows} rows) and weights ({b_rows} rows) need more than half the scratchpad "
+                f"({m.sp_rows // 2} rows)")
+    if cdiv(pochs, m.dim) * batches * porows * pocols > m.acc_rows // 2:
+        return f"outputs need more than half the accumulator ({m.acc_rows // 2} rows)"
+    return None
+
+
+def conv_cycles(layer: ConvLayer, tiles: tuple, m: LoopMachine | None = None) -> LoopCost:
+    """Modelled cycles of ``tiled_conv`` on ``layer`` with (batches, porows, pocols, pochs, krows, kcols, kchs)
+    = ``tiles`` (module docstring).  ``a_reuse`` / ``b_reuse`` report the library's input / weight reuse."""
+    m = m or LoopMachine()
+    batches, porows, pocols, pochs, krows, kcols, kchs = tiles
+    bs = tile_extents(layer.N, batches)
+    r = rows_factors(layer, porows, krows)
+    c = cols_factors(layer, pocols, kcols, kchs, m)
+    o = och_factors(layer, pochs, m)
+    i = ich_factors(layer, kchs, m)
+    a_reuse = i["n_kh"] * r["n_kr"] * c["n_kc"] * len(bs) * r["n_pr"] * c["n_pc"] <= 2
+    b_reuse = i["n_kh"] * o["n_po"] * r["n_kr"] * c["n_kc"] <= 2
+    inp = layer.N * r["irows"] * c["icols"] * i["in_pixel_cycles"] * (1 if a_reuse else o["n_po"])
+    w_tiles = 1 if b_reuse else len(bs) * r["n_pr"] * c["n_pc"]
+    weights = w_tiles * layer.R * layer.R * layer.C * o["w_row_cycles"]
+    bias_row = cdiv(m.dim * m.acc_bytes, m.dma_bytes_per_cycle) + 1
+    bias = layer.N * layer.P * layer.Q * o["blocks"] * bias_row
+    # weight blocks x the cycles of the computes each serves (one per image row piece of up to DIM pixels, at
+    # least min_compute_cycles each; at least weight_reload_cycles per block and output tile)
+    spatial = sum(max(b * orow * col_compute_cycles(ocol, m), m.weight_reload_cycles) for b in bs
+                  for orow in tile_extents(layer.P, porows) for ocol in tile_extents(layer.Q, pocols))
+    per_pixel_weights = o["blocks"] * i["blocks"] * layer.R * c["kcol_groups"]
+    execute = per_pixel_weights * spatial
+    preloads = m.dim * o["blocks"] * i["blocks"] * layer.R * c["kcol_groups"] * w_tiles
+    load = inp + weights + bias + m.contention * preloads
+    a_bank = inp + execute * (o["first_blocks"] / o["blocks"] if a_reuse else 1)
+    fill = (bs[0] * r["first_irows"] * c["first_icols"] * i["first_in_pixel_cycles"]
+            + bs[0] * r["first_orows"] * c["first_ocols"] * o["first_blocks"] * bias_row
+            + bs[-1] * r["last_orows"] * c["last_ocols"] * o["last_blocks"] * 1.5)
+    return LoopCost(max(load, execute, a_bank) + fill, load, execute, a_bank, fill, a_reuse, b_reuse)
