@@ -125,7 +125,7 @@ def _loops_elf(args, ls, output):
     return vendor_elf(ls.vendor, output, seed=args.seed, tiles=ls.tiles, layout=layout)
 
 
-def _run_loops(args) -> int:
+def _run_loops(args, status=None) -> int:
     import tempfile
 
     ls = _loop_schedule(args)
@@ -160,6 +160,8 @@ def _run_loops(args) -> int:
                         f"{r.cycles or 0:,} cycles (rdcycle): {r.check}")
     else:
         raise FrameworkError(f"--style loops runs on --sim isa, spike or chipyard (not {args.sim})", field="--sim")
+    if status is not None:
+        d["exception_status"] = status
     if args.json:
         _print_json(d)
     else:
@@ -169,16 +171,49 @@ def _run_loops(args) -> int:
     return 0
 
 
+def _resolve_style(args) -> str:
+    """--style auto: "loops" (Gemmini's library calls, tiles by the loop-tile MIP) where the layer runs that
+    way, else "isa" (explicit commands from the mapping): a mapping given with --mapping, --dataflow os,
+    --lower, --sim rtl, --main (emit), a size other than the library's (--dim) or a layer the library has no
+    call for keep the explicit program."""
+    if args.style != "auto":
+        return args.style
+    reason = None
+    if args.mapping:
+        reason = "--mapping runs the given mapping"
+    elif args.dataflow != "ws":
+        reason = "the library's loop instructions are weight-stationary"
+    elif getattr(args, "lower", False):
+        reason = "--lower runs the rewrites as explicit programs"
+    elif getattr(args, "sim", "isa") == "rtl":
+        reason = "our RTL runs explicit commands"
+    elif getattr(args, "main", False):
+        reason = "--main adds its main() to the explicit program"
+    elif args.dim not in (None, 16):
+        reason = "the library's streams are reproduced for DIM 16"
+    else:
+        from gemmini.errors import CodegenError
+        from gemmini.vendor.calls import from_workload
+
+        try:
+            from_workload(_gemmini_workload(args))
+        except CodegenError as exc:
+            reason = f"the library has no call for this layer ({exc})"
+    args.style = "isa" if reason else "loops"
+    args.style_reason = reason
+    return args.style
+
+
 def cmd_emit(args) -> int:
     if args.target in cli_targets.TARGETS:
         return cli_targets.cmd_emit(args)
-    if args.style == "loops":
+    if _resolve_style(args) == "loops":
         from gemmini.chipyard import vendor_c
 
         ls = _loop_schedule(args)
         source = vendor_c(ls.vendor, seed=args.seed, tiles=ls.tiles)
-        write_text_output(args.output, source, f"wrote {args.output} ({len(source.splitlines())} lines)")
-        print(f"{ls.vendor.name}: {_loops_text(ls)}", file=sys.stderr)
+        write_text_output(args.output, source, f"wrote {args.output} ({len(source.splitlines())} lines; loops style, "
+                                               f"{ls.vendor.name}: {_loops_text(ls)})")
         return 0
     from gemmini.codegen.c import emit_c, emit_gemmini_h
 
@@ -196,7 +231,7 @@ def cmd_build(args) -> int:
     from gemmini.build import build_elf
 
     cli_network.refuse_network_build(args)
-    if args.style == "loops":
+    if _resolve_style(args) == "loops":
         ls = _loop_schedule(args)
         elf = _loops_elf(args, ls, args.output)
         print(f"wrote {elf} and {Path(elf).with_suffix('.c')} (loops style: {_loops_text(ls)}; exits 0 when its "
@@ -247,8 +282,8 @@ def cmd_run(args) -> int:
     from gemmini.run import run_program
 
     status = cli_targets.integer_status(args)          # --exceptions: Gemmini's types are int8/int32
-    if args.style == "loops":
-        return _run_loops(args)
+    if _resolve_style(args) == "loops":
+        return _run_loops(args, status)
     if getattr(args, "lower", False) and args.sim not in ("isa", "rtl"):
         raise FrameworkError(f"--lower runs on --sim isa or rtl only: a lowered program has no C form yet "
                              f"(--sim {args.sim} builds C)", field="--lower")
@@ -332,8 +367,9 @@ def _add_gemmini_parser(targets, name: str, func) -> None:
     p.add_argument("--dim", type=int, default=None, help="systolic array size (default 16)")
     p.add_argument("--scale", type=_scale, default="auto",
                    help="output scale (float32), or 'auto': about 1%% of the example outputs saturate")
-    p.add_argument("--style", choices=["isa", "gemmini-h", "loops"], default="isa",
-                   help="isa: our header's RoCC instructions; gemmini-h: one call of Gemmini's library with "
+    p.add_argument("--style", choices=["auto", "isa", "gemmini-h", "loops"], default="auto",
+                   help="auto (default): loops where the layer runs that way, else isa; "
+                        "isa: our header's RoCC instructions from the mapping; gemmini-h: one call of Gemmini's library with "
                         "the mapping's tiles; loops: the library's loop-instruction stream with tile "
                         "arguments chosen by cosa's loop-tile MIP (self-checking C, no main option)")
     p.add_argument("--tile-budget", type=_non_negative_int, default=0,
