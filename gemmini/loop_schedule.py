@@ -222,14 +222,18 @@ def loop_problem(vendor: VendorProgram):
 
 
 def matmul_call_shape(vendor: VendorProgram) -> tuple | None:
-    """(dim_I, dim_J, dim_K) when ``vendor`` is one weight-stationary ``tiled_matmul_auto`` /
-    ``tiled_matmul_nn_auto`` call (the calls ``costmodel.gemmini_loops`` models), else None."""
-    if len(vendor.calls) != 1 or vendor.calls[0].fn not in ("tiled_matmul_auto", "tiled_matmul_nn_auto"):
-        return None
-    args = dict(vendor.calls[0].args)
-    if args["tiled_matmul_type"] != 1 or args.get("transpose_A") or args.get("transpose_B"):
-        return None
-    return args["dim_I"], args["dim_J"], args["dim_K"]
+    """(dim_I, dim_J, dim_K) when ``vendor`` is weight-stationary ``tiled_matmul_auto`` /
+    ``tiled_matmul_nn_auto`` calls of one shape (the calls ``costmodel.gemmini_loops`` models; the library's
+    stride-2 1x1 path makes one per pair of input rows), else None."""
+    shapes = set()
+    for call in vendor.calls:
+        if call.fn not in ("tiled_matmul_auto", "tiled_matmul_nn_auto"):
+            return None
+        args = dict(call.args)
+        if args["tiled_matmul_type"] != 1 or args.get("transpose_A") or args.get("transpose_B"):
+            return None
+        shapes.add((args["dim_I"], args["dim_J"], args["dim_K"]))
+    return shapes.pop() if len(shapes) == 1 else None
 
 
 def library_params(config: GemminiConfig) -> LibParams:
