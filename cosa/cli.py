@@ -151,8 +151,9 @@ def cmd_schedule(args) -> int:
             Path(args.output).write_text(dump_timeloop(sched.mapping, workload, arch))
         else:
             Path(args.output).write_text(dump_mapping(sched.mapping, arch))
+    loops = _loops_program(workload, arch, args)
     if args.json:
-        _print_json({**schedule_to_dict(sched), **({"note": note} if note else {})})
+        _print_json({**schedule_to_dict(sched), **({"loops": loops} if loops else {}), **({"note": note} if note else {})})
         return 0
     from rich.markup import escape
 
@@ -176,11 +177,58 @@ def cmd_schedule(args) -> int:
     if warm:
         console.print("MIP start: " + (f"the {warm['start']} mapping" if warm["start"] else "none")
                       + ("; returned that start (the MIP found nothing better)" if warm["returned_start"] else ""))
+    if loops and "error" in loops:
+        console.print(f"loops program: {loops['error']}", markup=False, highlight=False)
+    elif loops:
+        console.print(f"loops program (the library's calls, as `cosa run gemmini` runs them): tiles "
+                      f"{tuple(loops['tiles'])} chosen in {loops['tile_seconds']:.2f} s, {loops['model_cycles']:,.0f} "
+                      f"cycles in the loop-unroller model (the library's own tiles: "
+                      f"{loops['library_model_cycles']:,.0f})", markup=False, highlight=False)
     if note:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
     if args.output:
         console.print(f"mapping written to {args.output}")
     return 0
+
+
+def _loops_program(workload, arch, args) -> dict | None:
+    """On Gemmini (WS): the loop-instruction program ``cosa run gemmini`` runs by default, its tile arguments from
+    the loop-tile MIP and its cycles in the model the MIP optimises (None where the library has no tiled call
+    for the layer or the arch is not Gemmini's)."""
+    if not arch.name.startswith("gemmini") or (getattr(args, "dataflow", None) or "ws") != "ws":
+        return None
+    import time
+
+    from cosa.mip import choose_loop_tiles
+    from cosa.schedule import SchedulingError
+    from costmodel.gemmini_conv_loops import ConvLayer, conv_cycles
+    from costmodel.gemmini_loops import matmul_cycles
+    from gemmini import GemminiConfig
+    from gemmini.errors import CodegenError
+    from gemmini.loop_schedule import library_tiles, loop_machine, loop_problem
+    from gemmini.vendor.calls import from_workload
+
+    try:
+        config = GemminiConfig.from_arch(arch)
+        vendor = from_workload(workload)
+    except (CodegenError, ValueError):
+        return None
+    problem = loop_problem(vendor)
+    if problem is None or config.dim != 16:
+        return None
+    machine = loop_machine(config)
+    t0 = time.perf_counter()
+    try:
+        tiles = tuple(choose_loop_tiles(problem, machine, time_limit_s=args.time_limit))
+    except SchedulingError as exc:
+        return {"style": "loops", "error": str(exc)}
+    seconds = time.perf_counter() - t0
+    price = (lambda t: conv_cycles(problem, t, machine).cycles) if isinstance(problem, ConvLayer) else \
+        (lambda t: matmul_cycles(problem, t, machine).cycles)
+    own = library_tiles(vendor)
+    return {"style": "loops", "tiles": list(tiles), "tile_seconds": round(seconds, 3), "model_cycles": price(tiles),
+            "library_tiles": list(own) if own else None, "library_model_cycles": price(own) if own else None,
+            "cycles_source": "loop-unroller model (costmodel.gemmini_loops / gemmini_conv_loops)"}
 
 
 def cmd_compare(args) -> int:

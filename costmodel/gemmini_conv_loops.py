@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .gemmini_loops import LoopCost, LoopMachine, cdiv, tile_extents
+from .gemmini_loops import LoopCost, LoopMachine, cdiv, class_sum, first_last, tile_classes
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class ConvLayer:
 def _group_cycles(elems: int, m: LoopMachine, elem_bytes: int = 1) -> int:
     """Load cycles of one row of ``elems`` elements moved in mvins of at most ``max_mvin_bytes``."""
     per = max(m.max_mvin_bytes // elem_bytes, 1)
-    return sum(cdiv(e * elem_bytes, m.dma_bytes_per_cycle) + 1 for e in tile_extents(elems, per))
+    return class_sum(elems, per, lambda e: cdiv(e * elem_bytes, m.dma_bytes_per_cycle) + 1)
 
 
 def pixels_per_row(layer: ConvLayer, kchs: int, kcols: int, m: LoopMachine) -> int:
@@ -72,41 +72,45 @@ def rows_factors(layer: ConvLayer, porows: int, krows: int) -> dict:
     """The (output rows, kernel rows) super-dimension: tile counts, input rows moved in over all its tiles,
     and the first and last tiles' rows."""
     ds = int(layer.downsample)
-    orows, krs = tile_extents(layer.P, porows), tile_extents(layer.R, krows)
-    irows = [(o * layer.stride + k - 1) >> ds for o in orows for k in krs]
-    return {"n_pr": len(orows), "n_kr": len(krs), "irows": sum(irows), "first_irows": irows[0],
-            "first_orows": orows[0], "last_orows": orows[-1], "full_irows": (porows * layer.stride + krows - 1) >> ds}
+    irows = lambda o, k: (o * layer.stride + k - 1) >> ds  # noqa: E731
+    (o0, ol), (k0, _) = first_last(layer.P, porows), first_last(layer.R, krows)
+    return {"n_pr": cdiv(layer.P, porows), "n_kr": cdiv(layer.R, krows),
+            "irows": sum(co * ck * irows(o, k) for o, co in tile_classes(layer.P, porows)
+                         for k, ck in tile_classes(layer.R, krows)),
+            "first_irows": irows(o0, k0), "first_orows": o0, "last_orows": ol, "full_irows": irows(porows, krows)}
 
 
 def cols_factors(layer: ConvLayer, pocols: int, kcols: int, kchs: int, m: LoopMachine) -> dict:
     """The (output columns, kernel columns) super-dimension (``kchs``: a thin layer packs kernel columns)."""
     ds = int(layer.downsample)
-    ocols, kcs = tile_extents(layer.Q, pocols), tile_extents(layer.R, kcols)
-    icols = [(o * layer.stride + k - 1) >> ds for o in ocols for k in kcs]
-    groups = [cdiv(k, pixels_per_row(layer, kchs, k, m)) for k in kcs]
-    return {"n_pc": len(ocols), "n_kc": len(kcs), "icols": sum(icols), "first_icols": icols[0],
-            "first_ocols": ocols[0], "last_ocols": ocols[-1], "kcol_groups": sum(groups),
-            "full_icols": (pocols * layer.stride + kcols - 1) >> ds}
+    icols = lambda o, k: (o * layer.stride + k - 1) >> ds  # noqa: E731
+    (o0, ol), (k0, _) = first_last(layer.Q, pocols), first_last(layer.R, kcols)
+    return {"n_pc": cdiv(layer.Q, pocols), "n_kc": cdiv(layer.R, kcols),
+            "icols": sum(co * ck * icols(o, k) for o, co in tile_classes(layer.Q, pocols)
+                         for k, ck in tile_classes(layer.R, kcols)),
+            "first_icols": icols(o0, k0), "first_ocols": o0, "last_ocols": ol,
+            "kcol_groups": class_sum(layer.R, kcols, lambda k: cdiv(k, pixels_per_row(layer, kchs, k, m))),
+            "full_icols": icols(pocols, kcols)}
 
 
 def och_factors(layer: ConvLayer, pochs: int, m: LoopMachine) -> dict:
     """The output-channel super-dimension: DIM blocks and weight-row load cycles summed over its tiles."""
-    ochs = tile_extents(layer.K, pochs)
-    return {"n_po": len(ochs), "blocks": sum(cdiv(o, m.dim) for o in ochs),
-            "w_row_cycles": sum(_group_cycles(o, m) for o in ochs),
-            "first_blocks": cdiv(ochs[0], m.dim), "last_blocks": cdiv(ochs[-1], m.dim)}
+    first, last = first_last(layer.K, pochs)
+    return {"n_po": cdiv(layer.K, pochs), "blocks": class_sum(layer.K, pochs, lambda o: cdiv(o, m.dim)),
+            "w_row_cycles": class_sum(layer.K, pochs, lambda o: _group_cycles(o, m)),
+            "first_blocks": cdiv(first, m.dim), "last_blocks": cdiv(last, m.dim)}
 
 
 def ich_factors(layer: ConvLayer, kchs: int, m: LoopMachine) -> dict:
     """The input-channel super-dimension: DIM blocks and input-pixel load cycles summed over its tiles."""
-    ichs = tile_extents(layer.C, kchs)
-    return {"n_kh": len(ichs), "blocks": sum(cdiv(i, m.dim) for i in ichs),
-            "in_pixel_cycles": sum(_group_cycles(i, m) for i in ichs), "first_in_pixel_cycles": _group_cycles(ichs[0], m)}
+    return {"n_kh": cdiv(layer.C, kchs), "blocks": class_sum(layer.C, kchs, lambda i: cdiv(i, m.dim)),
+            "in_pixel_cycles": class_sum(layer.C, kchs, lambda i: _group_cycles(i, m)),
+            "first_in_pixel_cycles": _group_cycles(first_last(layer.C, kchs)[0], m)}
 
 
 def col_compute_cycles(ocols: int, m: LoopMachine) -> int:
     """Execute cycles of one output row of ``ocols`` pixels under one weight block: a compute per DIM pixels."""
-    return sum(max(piece, m.min_compute_cycles) for piece in tile_extents(ocols, m.dim))
+    return class_sum(ocols, m.dim, lambda piece: max(piece, m.min_compute_cycles))
 
 
 def conv_fits(layer: ConvLayer, tiles: tuple, m: LoopMachine) -> str | None:
@@ -130,28 +134,30 @@ def conv_cycles(layer: ConvLayer, tiles: tuple, m: LoopMachine | None = None) ->
     = ``tiles`` (module docstring).  ``a_reuse`` / ``b_reuse`` report the library's input / weight reuse."""
     m = m or LoopMachine()
     batches, porows, pocols, pochs, krows, kcols, kchs = tiles
-    bs = tile_extents(layer.N, batches)
+    b0, bl = first_last(layer.N, batches)
+    n_b = cdiv(layer.N, batches)
     r = rows_factors(layer, porows, krows)
     c = cols_factors(layer, pocols, kcols, kchs, m)
     o = och_factors(layer, pochs, m)
     i = ich_factors(layer, kchs, m)
-    a_reuse = i["n_kh"] * r["n_kr"] * c["n_kc"] * len(bs) * r["n_pr"] * c["n_pc"] <= 2
+    a_reuse = i["n_kh"] * r["n_kr"] * c["n_kc"] * n_b * r["n_pr"] * c["n_pc"] <= 2
     b_reuse = i["n_kh"] * o["n_po"] * r["n_kr"] * c["n_kc"] <= 2
     inp = layer.N * r["irows"] * c["icols"] * i["in_pixel_cycles"] * (1 if a_reuse else o["n_po"])
-    w_tiles = 1 if b_reuse else len(bs) * r["n_pr"] * c["n_pc"]
+    w_tiles = 1 if b_reuse else n_b * r["n_pr"] * c["n_pc"]
     weights = w_tiles * layer.R * layer.R * layer.C * o["w_row_cycles"]
     bias_row = cdiv(m.dim * m.acc_bytes, m.dma_bytes_per_cycle) + 1
     bias = layer.N * layer.P * layer.Q * o["blocks"] * bias_row
     # weight blocks x the cycles of the computes each serves (one per image row piece of up to DIM pixels, at
     # least min_compute_cycles each; at least weight_reload_cycles per block and output tile)
-    spatial = sum(max(b * orow * col_compute_cycles(ocol, m), m.weight_reload_cycles) for b in bs
-                  for orow in tile_extents(layer.P, porows) for ocol in tile_extents(layer.Q, pocols))
+    spatial = sum(cb * cr * cc * max(b * orow * col_compute_cycles(ocol, m), m.weight_reload_cycles)
+                  for b, cb in tile_classes(layer.N, batches) for orow, cr in tile_classes(layer.P, porows)
+                  for ocol, cc in tile_classes(layer.Q, pocols))
     per_pixel_weights = o["blocks"] * i["blocks"] * layer.R * c["kcol_groups"]
     execute = per_pixel_weights * spatial
     preloads = m.dim * o["blocks"] * i["blocks"] * layer.R * c["kcol_groups"] * w_tiles
     load = inp + weights + bias + m.contention * preloads
     a_bank = inp + execute * (o["first_blocks"] / o["blocks"] if a_reuse else 1)
-    fill = (bs[0] * r["first_irows"] * c["first_icols"] * i["first_in_pixel_cycles"]
-            + bs[0] * r["first_orows"] * c["first_ocols"] * o["first_blocks"] * bias_row
-            + bs[-1] * r["last_orows"] * c["last_ocols"] * o["last_blocks"] * 1.5)
+    fill = (b0 * r["first_irows"] * c["first_icols"] * i["first_in_pixel_cycles"]
+            + b0 * r["first_orows"] * c["first_ocols"] * o["first_blocks"] * bias_row
+            + bl * r["last_orows"] * c["last_ocols"] * o["last_blocks"] * 1.5)
     return LoopCost(max(load, execute, a_bank) + fill, load, execute, a_bank, fill, a_reuse, b_reuse)

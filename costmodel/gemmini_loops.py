@@ -33,6 +33,7 @@ unroller's one-command-per-cycle issue and the load queue's depth.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -79,15 +80,30 @@ def tile_extents(blocks: int, tile: int) -> list[int]:
     return [tile] * full + ([last] if last else [])
 
 
+def tile_classes(n: int, tile: int) -> list[tuple[int, int]]:
+    """The tiles of a dimension of ``n`` as (extent, how many) pairs: the full tiles, then the ragged last one."""
+    full, last = divmod(n, tile)
+    return ([(tile, full)] if full else []) + ([(last, 1)] if last else [])
+
+
+def first_last(n: int, tile: int) -> tuple[int, int]:
+    """Extents of the first and the last tile of a dimension of ``n``."""
+    return min(tile, n), (n % tile or tile)
+
+
+def class_sum(n: int, tile: int, f) -> float:
+    """Sum of ``f(extent)`` over the tiles of a dimension of ``n``."""
+    return sum(count * f(extent) for extent, count in tile_classes(n, tile))
+
+
 def _row_cycles(blocks: int, group: int, elem_bytes: int, m: LoopMachine) -> int:
     """Load-unit cycles of one row of ``blocks`` DIM blocks moved in mvins of ``group`` blocks."""
-    return sum(cdiv(g * m.dim * elem_bytes, m.dma_bytes_per_cycle) + 1 for g in tile_extents(blocks, group))
+    return class_sum(blocks, group, lambda g: cdiv(g * m.dim * elem_bytes, m.dma_bytes_per_cycle) + 1)
 
 
 def _store_row_cycles(blocks: int, m: LoopMachine) -> float:
     """Store-unit cycles of one C row of ``blocks`` blocks at input width (one-beat rows: 2 per 3 cycles)."""
-    return sum(max(cdiv(g * m.dim * m.input_bytes, m.dma_bytes_per_cycle), 1.5)
-               for g in tile_extents(blocks, m.block_len))
+    return class_sum(blocks, m.block_len, lambda g: max(cdiv(g * m.dim * m.input_bytes, m.dma_bytes_per_cycle), 1.5))
 
 
 @dataclass(frozen=True)
@@ -119,25 +135,28 @@ class MatmulFactors:
 def i_factors(M: int, tile_i: int, m: LoopMachine) -> dict:
     """The I dimension's factors (``MatmulFactors``) for ``tile_i`` blocks."""
     step = tile_i * m.dim
-    rows = [min(step, M - s) for s in range(0, M, step)]
-    return {"count_i": len(rows), "ex_rows": sum(max(r, m.weight_reload_cycles) for r in rows),
-            "first_rows": rows[0], "last_rows": rows[-1]}
+    first, last = first_last(M, step)
+    return {"count_i": cdiv(M, step), "ex_rows": class_sum(M, step, lambda r: max(r, m.weight_reload_cycles)),
+            "first_rows": first, "last_rows": last}
 
 
 def j_factors(N: int, tile_j: int, m: LoopMachine) -> dict:
     """The J dimension's factors for ``tile_j`` blocks."""
-    tiles = tile_extents(cdiv(N, m.dim), tile_j)
-    b = sum(_row_cycles(t, m.block_len, m.input_bytes, m) for t in tiles)
-    d = [_row_cycles(t, m.block_len_acc, m.acc_bytes, m) for t in tiles]
-    return {"count_j": len(tiles), "b_row_cycles": b + m.contention * cdiv(N, m.dim), "d_row_cycles": sum(d),
-            "first_j_blocks": tiles[0],
-            "first_d_row_cycles": d[0], "last_c_row_cycles": _store_row_cycles(tiles[-1], m)}
+    jb = cdiv(N, m.dim)
+    first, last = first_last(jb, tile_j)
+    b = class_sum(jb, tile_j, lambda t: _row_cycles(t, m.block_len, m.input_bytes, m))
+    d = class_sum(jb, tile_j, lambda t: _row_cycles(t, m.block_len_acc, m.acc_bytes, m))
+    return {"count_j": cdiv(jb, tile_j), "b_row_cycles": b + m.contention * jb, "d_row_cycles": d,
+            "first_j_blocks": first, "first_d_row_cycles": _row_cycles(first, m.block_len_acc, m.acc_bytes, m),
+            "last_c_row_cycles": _store_row_cycles(last, m)}
 
 
 def k_factors(K: int, tile_k: int, m: LoopMachine) -> dict:
     """The K dimension's factors for ``tile_k`` blocks."""
-    a = [_row_cycles(t, m.block_len, m.input_bytes, m) for t in tile_extents(cdiv(K, m.dim), tile_k)]
-    return {"count_k": len(a), "a_row_cycles": sum(a), "first_a_row_cycles": a[0]}
+    kb = cdiv(K, m.dim)
+    row = lambda t: _row_cycles(t, m.block_len, m.input_bytes, m)  # noqa: E731
+    return {"count_k": cdiv(kb, tile_k), "a_row_cycles": class_sum(kb, tile_k, row),
+            "first_a_row_cycles": row(first_last(kb, tile_k)[0])}
 
 
 @dataclass(frozen=True)
@@ -192,7 +211,8 @@ def candidate_tiles(blocks: int, group: int = 0) -> list[int]:
     """Tile values worth considering for a dimension of ``blocks`` DIM blocks: for every tile count the
     smallest tile that gives it (a larger one with the same count only takes more space), and the
     multiples of ``group`` when given (the mvin grouping, which can change a row's cost at the same count)."""
-    values = {cdiv(blocks, c) for c in range(1, blocks + 1)}
+    root = math.isqrt(blocks) + 1       # ceil(blocks / c) for c <= root, and every tile up to root
+    values = {cdiv(blocks, c) for c in range(1, root + 1)} | set(range(1, min(root, blocks) + 1))
     if group:
         values |= set(range(group, blocks + 1, group))
     return sorted(values)

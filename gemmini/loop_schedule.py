@@ -256,7 +256,20 @@ def _library_choice(vendor: VendorProgram, params: LibParams) -> tuple | None:
     call = vendor.calls[0]
     if call.fn not in ("tiled_matmul_auto", "tiled_matmul_nn_auto"):
         return None
-    from .vendor.matmul import auto_tiles
+    return library_tiles(vendor, params)
 
+
+def library_tiles(vendor: VendorProgram, params: LibParams = DEFAULT_PARAMS) -> tuple | None:
+    """The tile arguments the library picks itself for ``vendor``'s (first) call: ``tiled_matmul_auto``'s
+    (tile_I, tile_J, tile_K) or ``tiled_conv_stride_auto``'s seven; None for a call without them."""
+    call = vendor.calls[0]
     args = dict(call.args)
-    return tuple(auto_tiles(args["dim_I"], args["dim_J"], args["dim_K"], args["tiled_matmul_type"], params))
+    if call.fn in ("tiled_matmul_auto", "tiled_matmul_nn_auto"):
+        from .vendor.matmul import auto_tiles
+
+        return tuple(auto_tiles(args["dim_I"], args["dim_J"], args["dim_K"], args["tiled_matmul_type"], params))
+    if call.fn in ("tiled_conv_auto", "tiled_conv_stride_auto"):
+        from .vendor.conv import auto_conv_tiles
+
+        return tuple(auto_conv_tiles(args, params))
+    return None

@@ -28,7 +28,7 @@ import pyomo.environ as pe
 
 from costmodel.gemmini_conv_loops import (ConvLayer, col_compute_cycles, cols_factors, conv_cycles, conv_fits,
                                           ich_factors, och_factors, rows_factors)
-from costmodel.gemmini_loops import LoopCost, LoopMachine, candidate_tiles, cdiv, tile_extents
+from costmodel.gemmini_loops import LoopCost, LoopMachine, candidate_tiles, cdiv, class_sum
 
 from ..schedule import SchedulingError
 from .loop_tiles import _tangent_bound
@@ -36,6 +36,8 @@ from .solve import solve
 
 TANGENT_STEP_CONV = 0.1
 """Spacing of the tangent points (log units): the bound is at most 0.125% low between them."""
+MAX_CANDIDATES = 1500
+"""The most candidates one super-dimension may have (an image of millions of pixels is refused, not solved)."""
 MAX_CUTS = 30
 """Re-solves after cutting off choices that do not fit or repeat (beyond that: SchedulingError)."""
 
@@ -54,8 +56,7 @@ class ConvTileChoice:
 
 def _channel_candidates(n: int, dim: int) -> list[int]:
     """Channel tiles: whole DIM blocks (the smallest for each tile count) and the whole extent."""
-    values = {min(n, dim * cdiv(cdiv(n, c), dim)) for c in range(1, cdiv(n, 1) + 1)}
-    return sorted(values | {n})
+    return sorted({min(n, dim * cdiv(t, dim)) for t in candidate_tiles(n)} | {n})
 
 
 def _space(layer: ConvLayer, m: LoopMachine) -> dict:
@@ -74,7 +75,7 @@ def _space(layer: ConvLayer, m: LoopMachine) -> dict:
         "I": {k: ich_factors(layer, k, m) | {"kchs": k} for k in kchs_values},
     }
     for (pc, _), f in space["C"].items():
-        f["colsum"] = sum(col_compute_cycles(q, m) for q in tile_extents(layer.Q, pc))
+        f["colsum"] = class_sum(layer.Q, pc, lambda q: col_compute_cycles(q, m))
         f["full_col_cycles"] = col_compute_cycles(pc, m)
     return space
 
@@ -93,6 +94,9 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
     if min(layer.N, layer.H, layer.W, layer.C, layer.K, layer.R) < 1 or layer.P < 1 or layer.Q < 1:
         raise SchedulingError(f"not a convolution the library tiles: {layer}", source=source, field="layer")
     sp = _space(layer, m)
+    if max(len(c) for c in sp.values()) > MAX_CANDIDATES:
+        raise SchedulingError(f"{layer} has more tile candidates than the MIP takes ({MAX_CANDIDATES} per "
+                              "super-dimension)", source=source, field="layer")
     md = pe.ConcreteModel()
     x = {}
     for d, cands in sp.items():

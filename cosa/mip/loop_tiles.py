@@ -35,6 +35,8 @@ from costmodel.gemmini_loops import (LoopCost, LoopMachine, candidate_tiles, cdi
 from ..schedule import SchedulingError
 from .solve import solve
 
+MAX_CANDIDATES = 600
+"""The most candidates one dimension may have (the pair tables grow with the square)."""
 TANGENT_STEP = 0.02
 """Spacing of the tangent points of exp, in natural-log units (relative error of the bound <= 5e-5)."""
 
@@ -77,6 +79,9 @@ def choose_matmul_tiles(shape: tuple, machine: LoopMachine | None = None, *, tim
         raise SchedulingError(f"dimensions must be positive, got {shape}", source=source, field="shape")
     ib, jb, kb = cdiv(M, m.dim), cdiv(N, m.dim), cdiv(K, m.dim)
     cand = {"I": candidate_tiles(ib), "J": candidate_tiles(jb, m.block_len), "K": candidate_tiles(kb, m.block_len)}
+    if max(len(c) for c in cand.values()) > MAX_CANDIDATES:
+        raise SchedulingError(f"({M}, {N}, {K}) has more tile candidates than the MIP takes ({MAX_CANDIDATES} per "
+                              "dimension)", source=source, field="shape")
     fi = {t: i_factors(M, t, m) for t in cand["I"]}
     fj = {t: j_factors(N, t, m) for t in cand["J"]}
     fk = {t: k_factors(K, t, m) for t in cand["K"]}

@@ -80,17 +80,24 @@ def tiled_conv_given(a: dict, tiles, params: LibParams = DEFAULT_PARAMS) -> list
     return tiled_conv(b, *tiles, params=params)
 
 
+def auto_conv_tiles(a: dict, params: LibParams = DEFAULT_PARAMS, src: str = "tiled_conv_stride_auto") -> tuple:
+    """The tile arguments ``tiled_conv_stride_auto`` picks for a call with arguments ``a``."""
+    no_pool = a["pool_stride"] == 0
+    psize, pstride, ppad = (1, 1, 0) if no_pool else (a["pool_size"], a["pool_stride"], a["pool_padding"])
+    downsample = (a["stride"] == 2 and a["kernel_dim"] == 1 and a["padding"] == 0 and no_pool
+                  and a["in_row_dim"] % 2 == 0 and a["in_col_dim"] % 2 == 0)
+    return _auto_tiles(src, a["batch_size"], a["out_row_dim"], a["out_col_dim"], a["out_channels"],
+                       a["in_channels"], a["kernel_dim"], params, stride=a["stride"],
+                       kernel_dilation=a["kernel_dilation"], pool_size=psize, pool_stride=pstride,
+                       pool_padding=ppad, downsample=downsample)
+
+
 def tiled_conv_stride_auto(a: dict, params: LibParams = DEFAULT_PARAMS) -> list:
     src = "tiled_conv_stride_auto"
     _check_supported(src, a)
     no_pool = a["pool_stride"] == 0
     psize, pstride, ppad = (1, 1, 0) if no_pool else (a["pool_size"], a["pool_stride"], a["pool_padding"])
-    downsample = (a["stride"] == 2 and a["kernel_dim"] == 1 and a["padding"] == 0 and no_pool
-                  and a["in_row_dim"] % 2 == 0 and a["in_col_dim"] % 2 == 0)
-    tiles = _auto_tiles(src, a["batch_size"], a["out_row_dim"], a["out_col_dim"], a["out_channels"],
-                        a["in_channels"], a["kernel_dim"], params, stride=a["stride"],
-                        kernel_dilation=a["kernel_dilation"], pool_size=psize, pool_stride=pstride,
-                        pool_padding=ppad, downsample=downsample)
+    tiles = auto_conv_tiles(a, params, src)
     b = dict(a, pool_size=psize, pool_stride=0 if no_pool else pstride, pool_padding=ppad)
     return tiled_conv(b, *tiles, params=params)
 
