@@ -41,6 +41,8 @@ QUICK = {"resnet50": ["conv1", "res2a_branch2b", "res3a_branch1", "res3a_branch2
 SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
     {"each": True, "column": "library / cosa", "what": "Library cycles over cosa-tiles cycles",
      "stats": ["geomean", "min", "max"]},
+    {"each": True, "column": "cosa / roofline", "what": "cosa-tiles cycles over the roofline",
+     "stats": ["min", "max"]},
 ]
 
 
@@ -66,7 +68,10 @@ def run_layer(wl, arch, args) -> dict:
                        bound=False).mapping
     ls = tune_tiles(wl, mapping, arch, budget=args.budget, chooser=_mip_tiles)
     check = run_vendor(ls.vendor, tiles=ls.tiles, seed=args.seed) if args.verify else None
-    return {"layer": wl.name, "library_cycles": ls.library_cycles, "cycles": ls.cycles,
+    from lowerbounds import roofline
+
+    return {"layer": wl.name, "repeat": wl.repeat, "library_cycles": ls.library_cycles, "cycles": ls.cycles,
+            "roofline": roofline(wl, arch).cycles,
             "tiles": list(ls.tiles) if ls.tiles else None, "start": list(ls.start) if ls.start else None,
             "evaluated": ls.evaluated, "found_from": ls.found_from, "tile_seconds": ls.tile_seconds,
             "verified": None if check is None else check.verified,
@@ -75,7 +80,7 @@ def run_layer(wl, arch, args) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--networks", default="resnet50,bert_base_128")
+    ap.add_argument("--networks", default="resnet50,bert_base_128,bert_base_512,mobilenet_v2,shufflenet_v1")
     ap.add_argument("--quick", action="store_true", help="a few representative layers per network")
     ap.add_argument("--budget", type=int, default=0,
                     help="streams timed per layer to polish the tiles (0: the MIP's tiles for matmul-form calls, a "
@@ -108,21 +113,28 @@ def main(argv=None) -> int:
                           f"library {r['library_cycles']:,.0f}, cosa tiles {r['cycles']:,.0f} cycles "
                           f"({r['found_from']}, {r['evaluated']} streams, tiles in {r['tile_seconds']:.1f} s)"))
         table = Table(title=f"{network}: the library's own tiles against cosa's, timing-model cycles")
-        for col in ("layer", "library cycles", "cosa-tiles cycles", "library / cosa", "cosa tiles", "util",
-                    "verified"):
+        for col in ("layer", "repeat", "library cycles", "cosa-tiles cycles", "library / cosa", "cosa / roofline",
+                    "cosa tiles", "util", "verified"):
             table.add_column(col, justify="left" if col in ("layer", "cosa tiles") else "right")
-        ratios = []
+        ratios, totals = [], {"library_cycles": 0.0, "cycles": 0.0, "roofline": 0.0}
         for r in rows:
             if "error" in r:
-                table.add_row(r["layer"], "-", "-", "-", r["error"][:40], "-", "-")
+                table.add_row(r["layer"], "-", "-", "-", "-", "-", r["error"][:40], "-", "-")
                 continue
             ratio = r["library_cycles"] / r["cycles"]
             ratios.append(ratio)
+            for k in totals:
+                totals[k] += r["repeat"] * r[k]
             tiles = "library's own" if r["tiles"] is None else "x".join(map(str, r["tiles"]))
-            table.add_row(r["layer"], fmt(r["library_cycles"], ",.0f"), fmt(r["cycles"], ",.0f"), fmt(ratio, ".3f"),
-                          tiles, fmt(r["ideal"] / r["cycles"], ".0%"),
+            table.add_row(r["layer"], str(r["repeat"]), fmt(r["library_cycles"], ",.0f"), fmt(r["cycles"], ",.0f"),
+                          fmt(ratio, ".3f"), fmt(r["cycles"] / r["roofline"], ".3f"), tiles,
+                          fmt(r["ideal"] / r["cycles"], ".0%"),
                           "-" if r["verified"] is None else ("yes" if r["verified"] else "NO"))
-        table.add_row("geomean", "", "", fmt(geomean(ratios), ".3f"), "", "", "")
+        table.add_row("geomean", "", "", "", fmt(geomean(ratios), ".3f"), "", "", "", "")
+        if totals["cycles"]:
+            table.add_row("total (repeat-weighted)", "", fmt(totals["library_cycles"], ",.0f"),
+                          fmt(totals["cycles"], ",.0f"), fmt(totals["library_cycles"] / totals["cycles"], ".3f"),
+                          fmt(totals["cycles"] / totals["roofline"], ".3f"), "", "", "")
         console.print(table)
         data["networks"][network] = rows
     command = (f"python bench/gemmini_loops.py --networks {args.networks} --budget {args.budget} "
