@@ -46,7 +46,9 @@ CONV_BUDGET = 16
 class LoopSchedule:
     """The library's calls for a layer with chosen tile arguments.
 
-    vendor: the library's calls (``VendorProgram``; its buffers, inputs and reference are the library's).
+    vendor: the calls that run (``VendorProgram``; its buffers, inputs and reference are the library's): the
+    library's own, or for a layer the library runs through ``tiled_conv_downsample`` (no tile arguments) the
+    ``tiled_conv_auto`` call on the hardware's downsample path when cosa's tiles win.
     tiles: the chosen tile arguments (None: the library's own choice won).  cycles: timing-model cycles of
     the chosen stream; library_cycles: of the library's own choice.  start: the mapping's tile as library
     arguments (None when the layer's call takes no tile arguments).  evaluated: streams timed.
@@ -128,16 +130,23 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
                            "256 KiB scratchpad in 4 banks, 64 KiB accumulator, 64-byte mvin rows)",
                            source=f"workload {workload.name}", field="config")
     tried: dict = {}
+    library_vendor = vendor
 
     def cycles(tiles):
         if tiles not in tried:
             t0 = time.perf_counter()
-            tried[tiles] = float(timing(isa.decode_stream(stream(vendor, params, tiles=tiles)), config).cycles)
+            program_ = library_vendor if tiles is None else vendor
+            tried[tiles] = float(timing(isa.decode_stream(stream(program_, params, tiles=tiles)), config).cycles)
             timed_s[0] += time.perf_counter() - t0
         return tried[tiles]
 
     library = cycles(None)
     library_s = timed_s[0]
+    if chooser is not None and {call.fn for call in vendor.calls} == {"tiled_conv_downsample"}:
+        # the library's downsample call takes no tile arguments; cosa's program calls tiled_conv_auto instead (the
+        # hardware's downsample path, as resnet50.c does for its last such layer), with the MIP's tiles
+        vendor = from_workload(workload, dataflow=program.dataflow, bias=program.bias, relu=relu or program.relu,
+                               scale=program.scale, downsample_call=False)
     fns = {call.fn for call in vendor.calls}
     if not fns <= set(TILED_CALLS):
         return LoopSchedule(vendor, None, library, library, None, len(tried), tried, params)  # no tile arguments
@@ -158,8 +167,8 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
                                field="tiles")
         if budget == 0:  # the chooser's tiles, unless the library's own (timed for the report anyway) are faster
             best = chosen if here <= library else None
-            return LoopSchedule(vendor, best, tried[best], library, start, len(tried), tried, params,
-                                origin[best], chooser_s)
+            return LoopSchedule(vendor if best else library_vendor, best, tried[best], library, start, len(tried),
+                                tried, params, origin[best], chooser_s)
         starts = [("mip", chosen)] + starts
     else:
         chooser_s = 0.0
@@ -186,7 +195,8 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     best = min(tried, key=lambda t: (tried[t], t is not None))  # a tie keeps the library's own tiles
     # the choice's seconds: the chooser's and the search's timing runs (the library's own stream is timed for
     # the report either way)
-    return LoopSchedule(vendor, best, tried[best], library, start, len(tried), tried, params, origin[best],
+    return LoopSchedule(vendor if best is not None else library_vendor, best, tried[best], library, start,
+                        len(tried), tried, params, origin[best],
                         chooser_s + timed_s[0] - library_s)
 
 

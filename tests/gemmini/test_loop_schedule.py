@@ -10,6 +10,7 @@ from gemmini.config import DEFAULT_CONFIG
 from gemmini.loop_schedule import tune_tiles
 from gemmini.sim.timing import timing
 from gemmini.vendor import stream
+from gemmini.vendor.calls import from_workload
 from gemmini.vendor.run import run_vendor
 from workloads import conv2d, depthwise_conv2d, matmul
 
@@ -175,3 +176,19 @@ def test_cli_loops_json_names_style_tiles_and_tile_seconds(capsys, tmp_path):
     assert code == 0 and d["verified"] and d["style"] == "loops"
     assert d["found_from"] in ("mip", "library's own") and d["tile_seconds"] > 0 and d["evaluated"] == 2
     assert d["tiles"] is None or len(d["tiles"]) == 3
+
+
+def test_a_downsample_layer_runs_tiled_conv_with_the_mips_tiles():
+    """resnet50.c runs res4a_branch1 through tiled_conv_downsample, which takes no tile arguments; cosa's program
+    calls tiled_conv_auto on the hardware's downsample path instead, bit-exact, and never slower."""
+    wl = conv2d("res4a_branch1", C=32, K=64, H=12, W=12, R=1, S=1, stride=2)
+    mapping = schedule(wl, ARCH, scheduler="gemmini-default", bound=False).mapping
+    ls = tune_tiles(wl, mapping, ARCH, budget=0, chooser=_mip_chooser)
+    assert ls.cycles <= ls.library_cycles
+    if ls.tiles is not None:
+        assert [c.fn for c in ls.vendor.calls] == ["tiled_conv_auto"] and ls.found_from == "mip"
+    run = run_vendor(ls.vendor, tiles=ls.tiles, with_timing=True, seed=2)
+    assert run.verified and run.cycles == ls.cycles
+    library = run_vendor(from_workload(wl), with_timing=True, seed=2)
+    assert [c.fn for c in from_workload(wl).calls] == ["tiled_conv_downsample"]
+    assert library.cycles == ls.library_cycles
