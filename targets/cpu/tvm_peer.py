@@ -17,7 +17,7 @@ past TVM's 30 s build time-out) and drops the input layout rewrites of the sched
 inside each call, in tuning and in the final kernel alike, as our kernel packs its tiles in each call.
 ``tuning_s``: wall seconds of ``tune_tir``, the compile of the best schedule not included.
 
-Timing (``measure``): one verified call, then ``repeat`` calls timed one by one with the wall clock
+Timing (``run_kernel``): one verified call, then ``repeat`` calls timed one by one with the wall clock
 (``targets.cpu.run.time_call``, the timer ``cosa run cpu`` uses for our kernel); ``seconds`` is their
 median.  The arrays are converted to TVM tensors once, outside the timed calls.
 """
@@ -181,7 +181,8 @@ def _one_thread_env():
             os.environ["TVM_NUM_THREADS"] = before
 
 
-def _one_thread_pool() -> None:
+def one_thread_pool() -> None:
+    """This process's TVM thread pool: one thread."""
     import tvm
 
     config = tvm.get_global_func("runtime.config_threadpool", allow_missing=True)
@@ -263,13 +264,18 @@ class TvmRun:
 
 
 def measure(workload, trials: int = DEFAULT_TRIALS, seed: int = 0, repeat: int = 5, input_seed: int = 0) -> TvmRun:
-    """Tune, run on ``random_inputs(..., input_seed)`` (the arrays ``targets.cpu.run`` gives our kernel),
+    """Tune (``tune``), then ``run_kernel``: the compiled best schedule on our kernel's inputs."""
+    return run_kernel(tune(workload, trials=trials, seed=seed), repeat=repeat, input_seed=input_seed)
+
+
+def run_kernel(kernel: TvmKernel, repeat: int = 5, input_seed: int = 0) -> TvmRun:
+    """Run ``kernel`` on ``random_inputs(..., input_seed)`` (the arrays ``targets.cpu.run`` gives our kernel),
     verify against NumPy, time ``repeat`` calls on one thread."""
     from .run import time_call
 
-    kernel = tune(workload, trials=trials, seed=seed)
+    workload = kernel.workload
     arrays = random_inputs(workload, kernel.dtypes, kernel.shapes, input_seed)
-    _one_thread_pool()
+    one_thread_pool()
     call, result = kernel.bind(arrays)
     try:
         call()
@@ -281,5 +287,5 @@ def measure(workload, trials: int = DEFAULT_TRIALS, seed: int = 0, repeat: int =
     out_dtype = kernel.dtypes[workload.output.name]
     ok, err = compare(out, reference(workload, arrays, kernel.shapes, out_dtype), out_dtype)
     seconds = statistics.median(times)
-    return TvmRun(ok, err, seconds, 2 * workload.macs / seconds / 1e9, kernel.tuning_s, trials, seed, kernel.target,
-                  times)
+    return TvmRun(ok, err, seconds, 2 * workload.macs / seconds / 1e9, kernel.tuning_s, kernel.trials, kernel.seed,
+                  kernel.target, times)
