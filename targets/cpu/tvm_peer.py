@@ -84,6 +84,13 @@ def te_compute(workload):
             raise TargetError(f"output index {expr} is not a plain loop dim, which a TE compute needs", source=src,
                               field=f"tensors.{out.name}.indices[{axis}]")
         out_dims.append(expr.terms[0][0])
+    if tuple(stored_shape(out, dims)) != tuple(dims[d] for d in out_dims):
+        raise TargetError(f"output shape {stored_shape(out, dims)} is not its dims' bounds", source=src,
+                          field=f"tensors.{out.name}.shape")
+    sparse = [t.name for t in workload.tensors if t.density < 1.0]
+    if sparse:
+        raise TargetError(f"sparse tensor(s) {sparse}: the TVM peer runs dense loop nests only", source=src,
+                          field="tensors")
     reduce_dims = [d for d in dims if d not in out_dims]
     placeholders, sources = [], {}
     for t in workload.inputs:
