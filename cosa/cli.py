@@ -190,7 +190,7 @@ def cmd_compare(args) -> int:
     nests = _workloads(args.workloads, args.bits)
     arch = _arch(args.arch, args.dataflow)
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
-    measure, peers = None, None
+    measure, peers, arch_view = None, None, None
     if args.measure:
         if not arch.name.startswith("cpu"):
             raise FrameworkError(f"--measure runs the schedules with the CPU target; arch {arch.name!r} is not a "
@@ -198,10 +198,12 @@ def cmd_compare(args) -> int:
         measure = measure_cpu
     if "tvm" in schedulers:
         measure, peers = tvm_peers(arch, args.tvm_trials, args.seed)
+        arch_view = cli_targets.cpu_schedule_arch  # our kernel as cosa run cpu schedules and builds it
     progress = None if args.quiet else ("bar" if sys.stderr.isatty() else "lines")  # both on standard error
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
-                     progress=progress, measure=measure, exhaustive_limit=args.exhaustive_limit, peers=peers)
+                     progress=progress, measure=measure, exhaustive_limit=args.exhaustive_limit, peers=peers,
+                     arch_view=arch_view)
     note = _note(args, nests, arch)
     if note:
         result.meta["note"] = note
@@ -241,9 +243,10 @@ def measure_cpu(workload, arch, mapping) -> dict:
 
 
 def tvm_peers(arch, trials: int, seed: int):
-    """``cosa compare --schedulers ...,tvm``: (measure, peers): every mapping built and run on one thread
-    (median of 5 calls) and TVM's MetaSchedule tuned for ``trials`` candidates, its kernel run on the same
-    inputs (``targets.cpu.tvm_peer``).  Bad input (exit 2): not a CPU arch, TVM not installed, trials < 1."""
+    """``cosa compare --schedulers ...,tvm``: (measure, peers): every mapping (scheduled on the CPU target's
+    view of the arch, register file innermost, as ``cosa run cpu`` does) built and run on one thread (median
+    of 5 calls), and TVM's MetaSchedule tuned for ``trials`` candidates, its kernel run on the same inputs
+    (``targets.cpu.tvm_peer``).  Bad input (exit 2): not a CPU arch, TVM not installed, trials < 1."""
     if not arch.name.startswith("cpu"):
         raise FrameworkError(f"scheduler 'tvm' runs on this CPU; arch {arch.name!r} is not a CPU arch (--arch cpu "
                              "or a file from cosa arch calibrate cpu)", field="--schedulers")
@@ -264,7 +267,8 @@ def measure_cpu_one_thread(workload, arch, mapping) -> dict:
     from targets.cpu import run
 
     got = run(workload, mapping, arch, threads=1, repeat=5).to_dict()
-    return {"seconds": got["seconds"], "verified": got["verified"], "gflops": got.get("gflops"), "threads": 1}
+    return {"seconds": got["seconds"], "verified": got["verified"], "gflops": got.get("gflops"), "threads": 1,
+            "levels": [lv.name for lv in arch.levels]}
 
 
 def cmd_bound(args) -> int:

@@ -349,7 +349,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
             objective: str = "latency", time_limit_s: float | None = None, progress: bool | None = None,
             seed: int = 0, random_time_factor: float | None = None,
             random_samples: int | None = None, measure=None, exhaustive_limit: int | None = None,
-            peers: dict | None = None) -> CompareResult:
+            peers: dict | None = None, arch_view=None) -> CompareResult:
     """Schedule every layer with every scheduler and collect the rows.
 
     ``workloads``: LoopNests, or sources ``workloads.load`` understands (files,
@@ -361,6 +361,9 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     ``exhaustive_limit``: the most mappings the exhaustive baseline may enumerate (None: its default).
     ``measure``: run every scheduled mapping and record its seconds (see the module docstring).
     ``peers``: name -> callable for the measured peers among ``schedulers`` (``cosa.compare_peers``: TVM).
+    ``arch_view``: ``(workload, arch) -> arch`` each layer is scheduled (and measured) on instead of ``arch``
+    (beside TVM the command line passes the CPU target's view, which adds the register file, as ``cosa run
+    cpu`` schedules); the result keeps ``arch``'s name.
     ``jobs``: local processes; ignored under mpiexec with more than one rank, where the layers go
     to the MPI ranks (see the module docstring; under a plain mpiexec launch the worker ranks
     leave through ``SystemExit(0)`` once the layers are done, and only rank 0 returns).
@@ -391,6 +394,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     if not isinstance(jobs, int) or jobs < 1:
         raise SchedulingError(f"jobs must be a positive integer, got {jobs!r}", source=src, field="jobs")
     nests, arch = _resolve(workloads, arch)
+    arches = [arch_view(w, arch) if arch_view is not None else arch for w in nests]
     if not nests:
         raise SchedulingError("no workloads given", source=src, field="workloads")
     seen: dict[str, int] = {}
@@ -410,7 +414,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     try:
         if report is not None:
             report.start()
-        args = lambda k: (nests[k], arch, mapped, objective, time_limit_s, seed, random_time_factor, layers[k],
+        args = lambda k: (nests[k], arches[k], mapped, objective, time_limit_s, seed, random_time_factor, layers[k],
                           random_samples, measure is not None, exhaustive_limit)
         if mode == "serial":
             for k in range(len(nests)):
@@ -445,7 +449,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
         raise SystemExit(0)
     rows = tuple(r for k in range(len(nests)) for r in per_layer[k])
     if measure is not None:
-        rows = tuple(_measured(r, nests[layers.index(r.layer)], arch, measure) for r in rows)
+        rows = tuple(_measured(r, nests[layers.index(r.layer)], arches[layers.index(r.layer)], measure) for r in rows)
     if mapped != schedulers:
         rows = add_peer_rows(rows, nests, layers, schedulers, peers, progress=form is not None)
     meta = {

@@ -106,6 +106,7 @@ def test_a_tvm_failure_on_a_layer_is_one_line_not_a_traceback(monkeypatch, tmp_p
     rows = {r["scheduler"]: r for r in json.loads(captured.out)["rows"]}
     assert rows["tvm"]["status"] == "failed" and "LLVM said no" in rows["tvm"]["error"]
     assert rows["cosa"]["measured_verified"] is True and rows["cosa"]["extra"]["measured"]["threads"] == 1
+    assert rows["cosa"]["extra"]["measured"]["levels"][-1] == "Registers"  # as cosa run cpu schedules it
     assert "Traceback" not in captured.err and "and a long trace" not in captured.err
 
 
