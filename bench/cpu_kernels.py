@@ -341,7 +341,7 @@ def main(argv=None) -> int:
         if unknown:
             raise SystemExit(f"cpu_kernels: --cases: unknown {unknown}; known {[w.name for w in selected]}")
         selected = [w for w in selected if w.name in wanted]
-    console = Console(width=200, record=True)
+    console = Console(width=200 + 45 * len(tvm_trials), record=True)  # three columns per TVM trial count
     blas_kernels = openblas_kernels()
     console.print(f"arch {base.name}: {base.params.get('cores')} cores, {base.params.get('simd_lanes')} fp32 lanes, "
                   f"isa {cbuild.isa().name}, peak {base.params.get('peak_gflops_per_core', '?')} GFLOP/s/core; "
