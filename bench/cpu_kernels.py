@@ -15,6 +15,13 @@ flags, ``omp parallel for`` over its first output dim.  They are timed in interl
 rounds; GFLOP/s from each one's fastest round, and the range of the per-round ratio ours/NumPy), so a
 busy machine slows all of them alike.
 
+TVM (``--tvm-trials 64,256``, the ``tvm`` extra; none by default): for each trial count, MetaSchedule tunes
+the case once before the timing (``targets.cpu.tvm_peer.tune``: target ``llvm`` with this CPU as ``mcpu``
+and ``num-cores`` 1, seed 0, a temporary work directory) and its best schedule's compiled function takes
+part in the one-thread rounds: it is timed by the same interleaved fastest-of-rounds wall-clock timer as
+ours and NumPy's (not TVM's ``time_evaluator``), on TVM copies of the same input arrays made once before
+the rounds.  Columns: its GFLOP/s, its tuning seconds and ours/TVM (> 1: ours faster); "-" at more threads.
+
 Rank study (``bench/cpu_rank.py``'s, which has its own three workloads): >= 30 random valid mappings of
 a GEMM 512 and a 3x3 convolution, each built and timed on all threads; Kendall's tau between the cost
 model's cycles and the measured seconds, and the rank of the MIP's mapping among them.
@@ -22,6 +29,7 @@ model's cycles and the measured seconds, and the rank of the MIP's mapping among
     python3 bench/cpu_kernels.py --quick
     python3 bench/cpu_kernels.py --cases gemm1024_32,res4b_branch2b --threads 1 --repeat 30 --no-rank
     python3 bench/cpu_kernels.py --results bench/RESULTS.md
+    python3 bench/cpu_kernels.py --cases gemm1024_32,res4b_branch2b --threads 1 --no-rank --tvm-trials 64,256
 """
 
 from __future__ import annotations
@@ -158,7 +166,23 @@ def tile_text(kernel) -> str:
     return " ".join(f"{d}{e}" for d, e in ker.extents.items() if e > 1) + f" / {ker.mr}x{ker.nv}x{ker.lanes}"
 
 
-def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs):
+def tvm_kernels(w, arrays, ref, trials_list) -> dict:
+    """trials -> (bound TVM call, its relative error against ``ref``, tuning seconds), tuned once each."""
+    from targets.cpu import tvm_peer
+
+    tvm_peer.one_thread_pool()
+    out = {}
+    scale = max(1.0, float(np.max(np.abs(ref))))
+    for trials in trials_list:
+        kernel = tvm_peer.tune(w, trials=trials, seed=0)
+        call, result = kernel.bind(arrays)
+        call()
+        err = float(np.max(np.abs(result().reshape(ref.shape) - ref))) / scale
+        out[trials] = (call, err, kernel.tuning_s)
+    return out
+
+
+def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs, tvm_trials=()):
     from threadpoolctl import threadpool_limits
 
     arch = register_arch(w, base)
@@ -171,19 +195,26 @@ def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs):
     ref = numpy_baseline(w, arrays)()
     scale = max(1.0, float(np.max(np.abs(ref))))
     err = max(float(np.max(np.abs(o.reshape(ref.shape) - ref))) / scale for o in (out, cout))
+    tvms = tvm_kernels(w, arrays, ref, tvm_trials) if tvm_trials else {}
+    err = max([err] + [e for _, e, _ in tvms.values()])
     naive = naive_kernel(w, kernel) if w.macs <= naive_max_macs else None
     nout = np.empty_like(out)
     ptrs = [arrays[t.name].ctypes.data for t in w.inputs] + [nout.ctypes.data]
     rows = []
     for th in threads_list:
         ours, cache, blas, slow = [], [], [], []
+        tvm_times = {t: [] for t in tvms} if th == 1 else {}  # TVM's kernels are compiled for one core
         base_fn = numpy_baseline(w, arrays)
         with threadpool_limits(th):
             kernel(arrays, out, th), cache_kernel(arrays, cout, th), base_fn()  # warm-up round, not timed
+            for t in tvm_times:
+                tvms[t][0]()
             for r in range(repeat):  # interleaved rounds
                 ours.append(_timed(lambda: kernel(arrays, out, th)))
                 cache.append(_timed(lambda: cache_kernel(arrays, cout, th)))
                 blas.append(_timed(base_fn))
+                for t, times in tvm_times.items():
+                    times.append(_timed(tvms[t][0]))
                 if naive is not None and r < 1:
                     slow.append(_timed(lambda: naive(*ptrs, th)))
         flops = 2 * w.macs
@@ -197,8 +228,18 @@ def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs):
                      "ours_over_cache_model": t_cache / t_ours,
                      "ours_over_naive": t_naive / t_ours if t_naive else None, "rel_err": err,
                      "tile": tile_text(kernel), "cache_model_tile": tile_text(cache_kernel),
-                     "times_s": {"ours": ours, "cache_model": cache, "numpy": blas}})
+                     "times_s": {"ours": ours, "cache_model": cache, "numpy": blas,
+                                 **{f"tvm{t}": v for t, v in tvm_times.items()}},
+                     "tvm": {t: {"gflops": flops / min(v) / 1e9, "ours_over_tvm": min(v) / t_ours,
+                                 "tuning_s": tvms[t][2]} for t, v in tvm_times.items()}})
     return rows
+
+
+def _tvm_cells(row, trials, fmt) -> list[str]:
+    got = row.get("tvm", {}).get(trials)
+    if got is None:
+        return ["-", "-", "-"]
+    return [fmt(got["gflops"], "{:.1f}"), fmt(got["tuning_s"], "{:.0f}"), fmt(got["ours_over_tvm"])]
 
 
 def openblas_kernels() -> str:
@@ -219,6 +260,24 @@ SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the prin
      "stats": ["geomean", "min", "max"]},
     {"table": 0, "column": "ours/naive", "what": "Ours over the naive loop", "stats": ["geomean", "min"]},
 ]
+
+
+def tvm_summary(trials_list) -> list[dict]:
+    """``SUMMARY``'s entries for the TVM columns."""
+    return [{"table": 0, "column": f"ours/tvm{t}", "rows": {"threads": "1"},
+             "what": f"Ours over TVM after {t} trials, one thread", "stats": ["geomean", "min", "max"]}
+            for t in trials_list]
+
+
+def _trials(text: str | None) -> list[int]:
+    if not text:
+        return []
+    out = []
+    for part in text.split(","):
+        if not part.strip().isdigit() or int(part) < 1:
+            raise SystemExit(f"cpu_kernels: --tvm-trials: '{part.strip()}' is not a trial count >= 1")
+        out.append(int(part))
+    return list(dict.fromkeys(out))
 
 
 def _threads(text: str, cores: int) -> list[int]:
@@ -250,6 +309,8 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=30, help="random mappings per rank study")
     ap.add_argument("--naive-max-macs", type=float, default=2.2e9, help="skip the naive loop above this")
     ap.add_argument("--no-rank", action="store_true", help="skip the rank study")
+    ap.add_argument("--tvm-trials", default=None, metavar="N,N",
+                    help="also TVM MetaSchedule after these trial counts, one thread (the tvm extra; default none)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--results", default=None, help="record the tables in this results file")
     args = ap.parse_args(argv)
@@ -264,6 +325,14 @@ def main(argv=None) -> int:
         base = calibrate(quick=True)
     load_before = os.getloadavg()
     cores = os.cpu_count() or 1
+    tvm_trials = _trials(args.tvm_trials)
+    if tvm_trials:
+        from targets.cpu.tvm_peer import require_tvm
+
+        try:
+            require_tvm("cpu_kernels --tvm-trials")
+        except workloads.FrameworkError as err:
+            raise SystemExit(f"cpu_kernels: {err}") from None
     threads_list = _threads(args.threads, cores)
     selected = cases(args.quick)
     if args.cases:
@@ -272,19 +341,20 @@ def main(argv=None) -> int:
         if unknown:
             raise SystemExit(f"cpu_kernels: --cases: unknown {unknown}; known {[w.name for w in selected]}")
         selected = [w for w in selected if w.name in wanted]
-    console = Console(width=200, record=True)
+    console = Console(width=200 + 45 * len(tvm_trials), record=True)  # three columns per TVM trial count
     blas_kernels = openblas_kernels()
     console.print(f"arch {base.name}: {base.params.get('cores')} cores, {base.params.get('simd_lanes')} fp32 lanes, "
                   f"isa {cbuild.isa().name}, peak {base.params.get('peak_gflops_per_core', '?')} GFLOP/s/core; "
                   f"OpenBLAS kernels {blas_kernels}; {args.repeat} interleaved rounds, fastest of each")
     rows = []
     for w in selected:
-        rows += measure_case(w, base, threads_list, args.repeat, args.time_limit, args.naive_max_macs)
+        rows += measure_case(w, base, threads_list, args.repeat, args.time_limit, args.naive_max_macs, tvm_trials)
         console.print(f"  {w.name}: measured; micro-kernel tile / register block: ours {rows[-1]['tile']}, "
                       f"cache model {rows[-1]['cache_model_tile']}", style="dim")
     table = Table(title="Generated kernels vs NumPy (OpenBLAS) and a naive loop: GFLOP/s and ratios")
     for col in ("case", "threads", "ours GF/s", "cache model GF/s", "numpy GF/s", "naive GF/s", "ours/numpy",
-                "per-round range", "ours/cache model", "ours/naive", "rel err"):
+                "per-round range", "ours/cache model", "ours/naive", "rel err",
+                *[c for t in tvm_trials for c in (f"tvm{t} GF/s", f"tvm{t} tune s", f"ours/tvm{t}")]):
         table.add_column(col, justify="right" if col != "case" else "left")
     fmt = lambda v, f="{:.2f}": "-" if v is None else f.format(v)
     for r in rows:
@@ -292,7 +362,8 @@ def main(argv=None) -> int:
         table.add_row(r["case"], str(r["threads"]), fmt(r["ours_gflops"], "{:.1f}"),
                       fmt(r["cache_model_gflops"], "{:.1f}"), fmt(r["numpy_gflops"], "{:.1f}"),
                       fmt(r["naive_gflops"], "{:.2f}"), fmt(r["ours_over_numpy"]), f"{lo:.2f}-{hi:.2f}",
-                      fmt(r["ours_over_cache_model"]), fmt(r["ours_over_naive"], "{:.1f}"), f"{r['rel_err']:.1e}")
+                      fmt(r["ours_over_cache_model"]), fmt(r["ours_over_naive"], "{:.1f}"), f"{r['rel_err']:.1e}",
+                      *[c for t in tvm_trials for c in _tvm_cells(r, t, fmt)])
     console.print(table)
     by = {(r["case"], r["threads"]): r for r in rows}
     if cores > 1 and 1 in threads_list and cores in threads_list:
@@ -315,7 +386,8 @@ def main(argv=None) -> int:
     date, machine = run_stamp()
     command = "python bench/cpu_kernels.py" + (" --quick" if args.quick else "") + \
         (f" --cases {args.cases}" if args.cases else "") + f" --threads {args.threads} --repeat {args.repeat}" + \
-        (" --no-rank" if args.no_rank else "") + (f" --arch {args.arch}" if args.arch else "")
+        (" --no-rank" if args.no_rank else "") + (f" --arch {args.arch}" if args.arch else "") + \
+        (f" --tvm-trials {args.tvm_trials}" if tvm_trials else "")
     save_outputs(name="cpu_kernels", title="Generated CPU kernels", command=command, date=date, machine=machine,
                  console=console, data={"args": vars(args), "rows": rows, "rank": studies, "arch": base.params,
                                             "load_average": {"before": load_before, "after": load_after}},
@@ -323,7 +395,7 @@ def main(argv=None) -> int:
                  notes=f"Arch: {base.params}.  Ratios > 1 mean ours is faster.  Load average (1, 5, 15 min) "
                        f"before {tuple(round(x, 1) for x in load_before)}, after "
                        f"{tuple(round(x, 1) for x in load_after)} on {cores} cores: other jobs shared the machine.",
-                 summary=SUMMARY)
+                 summary=SUMMARY + tvm_summary(tvm_trials))
     return 0
 
 

@@ -238,16 +238,20 @@ def cmd_compare(args) -> int:
     nests = _workloads(args.workloads, args.bits)
     arch = _arch(args.arch, args.dataflow)
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
-    measure = None
+    measure, peers, arch_view = None, None, None
     if args.measure:
         if not arch.name.startswith("cpu"):
             raise FrameworkError(f"--measure runs the schedules with the CPU target; arch {arch.name!r} is not a "
                                  "CPU arch (--arch cpu or a file from cosa arch calibrate cpu)", field="--measure")
         measure = measure_cpu
+    if "tvm" in schedulers:
+        measure, peers = tvm_peers(arch, args.tvm_trials, args.seed)
+        arch_view = cli_targets.cpu_schedule_arch  # our kernel as cosa run cpu schedules and builds it
     progress = None if args.quiet else ("bar" if sys.stderr.isatty() else "lines")  # both on standard error
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
-                     progress=progress, measure=measure, exhaustive_limit=args.exhaustive_limit)
+                     progress=progress, measure=measure, exhaustive_limit=args.exhaustive_limit, peers=peers,
+                     arch_view=arch_view)
     note = _note(args, nests, arch)
     if note:
         result.meta["note"] = note
@@ -261,6 +265,10 @@ def cmd_compare(args) -> int:
             print(line, file=sys.stderr)
     else:
         report.print_table(result)  # the failure summary follows the table
+        if peers:
+            from cosa.compare_peers import print_measured
+
+            print_measured(result, "tvm")
         if note:
             print(note)
     failed = [r for r in result.rows if not r.ok]
@@ -280,6 +288,35 @@ def measure_cpu(workload, arch, mapping) -> dict:
     got = run(workload, mapping, arch, repeat=3).to_dict()
     return {"seconds": got["seconds"], "verified": got["verified"], "gflops": got.get("gflops"),
             "threads": got.get("threads")}
+
+
+def tvm_peers(arch, trials: int, seed: int):
+    """``cosa compare --schedulers ...,tvm``: (measure, peers): every mapping (scheduled on the CPU target's
+    view of the arch, register file innermost, as ``cosa run cpu`` does) built and run on one thread (median
+    of 5 calls), and TVM's MetaSchedule tuned for ``trials`` candidates, its kernel run on the same inputs
+    (``targets.cpu.tvm_peer``).  Bad input (exit 2): not a CPU arch, TVM not installed, trials < 1."""
+    if not arch.name.startswith("cpu"):
+        raise FrameworkError(f"scheduler 'tvm' runs on this CPU; arch {arch.name!r} is not a CPU arch (--arch cpu "
+                             "or a file from cosa arch calibrate cpu)", field="--schedulers")
+    if trials < 1:
+        raise FrameworkError(f"--tvm-trials must be >= 1, got {trials}", field="--tvm-trials")
+    from targets.cpu import tvm_peer
+
+    tvm_peer.require_tvm("compare")
+
+    def tvm(workload) -> dict:
+        return tvm_peer.measure(workload, trials=trials, seed=seed).to_dict()
+
+    return measure_cpu_one_thread, {"tvm": tvm}
+
+
+def measure_cpu_one_thread(workload, arch, mapping) -> dict:
+    """Beside TVM: the mapping as C + OpenMP on one thread, verified, median seconds of 5 calls."""
+    from targets.cpu import run
+
+    got = run(workload, mapping, arch, threads=1, repeat=5).to_dict()
+    return {"seconds": got["seconds"], "verified": got["verified"], "gflops": got.get("gflops"), "threads": 1,
+            "levels": [lv.name for lv in arch.levels]}
 
 
 def cmd_bound(args) -> int:
@@ -405,7 +442,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", default="gemmini", help=arch_help("gemmini"))
     p.add_argument("--dataflow", choices=["ws", "os"], default=None, help=DATAFLOW_HELP + "; default: the arch's")
     p.add_argument("--schedulers", default="cosa,gemmini-default,random",
-                   help=f"comma-separated, from {', '.join(SCHEDULERS)} (default cosa,gemmini-default,random)")
+                   help=f"comma-separated, from {', '.join(SCHEDULERS)}, tvm (default cosa,gemmini-default,random); "
+                        "tvm (the tvm extra, CPU archs): TVM's MetaSchedule tunes and runs its own kernel, and "
+                        "every schedule is run on one thread beside it")
+    p.add_argument("--tvm-trials", type=int, default=64,
+                   help="with tvm: MetaSchedule's measured candidates per layer (default 64)")
     p.add_argument("--objective", default="latency", choices=["latency", "energy", "edp", "cosa"],
                    help=OBJECTIVE_HELP)
     p.add_argument("--time-limit", type=float, default=30.0, help="solver time limit per layer, seconds (default 30)")
@@ -418,7 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="budget of the random baseline in samples (default 1000; a sample budget makes "
                         "the same --seed give the same rows on every run)")
     p.add_argument("--measure", action="store_true",
-                   help="CPU archs: run every schedule as C + OpenMP (verified) and show its seconds")
+                   help="CPU archs: run every schedule as C + OpenMP (verified) and show its seconds "
+                        "(on every core; on one thread with tvm among the schedulers)")
     p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV (one line per layer and scheduler)")
     p.add_argument("--plot", metavar="FILE.png",
                    help="also draw cycles over each layer's best as grouped bars (PNG; failed runs hatched; "

@@ -46,7 +46,8 @@ def _cpu_run(workload, mapping, arch, args) -> dict:
                exceptions=args.exceptions).to_dict()
 
 
-def _cpu_schedule_arch(workload, arch):
+def cpu_schedule_arch(workload, arch):
+    """The CPU target's view of ``arch`` for ``workload``: its register file as the innermost level."""
     from targets.cpu.build import isa
     from targets.cpu.plan import arch_for
 
@@ -128,7 +129,7 @@ _CPU_SUMMARY = {"emit": "C + OpenMP from the mapping (cpu arch)",
                 "run": "C + OpenMP built with gcc and run on this machine, verified against NumPy"}
 _MPI_SUMMARY = {"run": "a distributed SpMM, SDDMM or FusedMM on MPI ranks"}
 
-TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu", schedule_arch=_cpu_schedule_arch,
+TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu", schedule_arch=cpu_schedule_arch,
                                             summary=_CPU_SUMMARY),
                               "cuda": _gpu_target("cuda"),
                               "opencl": _gpu_target("opencl"),

@@ -28,6 +28,10 @@ with ``seconds`` and ``verified`` (the CLI passes ``targets.cpu``'s runner for
 scheduled mapping is run once scheduling is done, one at a time in this
 process (never side by side with other runs), and its measured seconds sit
 beside the model's cycles (``measured_s``, ``measured_verified``).
+
+Measured peers (``peers``, ``cosa.compare_peers``): a tool that tunes and compiles a kernel of its own
+(TVM) is a callable ``(workload) -> dict``; its rows come after the schedulers' rows are measured, with
+its tuning seconds and its kernel's measured seconds and no cost-model figures.
 """
 
 from __future__ import annotations
@@ -344,7 +348,8 @@ def _resolve(workloads, arch):
 def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), jobs: int = 1,
             objective: str = "latency", time_limit_s: float | None = None, progress: bool | None = None,
             seed: int = 0, random_time_factor: float | None = None,
-            random_samples: int | None = None, measure=None, exhaustive_limit: int | None = None) -> CompareResult:
+            random_samples: int | None = None, measure=None, exhaustive_limit: int | None = None,
+            peers: dict | None = None, arch_view=None) -> CompareResult:
     """Schedule every layer with every scheduler and collect the rows.
 
     ``workloads``: LoopNests, or sources ``workloads.load`` understands (files,
@@ -355,6 +360,10 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     ``random_time_factor``, ``random_samples``: the random baseline's budget (see ``schedule_layer``).
     ``exhaustive_limit``: the most mappings the exhaustive baseline may enumerate (None: its default).
     ``measure``: run every scheduled mapping and record its seconds (see the module docstring).
+    ``peers``: name -> callable for the measured peers among ``schedulers`` (``cosa.compare_peers``: TVM).
+    ``arch_view``: ``(workload, arch) -> arch`` each layer is scheduled (and measured) on instead of ``arch``
+    (beside TVM the command line passes the CPU target's view, which adds the register file, as ``cosa run
+    cpu`` schedules); the result keeps ``arch``'s name.
     ``jobs``: local processes; ignored under mpiexec with more than one rank, where the layers go
     to the MPI ranks (see the module docstring; under a plain mpiexec launch the worker ranks
     leave through ``SystemExit(0)`` once the layers are done, and only rank 0 returns).
@@ -363,12 +372,19 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     src = "compare"
     if not schedulers:
         raise SchedulingError("no schedulers given", source=src, field="schedulers")
+    from .compare_peers import PEERS, add_peer_rows
     from .scheduler import SCHEDULERS
 
-    unknown = [s for s in schedulers if s not in SCHEDULERS]
+    unknown = [s for s in schedulers if s not in SCHEDULERS + PEERS]
     if unknown:
-        raise SchedulingError(f"unknown scheduler(s) {unknown}; choose from {list(SCHEDULERS)}", source=src,
+        raise SchedulingError(f"unknown scheduler(s) {unknown}; choose from {list(SCHEDULERS + PEERS)}", source=src,
                               field="schedulers")
+    peers = dict(peers or {})
+    for name in schedulers:
+        if name in PEERS and name not in peers:
+            raise SchedulingError(f"'{name}' tunes and runs a kernel of its own: it needs a CPU arch (--arch cpu)",
+                                  source=src, field="schedulers")
+    mapped = tuple(s for s in schedulers if s not in PEERS)  # the schedulers that give a mapping
     if "zigzag" in schedulers:  # a missing optional peer is bad input (exit 2), not a failed row per layer
         from .baselines.zigzag_mapper import require_zigzag
 
@@ -378,6 +394,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     if not isinstance(jobs, int) or jobs < 1:
         raise SchedulingError(f"jobs must be a positive integer, got {jobs!r}", source=src, field="jobs")
     nests, arch = _resolve(workloads, arch)
+    arches = [arch_view(w, arch) if arch_view is not None else arch for w in nests]
     if not nests:
         raise SchedulingError("no workloads given", source=src, field="workloads")
     seen: dict[str, int] = {}
@@ -393,11 +410,11 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
         from mpi4py import MPI
 
         form = form if MPI.COMM_WORLD.Get_rank() == 0 else None  # one report, at the rank that reports
-    report = Progress(form, layers, schedulers) if form else None
+    report = Progress(form, layers, mapped) if form else None
     try:
         if report is not None:
             report.start()
-        args = lambda k: (nests[k], arch, schedulers, objective, time_limit_s, seed, random_time_factor, layers[k],
+        args = lambda k: (nests[k], arches[k], mapped, objective, time_limit_s, seed, random_time_factor, layers[k],
                           random_samples, measure is not None, exhaustive_limit)
         if mode == "serial":
             for k in range(len(nests)):
@@ -432,7 +449,9 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
         raise SystemExit(0)
     rows = tuple(r for k in range(len(nests)) for r in per_layer[k])
     if measure is not None:
-        rows = tuple(_measured(r, nests[layers.index(r.layer)], arch, measure) for r in rows)
+        rows = tuple(_measured(r, nests[layers.index(r.layer)], arches[layers.index(r.layer)], measure) for r in rows)
+    if mapped != schedulers:
+        rows = add_peer_rows(rows, nests, layers, schedulers, peers, progress=form is not None)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",

@@ -176,6 +176,11 @@ def _fmt(x, spec: str) -> str:
     return format(x, spec) if _finite(x) else "-"
 
 
+def _pct(fraction) -> str:
+    """A fraction as a percentage with one decimal ("-" when it is not a number, e.g. a measured peer's)."""
+    return _fmt(100 * fraction, ".1f") + "%" if _finite(fraction) else "-"
+
+
 def _fmt_energy_uj(energy_pj) -> str:
     """Microjoules: two decimals for large values, four significant digits for small ones."""
     if not _finite(energy_pj):
@@ -225,7 +230,7 @@ def table(result: CompareResult, title: str | None = None, error_chars: int = ER
             # a peer's mapping that our levels could not state exactly is the nearest one: say so
             sched = f"{r.scheduler} (adapted)" if r.status == "adapted" else r.scheduler
             t.add_row(escape(label), sched, _fmt(r.cycles, ",.0f"), _fmt_energy_uj(r.energy_pj),
-                      _fmt(100 * r.utilization, ".1f") + "%", _fmt(r.dram_bytes, ",.0f"), _fmt(r.seconds, ".2f"),
+                      _pct(r.utilization), _fmt(r.dram_bytes, ",.0f"), _fmt(r.seconds, ".2f"),
                       ratio, _fmt(r.bound_ratio, ".2f"), _fmt(r.cycles_over_roofline, ".2f"),
                       *([_fmt(r.measured_s, ".4g") + ("" if r.measured_verified in (None, True) else " [red]WRONG[/]")]
                         if measured else []), *tail)
@@ -241,7 +246,7 @@ def table(result: CompareResult, title: str | None = None, error_chars: int = ER
                   "-", "-", _fmt(g["cycles_over_roofline_total"], ".2f"), *(["-"] if measured else []), *tail)
     t.add_section()
     for name, g in summary.items():
-        t.add_row("[bold]geomean[/]", name, "-", "-", _fmt(100 * g["utilization_geomean"], ".1f") + "%", "-", "-",
+        t.add_row("[bold]geomean[/]", name, "-", "-", _pct(g["utilization_geomean"]), "-", "-",
                   _fmt(g["ratio_geomean_weighted"], ".3f"), _fmt(g["bound_ratio_geomean"], ".2f"), "-",
                   *(["-"] if measured else []), *tail)
     common = len(common_layers(result))
