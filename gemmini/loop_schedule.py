@@ -122,6 +122,7 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
                            f"{budget!r}", source="tune_tiles", field="budget")
     program = generate(workload, mapping, arch, bias=bias, scale=scale)
     config = config or program.config
+    calls_given = vendor is not None   # a caller's own calls (a network's layer) are run as given
     vendor = vendor or from_workload(workload, dataflow=program.dataflow, bias=program.bias,
                                      relu=relu or program.relu, scale=program.scale)
     params = library_params(config)
@@ -142,7 +143,7 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
 
     library = cycles(None)
     library_s = timed_s[0]
-    if chooser is not None and {call.fn for call in vendor.calls} == {"tiled_conv_downsample"}:
+    if chooser is not None and not calls_given and {call.fn for call in vendor.calls} == {"tiled_conv_downsample"}:
         # the library's downsample call takes no tile arguments; cosa's program calls tiled_conv_auto instead (the
         # hardware's downsample path, as resnet50.c does for its last such layer), with the MIP's tiles
         vendor = from_workload(workload, dataflow=program.dataflow, bias=program.bias, relu=relu or program.relu,
