@@ -47,8 +47,8 @@ class LoopSchedule:
     """The library's calls for a layer with chosen tile arguments.
 
     vendor: the calls that run (``VendorProgram``; its buffers, inputs and reference are the library's): the
-    library's own, or for a layer the library runs through ``tiled_conv_downsample`` (no tile arguments) the
-    ``tiled_conv_auto`` call on the hardware's downsample path when cosa's tiles win.
+    library's own, or where the library's calls take no tile arguments cosa's own calls (``_cosa_calls``: the
+    downsample path through ``tiled_conv_auto``, depthwise layers as packed groups) when those win.
     tiles: the chosen tile arguments (None: the library's own choice won).  cycles: timing-model cycles of
     the chosen stream; library_cycles: of the library's own choice.  start: the mapping's tile as library
     arguments (None when the layer's call takes no tile arguments).  evaluated: streams timed.
@@ -143,11 +143,8 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
 
     library = cycles(None)
     library_s = timed_s[0]
-    if chooser is not None and not calls_given and {call.fn for call in vendor.calls} == {"tiled_conv_downsample"}:
-        # the library's downsample call takes no tile arguments; cosa's program calls tiled_conv_auto instead (the
-        # hardware's downsample path, as resnet50.c does for its last such layer), with the MIP's tiles
-        vendor = from_workload(workload, dataflow=program.dataflow, bias=program.bias, relu=relu or program.relu,
-                               scale=program.scale, downsample_call=False)
+    if chooser is not None and not calls_given:
+        vendor = _cosa_calls(workload, vendor, program, relu) or vendor
     fns = {call.fn for call in vendor.calls}
     if not fns <= set(TILED_CALLS):
         return LoopSchedule(vendor, None, library, library, None, len(tried), tried, params)  # no tile arguments
@@ -199,6 +196,25 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     return LoopSchedule(vendor if best is not None else library_vendor, best, tried[best], library, start,
                         len(tried), tried, params, origin[best],
                         chooser_s + timed_s[0] - library_s)
+
+
+def _cosa_calls(workload, vendor: VendorProgram, program, relu: bool) -> VendorProgram | None:
+    """cosa's own calls where the library's take no tile arguments (None: the library's calls, tiled):
+
+    * ``tiled_conv_downsample`` (resnet50.c's res3a/res4a_branch1) -> ``tiled_conv_auto`` on the hardware's
+      downsample path, as resnet50.c runs its last such layer;
+    * ``tiled_conv_dw_auto`` (one channel per loop instruction) -> packed groups of DIM channels with
+      block-diagonal weights (``gemmini.vendor.calls.depthwise_packed``), when the channels split into them."""
+    fns = {call.fn for call in vendor.calls}
+    kw = dict(dataflow=program.dataflow, bias=program.bias, relu=relu or program.relu, scale=program.scale)
+    if fns == {"tiled_conv_downsample"}:
+        return from_workload(workload, downsample_call=False, **kw)
+    if fns == {"tiled_conv_dw_auto"}:
+        try:
+            return from_workload(workload, packed_depthwise=True, **kw)
+        except CodegenError:        # channels that do not split into groups of DIM
+            return None
+    return None
 
 
 def loop_machine(config: GemminiConfig):

@@ -312,6 +312,33 @@ def depthwise(name: str, batch: int, rows: int, cols: int, C: int, kernel: int, 
                                                                 None))
 
 
+def depthwise_packed(name: str, batch: int, rows: int, cols: int, C: int, kernel: int, *, pack: int = 16,
+                     stride: int = 1, padding: int = 0, bias: bool = True, relu: bool = False,
+                     scale: float = 1.0) -> VendorProgram:
+    """A depthwise convolution as packed groups of ``pack`` channels: one ``tiled_conv_stride_auto`` per group,
+    a dense ``pack`` -> ``pack`` convolution whose weights are block-diagonal (weights [KH, KW, pack, C]: entry
+    [kh, kw, i, c] is the depthwise weight [c, kh, kw] where i = c % pack, zero elsewhere).  The array then
+    streams ``pack`` channels per weight block instead of the one ``tiled_conv_dw_auto`` streams; the zeros are
+    MACs the array does for nothing.  The weight buffer is the depthwise weights laid out so (``layer``:
+    ``weights_layout`` "block_diagonal"); the reference is the depthwise convolution of its diagonal."""
+    if C % pack:
+        raise CodegenError(f"{C} channels do not split into groups of {pack}", source=f"layer {name}",
+                           field="channels")
+    orows, ocols = _conv_out(rows, kernel, stride, padding), _conv_out(cols, kernel, stride, padding)
+    bufs = _conv_buffers(batch, rows, cols, C, C, orows, ocols, kernel, bias, weight_shape=(kernel, kernel, pack, C))
+    calls = tuple(LibCall.make(
+        "tiled_conv_stride_auto", batch_size=batch, in_row_dim=rows, in_col_dim=cols, in_channels=pack,
+        out_channels=pack, out_row_dim=orows, out_col_dim=ocols, stride=stride, input_dilation=1, kernel_dilation=1,
+        padding=padding, kernel_dim=kernel, in_stride=C, weight_stride=C, out_stride=C, wrot180=False,
+        trans_output_1203=False, trans_input_3120=False, trans_weight_1203=False, trans_weight_0132=False,
+        input=Ptr("input", g * pack), weights=Ptr("weights", g * pack), bias=Ptr("bias", 4 * g * pack) if bias else None,
+        output=Ptr("output", g * pack), act=_act(relu), scale=scale, pool_size=1, pool_stride=0, pool_padding=0,
+        tiled_conv_type=WS) for g in range(C // pack))
+    layer = dict(_conv_layer("depthwise", bias, relu, scale, stride, padding, 1, C, None),
+                 weights_layout="block_diagonal")
+    return VendorProgram(name, bufs, calls, layer=layer)
+
+
 def grouped(name: str, batch: int, rows: int, cols: int, C: int, K: int, kernel: int, groups: int, *,
             stride: int = 1, padding: int = 0, bias: bool = True, relu: bool = False,
             scale: float = 1.0) -> VendorProgram:
@@ -353,14 +380,15 @@ RESNET50_C_DOWNSAMPLE = frozenset({"res3a_branch1", "res4a_branch1"})
 
 
 def from_workload(workload, *, dataflow: str = "ws", bias: bool = True, relu: bool = False, scale: float = 1.0,
-                  downsample_call: bool | None = None) -> VendorProgram:
+                  downsample_call: bool | None = None, packed_depthwise: bool = False) -> VendorProgram:
     """The library's calls for a ``workloads`` layer (``workload.op`` from ``workloads.conv2d``/``matmul``).
 
     Convolutions are weight-stationary only (the library exits on OS
     convolutions), except 1x1 stride-1 layers, which are matmuls.
     ``downsample_call``: None = as resnet50.c calls the layer of that name
     (``RESNET50_C_DOWNSAMPLE``), True/False to force or refuse
-    ``tiled_conv_downsample`` for a 1x1 stride-2 layer."""
+    ``tiled_conv_downsample`` for a 1x1 stride-2 layer.  ``packed_depthwise``: a depthwise layer as packed
+    groups (``depthwise_packed``) instead of mobilenet.c's ``tiled_conv_dw_auto``."""
     if downsample_call is None:
         downsample_call = workload.name in RESNET50_C_DOWNSAMPLE
     op = getattr(workload, "op", None) or {}
@@ -397,5 +425,7 @@ def from_workload(workload, *, dataflow: str = "ws", bias: bool = True, relu: bo
         raise CodegenError("dilated depthwise/grouped convolutions have no library call", source=src,
                            field="dilation")
     if groups == C == K:
+        if packed_depthwise:
+            return depthwise_packed(workload.name, d["N"], rows, cols, C, d["R"], **kw)
         return depthwise(workload.name, d["N"], rows, cols, C, d["R"], **kw)
     return grouped(workload.name, d["N"], rows, cols, C, K, d["R"], groups, **kw)

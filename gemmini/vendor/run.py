@@ -56,6 +56,10 @@ def example_inputs(program: VendorProgram, seed: int = 0) -> dict:
             out[b.name] = rng.integers(-128, 128, size=b.shape).astype(np.int8)
         else:
             out[b.name] = rng.integers(-(1 << 12), 1 << 12, size=b.shape).astype(b.dtype)
+    if program.layer.get("weights_layout") == "block_diagonal":  # packed depthwise: zero off the diagonal
+        w = out["weights"]
+        pack, channels = w.shape[2], w.shape[3]
+        w *= (np.arange(pack)[:, None] == np.arange(channels)[None, :] % pack).astype(np.int8)
     return out
 
 
@@ -98,7 +102,10 @@ def reference(program: VendorProgram, inputs: dict) -> np.ndarray:
     if kind not in ("conv", "depthwise"):
         raise SimulationError(f"no reference for layer kind {kind!r}", source=src, field="layer")
     w = inputs["weights"]
-    if kind == "depthwise":  # [C, KH, KW] -> [KH, KW, 1, C]
+    if kind == "depthwise" and layer.get("weights_layout") == "block_diagonal":  # [KH, KW, pack, C]: the diagonal
+        channels = w.shape[3]
+        w = w[:, :, np.arange(channels) % w.shape[2], np.arange(channels)][:, :, None, :]
+    elif kind == "depthwise":  # [C, KH, KW] -> [KH, KW, 1, C]
         w = np.transpose(w, (1, 2, 0))[:, :, None, :]
     out = conv_ref(inputs["input"], w, inputs.get("bias") if layer["bias"] else None, layer["stride"],
                    layer["padding"], layer["dilation"], layer["scale"], layer["relu"], groups=layer["groups"])
