@@ -4,15 +4,16 @@ ResNet-50 and MobileNet-V2 are written as float ONNX graphs (``bench/onnx_zoo.py
 Runtime's static quantization (``gemmini.onnx_quantize``, what ``cosa quantize`` runs) and planned as one
 network (``gemmini.network``).  Every Gemmini layer runs as the library call Gemmini's own networks make for
 it (``resnet50.c``, ``mobilenet.c``); the two columns differ only in the tile arguments: the library's own
-choice, or the tiles tuned from cosa's MIP mapping for each distinct layer (``gemmini.network_run.tiles_for``:
-only tiles whose stream passes the layer's NumPy check on the functional model are kept).  Cycles are our
+choice, or the loop-tile MIP's (``cosa.mip.choose_loop_tiles``) for each distinct layer
+(``gemmini.network_run.tiles_for``: only tiles whose stream passes the layer's NumPy check on the functional
+model are kept; the library's own where the timing model finds them faster).  Cycles are our
 timing model's (a model, not a measurement; deterministic, so one round); the roofline is
 ``lowerbounds.roofline`` (max of MACs at the array's peak and compulsory DRAM bytes at its bandwidth).
 Host operators (residual additions, pooling) are not counted.  ``--execute`` also runs the network on the
 functional model with both tile sets and compares the logits with ONNX Runtime (small resolutions: the
 functional model runs ResNet-50 at 32x32 in about a minute and a half).
 
-    python bench/gemmini_networks.py [--networks resnet50,mobilenet_v2] [--resolution 224] [--budget 16]
+    python bench/gemmini_networks.py [--networks resnet50,mobilenet_v2] [--resolution 224] [--budget 0]
         [--time-limit 20] [--checks 2] [--execute] [--json out.json] [--results bench/RESULTS.md]
 """
 
@@ -39,6 +40,12 @@ from gemmini.network_run import (compare, compared_tensors, distinct_layers, gem
 from gemmini.onnx_quantize import input_specs, quantize_model, synthetic_inputs
 from lowerbounds import roofline
 
+
+def _mip_tiles(problem, machine):
+    from cosa.mip import choose_loop_tiles
+
+    return choose_loop_tiles(problem, machine)
+
 NETWORKS = {"resnet50": resnet50, "mobilenet_v2": mobilenet_v2}
 SUMMARY = [{"each": True, "column": "library / cosa",
             "what": "Library's tiles over cosa's, timing-model cycles of each distinct layer and of the network row",
@@ -60,7 +67,8 @@ def network_rows(name: str, args, arch, console) -> tuple[list, dict]:
         t0 = time.perf_counter()
         mapping = schedule(layer.workload, arch, scheduler="cosa", time_limit_s=args.time_limit, seed=args.seed,
                            bound=False).mapping
-        lt = tiles_for(layer, mapping, arch, budget=args.budget, seed=args.seed, checks=args.checks)
+        lt = tiles_for(layer, mapping, arch, budget=args.budget, seed=args.seed, checks=args.checks,
+                       chooser=_mip_tiles)
         tiles[key] = lt
         roof = roofline(layer.workload, arch)
         rows.append({"layer": layer.step.name, "count": counts[key], "library_cycles": lt.library_cycles,
@@ -90,7 +98,8 @@ def main(argv=None) -> int:
     ap.add_argument("--resolution", type=int, default=224, help="input height and width (default 224)")
     ap.add_argument("--classes", type=int, default=1000)
     ap.add_argument("--calibration", type=int, default=2, help="seeded calibration inputs (default 2)")
-    ap.add_argument("--budget", type=int, default=16, help="streams timed per layer (the library's own included)")
+    ap.add_argument("--budget", type=int, default=0,
+                    help="streams timed per layer to polish the loop-tile MIP's tiles (0: the MIP's as chosen)")
     ap.add_argument("--checks", type=int, default=2, help="faster tiles checked on the functional model per layer")
     ap.add_argument("--time-limit", type=float, default=20.0, help="MIP seconds per layer")
     ap.add_argument("--seed", type=int, default=0)

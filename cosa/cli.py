@@ -180,10 +180,12 @@ def cmd_schedule(args) -> int:
     if loops and "error" in loops:
         console.print(f"loops program: {loops['error']}", markup=False, highlight=False)
     elif loops:
-        console.print(f"loops program (the library's calls, as `cosa run gemmini` runs them): tiles "
+        console.print(f"loops program (as `cosa run gemmini` runs it): tiles "
                       f"{tuple(loops['tiles'])} chosen in {loops['tile_seconds']:.2f} s, {loops['model_cycles']:,.0f} "
-                      f"cycles in the loop-unroller model (the library's own tiles: "
-                      f"{loops['library_model_cycles']:,.0f})", markup=False, highlight=False)
+                      f"cycles in the loop-unroller model" + (f" (the library's own tiles: "
+                      f"{loops['library_model_cycles']:,.0f})" if loops["library_model_cycles"] else
+                      f" ({', '.join(loops['calls'])}: cosa's calls, the library's take no tiles)"),
+                      markup=False, highlight=False)
     if note:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
     if args.output:
@@ -205,14 +207,15 @@ def _loops_program(workload, arch, args) -> dict | None:
     from costmodel.gemmini_loops import matmul_cycles
     from gemmini import GemminiConfig
     from gemmini.errors import CodegenError
-    from gemmini.loop_schedule import library_tiles, loop_machine, loop_problem
+    from gemmini.loop_schedule import cosa_calls, library_tiles, loop_machine, loop_problem
     from gemmini.vendor.calls import from_workload
 
     try:
         config = GemminiConfig.from_arch(arch)
-        vendor = from_workload(workload)
+        library = from_workload(workload)
     except (CodegenError, ValueError):
         return None
+    vendor = cosa_calls(workload, library) or library
     problem = loop_problem(vendor)
     if problem is None or config.dim != 16:
         return None
@@ -223,10 +226,12 @@ def _loops_program(workload, arch, args) -> dict | None:
     except SchedulingError as exc:
         return {"style": "loops", "error": str(exc)}
     seconds = time.perf_counter() - t0
-    price = (lambda t: conv_cycles(problem, t, machine).cycles) if isinstance(problem, ConvLayer) else \
-        (lambda t: matmul_cycles(problem, t, machine).cycles)
-    own = library_tiles(vendor)
-    return {"style": "loops", "tiles": list(tiles), "tile_seconds": round(seconds, 3), "model_cycles": price(tiles),
+    calls = len(vendor.calls)  # one model per call (a grouped layer, the downsample rows): all the same shape
+    price = (lambda t: calls * conv_cycles(problem, t, machine).cycles) if isinstance(problem, ConvLayer) else \
+        (lambda t: calls * matmul_cycles(problem, t, machine).cycles)
+    own = library_tiles(vendor) if vendor is library else None
+    return {"style": "loops", "calls": sorted({c.fn for c in vendor.calls}), "tiles": list(tiles),
+            "tile_seconds": round(seconds, 3), "model_cycles": price(tiles),
             "library_tiles": list(own) if own else None, "library_model_cycles": price(own) if own else None,
             "cycles_source": "loop-unroller model (costmodel.gemmini_loops / gemmini_conv_loops)"}
 

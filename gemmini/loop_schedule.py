@@ -47,8 +47,9 @@ class LoopSchedule:
     """The library's calls for a layer with chosen tile arguments.
 
     vendor: the calls that run (``VendorProgram``; its buffers, inputs and reference are the library's): the
-    library's own, or where the library's calls take no tile arguments cosa's own calls (``_cosa_calls``: the
-    downsample path through ``tiled_conv_auto``, depthwise layers as packed groups) when those win.
+    library's own, or where the library's calls take no tile arguments cosa's own calls (``cosa_calls``: the
+    downsample path through ``tiled_conv_auto``, depthwise layers as packed groups: ``cosa_calls``) when
+    those win.
     tiles: the chosen tile arguments (None: the library's own choice won).  cycles: timing-model cycles of
     the chosen stream; library_cycles: of the library's own choice.  start: the mapping's tile as library
     arguments (None when the layer's call takes no tile arguments).  evaluated: streams timed.
@@ -144,7 +145,8 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     library = cycles(None)
     library_s = timed_s[0]
     if chooser is not None and not calls_given:
-        vendor = _cosa_calls(workload, vendor, program, relu) or vendor
+        vendor = cosa_calls(workload, vendor, dataflow=program.dataflow, bias=program.bias,
+                            relu=relu or program.relu, scale=program.scale) or vendor
     fns = {call.fn for call in vendor.calls}
     if not fns <= set(TILED_CALLS):
         return LoopSchedule(vendor, None, library, library, None, len(tried), tried, params)  # no tile arguments
@@ -198,15 +200,15 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
                         chooser_s + timed_s[0] - library_s)
 
 
-def _cosa_calls(workload, vendor: VendorProgram, program, relu: bool) -> VendorProgram | None:
-    """cosa's own calls where the library's take no tile arguments (None: the library's calls, tiled):
+def cosa_calls(workload, vendor: VendorProgram, **kw) -> VendorProgram | None:
+    """cosa's own calls where the library's (``vendor``) take no tile arguments (None: the library's calls,
+    tiled); ``kw``: ``from_workload``'s dataflow, bias, relu and scale:
 
     * ``tiled_conv_downsample`` (resnet50.c's res3a/res4a_branch1) -> ``tiled_conv_auto`` on the hardware's
       downsample path, as resnet50.c runs its last such layer;
     * ``tiled_conv_dw_auto`` (one channel per loop instruction) -> packed groups of DIM channels with
       block-diagonal weights (``gemmini.vendor.calls.depthwise_packed``), when the channels split into them."""
     fns = {call.fn for call in vendor.calls}
-    kw = dict(dataflow=program.dataflow, bias=program.bias, relu=relu or program.relu, scale=program.scale)
     if fns == {"tiled_conv_downsample"}:
         return from_workload(workload, downsample_call=False, **kw)
     if fns == {"tiled_conv_dw_auto"}:
