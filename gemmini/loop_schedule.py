@@ -206,15 +206,15 @@ def cosa_calls(workload, vendor: VendorProgram, **kw) -> VendorProgram | None:
 
     * ``tiled_conv_downsample`` (resnet50.c's res3a/res4a_branch1) -> ``tiled_conv_auto`` on the hardware's
       downsample path, as resnet50.c runs its last such layer;
-    * ``tiled_conv_dw_auto`` (one channel per loop instruction) -> packed groups of DIM channels with
-      block-diagonal weights (``gemmini.vendor.calls.depthwise_packed``), when the channels split into them."""
+    * ``tiled_conv_dw_auto`` (one channel per loop instruction) -> packed groups of up to DIM channels (the
+      largest divisor of the channels) with block-diagonal weights (``gemmini.vendor.calls.depthwise_packed``)."""
     fns = {call.fn for call in vendor.calls}
     if fns == {"tiled_conv_downsample"}:
         return from_workload(workload, downsample_call=False, **kw)
     if fns == {"tiled_conv_dw_auto"}:
         try:
             return from_workload(workload, packed_depthwise=True, **kw)
-        except CodegenError:        # channels that do not split into groups of DIM
+        except CodegenError:        # a prime number of channels above DIM: no group to pack
             return None
     return None
 

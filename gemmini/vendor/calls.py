@@ -388,7 +388,8 @@ def from_workload(workload, *, dataflow: str = "ws", bias: bool = True, relu: bo
     ``downsample_call``: None = as resnet50.c calls the layer of that name
     (``RESNET50_C_DOWNSAMPLE``), True/False to force or refuse
     ``tiled_conv_downsample`` for a 1x1 stride-2 layer.  ``packed_depthwise``: a depthwise layer as packed
-    groups (``depthwise_packed``) instead of mobilenet.c's ``tiled_conv_dw_auto``."""
+    groups (``depthwise_packed``, by the largest divisor of C up to 16) instead of mobilenet.c's
+    ``tiled_conv_dw_auto``."""
     if downsample_call is None:
         downsample_call = workload.name in RESNET50_C_DOWNSAMPLE
     op = getattr(workload, "op", None) or {}
@@ -425,7 +426,11 @@ def from_workload(workload, *, dataflow: str = "ws", bias: bool = True, relu: bo
         raise CodegenError("dilated depthwise/grouped convolutions have no library call", source=src,
                            field="dilation")
     if groups == C == K:
-        if packed_depthwise:
-            return depthwise_packed(workload.name, d["N"], rows, cols, C, d["R"], **kw)
+        if packed_depthwise:  # groups of the most channels up to DIM that split C evenly
+            pack = max(p for p in range(1, 17) if C % p == 0)
+            if pack < 2:
+                raise CodegenError(f"{C} channels have no divisor from 2 to 16 to pack by", source=src,
+                                   field="channels")
+            return depthwise_packed(workload.name, d["N"], rows, cols, C, d["R"], pack=pack, **kw)
         return depthwise(workload.name, d["N"], rows, cols, C, d["R"], **kw)
     return grouped(workload.name, d["N"], rows, cols, C, K, d["R"], groups, **kw)

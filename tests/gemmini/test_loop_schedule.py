@@ -194,11 +194,12 @@ def test_a_downsample_layer_runs_tiled_conv_with_the_mips_tiles():
     assert library.cycles == ls.library_cycles
 
 
-@pytest.mark.parametrize("stride", [1, 2])
-def test_a_depthwise_layer_runs_as_packed_groups_with_the_mips_tiles(stride):
-    """mobilenet.c's tiled_conv_dw_auto streams one channel per weight block; cosa's program runs DIM channels
-    at a time as a dense convolution with block-diagonal weights, bit-exact against the depthwise reference."""
-    wl = depthwise_conv2d("dw", C=32, H=10, W=10, R=3, S=3, padding=1, stride=stride)
+@pytest.mark.parametrize("stride,channels", [(1, 32), (2, 32), (1, 60)])
+def test_a_depthwise_layer_runs_as_packed_groups_with_the_mips_tiles(stride, channels):
+    """mobilenet.c's tiled_conv_dw_auto streams one channel per weight block; cosa's program runs up to DIM
+    channels at a time (60 channels: groups of 15) as a dense convolution with block-diagonal weights,
+    bit-exact against the depthwise reference."""
+    wl = depthwise_conv2d("dw", C=channels, H=10, W=10, R=3, S=3, padding=1, stride=stride)
     mapping = schedule(wl, ARCH, scheduler="gemmini-default", bound=False).mapping
     ls = tune_tiles(wl, mapping, ARCH, budget=0, chooser=_mip_chooser)
     assert ls.found_from == "mip" and {c.fn for c in ls.vendor.calls} == {"tiled_conv_stride_auto"}
