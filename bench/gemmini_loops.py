@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from vendor_compare import fmt, geomean
 
+from cosa.mip import choose_loop_tiles
 from cosa.scheduler import schedule
 from gemmini.config import DEFAULT_CONFIG
 from gemmini.errors import CodegenError
@@ -46,12 +47,6 @@ SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the prin
 ]
 
 
-def _mip_tiles(problem, machine):
-    from cosa.mip import choose_loop_tiles
-
-    return choose_loop_tiles(problem, machine)
-
-
 def _matmul_call(wl) -> bool:
     from gemmini.loop_schedule import matmul_call_shape
     from gemmini.vendor.calls import from_workload
@@ -66,7 +61,7 @@ def run_layer(wl, arch, args) -> dict:
     t0 = time.perf_counter()
     mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, seed=args.seed,
                        bound=False).mapping
-    ls = tune_tiles(wl, mapping, arch, budget=args.budget, chooser=_mip_tiles)
+    ls = tune_tiles(wl, mapping, arch, budget=args.budget, chooser=choose_loop_tiles)
     check = run_vendor(ls.vendor, tiles=ls.tiles, seed=args.seed) if args.verify else None
     from lowerbounds import roofline
 

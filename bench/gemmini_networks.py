@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.table import Table
 from vendor_compare import fmt
 
+from cosa.mip import choose_loop_tiles
 from cosa.scheduler import schedule
 from gemmini.config import DEFAULT_CONFIG
 from gemmini.network import load_network, plan
@@ -40,11 +41,6 @@ from gemmini.network_run import (compare, compared_tensors, distinct_layers, gem
 from gemmini.onnx_quantize import input_specs, quantize_model, synthetic_inputs
 from lowerbounds import roofline
 
-
-def _mip_tiles(problem, machine):
-    from cosa.mip import choose_loop_tiles
-
-    return choose_loop_tiles(problem, machine)
 
 NETWORKS = {"resnet50": resnet50, "mobilenet_v2": mobilenet_v2}
 SUMMARY = [{"each": True, "column": "library / cosa",
@@ -68,7 +64,7 @@ def network_rows(name: str, args, arch, console) -> tuple[list, dict]:
         mapping = schedule(layer.workload, arch, scheduler="cosa", time_limit_s=args.time_limit, seed=args.seed,
                            bound=False).mapping
         lt = tiles_for(layer, mapping, arch, budget=args.budget, seed=args.seed, checks=args.checks,
-                       chooser=_mip_tiles)
+                       chooser=choose_loop_tiles)
         tiles[key] = lt
         roof = roofline(layer.workload, arch)
         rows.append({"layer": layer.step.name, "count": counts[key], "library_cycles": lt.library_cycles,

@@ -95,14 +95,9 @@ def _layer_tiles(layer, arch, options: dict):
     mapping = schedule(layer.workload, arch, scheduler="cosa", objective=options["objective"],
                        solver=options["solver"], time_limit_s=options["time_limit"], seed=options["seed"],
                        bound=False).mapping
-    return tiles_for(layer, mapping, arch, budget=options["budget"], seed=options["seed"], chooser=_mip_tiles)
-
-
-def _mip_tiles(shape, machine):
-    """The loop-tile MIP's tiles (module level: worker processes receive it)."""
     from cosa.mip import choose_loop_tiles
 
-    return choose_loop_tiles(shape, machine)
+    return tiles_for(layer, mapping, arch, budget=options["budget"], seed=options["seed"], chooser=choose_loop_tiles)
 
 
 def schedule_network(layers: dict, arch, options: dict, jobs: int) -> dict:

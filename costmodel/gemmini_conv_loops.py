@@ -68,29 +68,32 @@ def pixels_per_row(layer: ConvLayer, kchs: int, kcols: int, m: LoopMachine) -> i
     return 1 if layer.downsample or kchs > m.dim else min(m.dim // kchs, kcols)
 
 
+def _window(layer: ConvLayer, n_out: int, out_tile: int, k_tile: int) -> dict:
+    """One image axis tiled by ``out_tile`` outputs and ``k_tile`` kernel taps: tile counts, the input extent
+    moved in summed over its tiles, and the first, last and full tiles' extents."""
+    ds = int(layer.downsample)
+    span = lambda o, k: (o * layer.stride + k - 1) >> ds  # noqa: E731
+    (o0, ol), (k0, _) = first_last(n_out, out_tile), first_last(layer.R, k_tile)
+    return {"n_out": cdiv(n_out, out_tile), "n_k": cdiv(layer.R, k_tile),
+            "inputs": sum(co * ck * span(o, k) for o, co in tile_classes(n_out, out_tile)
+                          for k, ck in tile_classes(layer.R, k_tile)),
+            "first_inputs": span(o0, k0), "first_out": o0, "last_out": ol, "full_inputs": span(out_tile, k_tile)}
+
+
 def rows_factors(layer: ConvLayer, porows: int, krows: int) -> dict:
     """The (output rows, kernel rows) super-dimension: tile counts, input rows moved in over all its tiles,
     and the first and last tiles' rows."""
-    ds = int(layer.downsample)
-    irows = lambda o, k: (o * layer.stride + k - 1) >> ds  # noqa: E731
-    (o0, ol), (k0, _) = first_last(layer.P, porows), first_last(layer.R, krows)
-    return {"n_pr": cdiv(layer.P, porows), "n_kr": cdiv(layer.R, krows),
-            "irows": sum(co * ck * irows(o, k) for o, co in tile_classes(layer.P, porows)
-                         for k, ck in tile_classes(layer.R, krows)),
-            "first_irows": irows(o0, k0), "first_orows": o0, "last_orows": ol, "full_irows": irows(porows, krows)}
+    w = _window(layer, layer.P, porows, krows)
+    return {"n_pr": w["n_out"], "n_kr": w["n_k"], "irows": w["inputs"], "first_irows": w["first_inputs"],
+            "first_orows": w["first_out"], "last_orows": w["last_out"], "full_irows": w["full_inputs"]}
 
 
 def cols_factors(layer: ConvLayer, pocols: int, kcols: int, kchs: int, m: LoopMachine) -> dict:
     """The (output columns, kernel columns) super-dimension (``kchs``: a thin layer packs kernel columns)."""
-    ds = int(layer.downsample)
-    icols = lambda o, k: (o * layer.stride + k - 1) >> ds  # noqa: E731
-    (o0, ol), (k0, _) = first_last(layer.Q, pocols), first_last(layer.R, kcols)
-    return {"n_pc": cdiv(layer.Q, pocols), "n_kc": cdiv(layer.R, kcols),
-            "icols": sum(co * ck * icols(o, k) for o, co in tile_classes(layer.Q, pocols)
-                         for k, ck in tile_classes(layer.R, kcols)),
-            "first_icols": icols(o0, k0), "first_ocols": o0, "last_ocols": ol,
-            "kcol_groups": class_sum(layer.R, kcols, lambda k: cdiv(k, pixels_per_row(layer, kchs, k, m))),
-            "full_icols": icols(pocols, kcols)}
+    w = _window(layer, layer.Q, pocols, kcols)
+    return {"n_pc": w["n_out"], "n_kc": w["n_k"], "icols": w["inputs"], "first_icols": w["first_inputs"],
+            "first_ocols": w["first_out"], "last_ocols": w["last_out"], "full_icols": w["full_inputs"],
+            "kcol_groups": class_sum(layer.R, kcols, lambda k: cdiv(k, pixels_per_row(layer, kchs, k, m)))}
 
 
 def och_factors(layer: ConvLayer, pochs: int, m: LoopMachine) -> dict:
