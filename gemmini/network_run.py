@@ -229,12 +229,12 @@ def _scale(net: Network, step: Step) -> np.float32:
     return np.float32(np.float32(sx * sw) / sy)
 
 
-def _run_gemmini(net: Network, layer: GemminiLayer, values: dict, sched, scheduler: str) -> tuple:
-    from .vendor.run import run_vendor
-
+def gemmini_operands(net: Network, layer: GemminiLayer, x: np.ndarray) -> tuple:
+    """(the library calls of ``layer``, their operands by buffer name) for the activation ``x`` (NCHW for a
+    convolution, whose operands are NHWC as Gemmini's library takes them; 2-D for a matmul).  The weights and
+    bias come from the model's constants in the layout the calls read."""
     step = layer.step
     scale = float(_scale(net, step))
-    x = values[step.inputs[0]]
     w = net.constants[step.inputs[3]]
     at = _POSITIONS[step.op][1]
     bias_name = step.inputs[at] if at is not None and at < len(step.inputs) else ""
@@ -249,6 +249,13 @@ def _run_gemmini(net: Network, layer: GemminiLayer, values: dict, sched, schedul
         b = w.T if step.op == "QGemm" and step.attrs.get("transB", 0) else w
         bias = net.constants[bias_name] if bias_name else np.zeros(b.shape[1], np.int32)
         inputs = {"A": x, "B": np.ascontiguousarray(b), "D": bias.astype(np.int32)}
+    return vendor, inputs
+
+
+def _run_gemmini(net: Network, layer: GemminiLayer, values: dict, sched, scheduler: str) -> tuple:
+    from .vendor.run import run_vendor
+
+    vendor, inputs = gemmini_operands(net, layer, values[layer.step.inputs[0]])
     tiles = None if scheduler == "gemmini-default" else sched.tiles  # LayerTiles
     run = run_vendor(vendor, inputs, tiles=tiles, with_timing=True)
     out = run.outputs
