@@ -126,9 +126,12 @@ def _prepare(args):
     if args.scheduler not in ("cosa", "gemmini-default"):
         raise FrameworkError(f"a network is scheduled by cosa or gemmini-default, not {args.scheduler}",
                              field="--scheduler")
-    if args.dataflow != "ws" or args.style == "gemmini-h":
-        raise FrameworkError("a network runs weight-stationary through the library's loop instructions "
-                             "(--dataflow ws, --style isa or loops)", field="--dataflow")
+    if args.dataflow != "ws":
+        raise FrameworkError("a network runs weight-stationary through the library's loop instructions",
+                             field="--dataflow")
+    if args.style not in ("auto", "loops"):
+        raise FrameworkError(f"a network runs its layers as loop instructions (--style loops); --style {args.style} "
+                             "takes one layer", field="--style")
     for flag, given in (("--mapping", args.mapping), ("--lower", getattr(args, "lower", False)),
                         ("--bits", args.bits)):
         if given:
