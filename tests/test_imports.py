@@ -145,8 +145,6 @@ KNOWN_CIRCLES: set[frozenset[str]] = {
     frozenset({"mappings.io", "mappings.timeloop"}),
     frozenset({"lowerbounds.dual", "lowerbounds.hbl"}),
     frozenset({"gemmini.isa", "gemmini.isa_loops"}),
-    frozenset({"gemmini.codegen.build", "gemmini.codegen.data", "gemmini.codegen.lowering",
-               "gemmini.codegen.program", "gemmini.codegen.tiling"}),
     frozenset({"gemmini.run", "gemmini.run_rtl"}),
     frozenset({"targets.cpu.run", "targets.cpu.sparse"}),
     frozenset({"targets.mpi.local", "targets.mpi.model", "targets.mpi.rep25d"}),
