@@ -114,8 +114,8 @@ def import_graph() -> nx.DiGraph:
                     full = f"{prefix}.{alias.name}"
                     target = full if full in mods else (_follow(full, mods, reexports) if full in reexports
                                                         else _resolve(prefix, mods))
-                    # the package itself: an edge only for a name its __init__ defines (not one it re-exports)
-                    if target and not (mod.startswith(target + ".") and alias.name == "*"):
+                    # a module's own package stays an edge only for a name its __init__ defines itself
+                    if target:
                         targets.append(target)
             else:
                 continue
