@@ -80,7 +80,7 @@ def _mapping_row(wl, scheduler: str, time_limit_s: float, seed: int) -> dict:
     t0 = time.perf_counter()
     try:
         if scheduler == "cosa" and LOWER:
-            from gemmini.codegen.lowering import schedule as schedule_lowered
+            from gemmini.codegen.choose_lowering import schedule as schedule_lowered
 
             sched = schedule_lowered(wl, arch, schedule, scheduler="cosa", time_limit_s=time_limit_s, seed=seed,
                                      bound=False)

@@ -1,6 +1,7 @@
 """The CoSA MIP scheduler, baselines, reports and the ``cosa`` command line."""
 
-from .compare import CompareResult, CompareRow, compare
+from .compare import compare
+from .compare_rows import CompareResult, CompareRow
 from .schedule import Schedule, SchedulingError, SolverStats
 from .scheduler import SCHEDULERS, schedule
 

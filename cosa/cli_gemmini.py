@@ -79,7 +79,7 @@ def _gemmini_program(args):
     if getattr(args, "lower", False) and not args.mapping:
         # the layer as written and its rewrites (im2col folding, packed groups), the cheapest kept
         from cosa.scheduler import schedule as run_scheduler
-        from gemmini.codegen.lowering import schedule as schedule_lowered
+        from gemmini.codegen.choose_lowering import schedule as schedule_lowered
 
         sched = schedule_lowered(workload, arch, run_scheduler, scheduler=args.scheduler, objective=args.objective,
                                  solver=args.solver, time_limit_s=args.time_limit, seed=args.seed, bound=False)

@@ -37,90 +37,25 @@ its tuning seconds and its kernel's measured seconds and no cost-model figures.
 from __future__ import annotations
 
 import datetime
-import math
 import os
 import platform
 import sys
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from workloads import FrameworkError, LoopNest
 
 from .baselines.objective import objective_value
+from .compare_peers import PEERS, add_peer_rows
 from .compare_progress import Progress, progress_form
+from .compare_rows import CompareResult, CompareRow
 from .schedule import SchedulingError
 
 RANDOM_TIME_FACTOR = 10.0
 """A time-matched random baseline (opt-in, not reproducible) gets this many times the MIP's wall time."""
 
 _MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE")
-
-
-@dataclass(frozen=True)
-class CompareRow:
-    """One scheduler on one layer.  ``error`` is set (and the numbers are NaN) when it failed."""
-
-    layer: str
-    scheduler: str
-    repeat: int = 1
-    macs: int = 0
-    cycles: float = math.nan
-    energy_pj: float = math.nan
-    utilization: float = math.nan
-    dram_bytes: float = math.nan
-    seconds: float = math.nan
-    objective_value: float = math.nan
-    ratio: float = math.nan
-    bound_bytes: float | None = None
-    bound_ratio: float | None = None
-    roofline_cycles: float | None = None
-    cycles_over_roofline: float | None = None
-    measured_s: float | None = None
-    measured_verified: bool | None = None
-    status: str = "ok"
-    error: str | None = None
-    extra: dict = field(default_factory=dict, compare=False)
-    claim: str = ""  # the status in words, with the model it holds in (``Schedule.claim``, checked by the layer's rows)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def to_dict(self) -> dict:
-        return {
-            "layer": self.layer, "scheduler": self.scheduler, "repeat": self.repeat, "macs": self.macs,
-            "cycles": self.cycles, "energy_pj": self.energy_pj, "utilization": self.utilization,
-            "dram_bytes": self.dram_bytes, "seconds": self.seconds, "objective_value": self.objective_value,
-            "ratio": self.ratio, "bound_bytes": self.bound_bytes, "bound_ratio": self.bound_ratio,
-            "roofline_cycles": self.roofline_cycles, "cycles_over_roofline": self.cycles_over_roofline,
-            "measured_s": self.measured_s, "measured_verified": self.measured_verified,
-            "status": self.status, "claim": self.claim, "error": self.error, "extra": self.extra,
-        }
-
-
-@dataclass(frozen=True)
-class CompareResult:
-    """Rows in layer order, then scheduler order; ``meta``: arch, objective, seed, machine, versions, date."""
-
-    rows: tuple[CompareRow, ...]
-    layers: tuple[str, ...]
-    schedulers: tuple[str, ...]
-    arch: str
-    objective: str
-    meta: dict = field(default_factory=dict)
-
-    def row(self, layer: str, scheduler: str) -> CompareRow:
-        for r in self.rows:
-            if r.layer == layer and r.scheduler == scheduler:
-                return r
-        raise KeyError((layer, scheduler))
-
-    def by_layer(self) -> dict[str, list[CompareRow]]:
-        out: dict[str, list[CompareRow]] = {name: [] for name in self.layers}
-        for r in self.rows:
-            out[r.layer].append(r)
-        return out
 
 
 # --- one layer ------------------------------------------------------------------------------------
@@ -372,7 +307,6 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     src = "compare"
     if not schedulers:
         raise SchedulingError("no schedulers given", source=src, field="schedulers")
-    from .compare_peers import PEERS, add_peer_rows
     from .scheduler import SCHEDULERS
 
     unknown = [s for s in schedulers if s not in SCHEDULERS + PEERS]

@@ -18,7 +18,7 @@ import sys
 
 from workloads import FrameworkError
 
-from .compare import CompareResult, CompareRow
+from .compare_rows import CompareResult, CompareRow
 
 PEERS = ("tvm",)
 """Names ``compare`` takes beside ``cosa.scheduler.SCHEDULERS``: measured peers (this module's docstring)."""

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .compare import CompareResult, CompareRow
+from .compare_rows import CompareResult, CompareRow
 
 CSV_FIELDS = ("layer", "scheduler", "repeat", "macs", "cycles", "energy_pj", "utilization", "dram_bytes",
               "seconds", "objective_value", "ratio", "bound_bytes", "bound_ratio", "roofline_cycles", "cycles_over_roofline",

@@ -4,7 +4,7 @@
 driver that reads the inputs from files, runs it against the RTL (``gemmini.sim.rtl.run_c``) and
 compares the output with the NumPy reference; ``mode="trace"`` runs the expanded command stream on a
 main-memory image instead (``gemmini.sim.rtl.run_trace``).  ``run_rtl`` takes a ``Program`` or a
-self-checking C source and returns the simulator-independent ``gemmini.run.RunResult``.
+self-checking C source and returns the simulator-independent ``gemmini.run_result.RunResult``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .codegen.c import c_name, emit_c
 from .codegen.data import example_inputs, memory_image, read_buffer, reference_output
 from .config import GemminiConfig
 from .errors import SimulationError
-from .run import RunResult
+from .run_result import RunResult
 from .sim.rtl import DEFAULT_MAX_CYCLES, DEFAULT_MEM_LATENCY, SOURCE, RtlReport, run_c, run_trace
 
 
@@ -61,7 +61,7 @@ int main(int argc, char **argv) {{
 
 @dataclass(frozen=True)
 class RtlRun:
-    """A generated program run on the RTL: the simulator-independent ``result`` (``gemmini.run.RunResult``)
+    """A generated program run on the RTL: the simulator-independent ``result`` (``gemmini.run_result.RunResult``)
     and the RTL's own measurements (``report``)."""
 
     result: object
@@ -119,7 +119,7 @@ def run_rtl(program_or_c, config: GemminiConfig | None = None, *, inputs: dict |
             seed: int = 0, mem_latency: int = DEFAULT_MEM_LATENCY, max_cycles: int = DEFAULT_MAX_CYCLES):
     """Run a generated ``Program`` (or a self-checking C source) on the Verilated RTL.
 
-    Returns ``gemmini.run.RunResult`` with the same fields as the functional simulator
+    Returns ``gemmini.run_result.RunResult`` with the same fields as the functional simulator
     (``cycles`` are RTL cycles).  For a C source the output array is empty and ``verified`` is the
     program's own verdict (exit status 0).  Raises ``SimulationError`` on an illegal command (with its
     index) or when the cycle limit is reached.

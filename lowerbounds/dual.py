@@ -22,7 +22,6 @@ segment bound (``segments.py``).
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -31,8 +30,8 @@ import numpy as np
 from workloads import LoopNest
 
 from .conv import split_strides
-from .hbl import LatticeTooLarge, rank_constraints, solve_exponent_lp
-from .maps import IndexMap, MapSystem, map_system
+from .hbl import LatticeTooLarge, cached_constraints, solve_exponent_lp
+from .maps import MapSystem, map_system
 
 
 @dataclass(frozen=True)
@@ -58,25 +57,6 @@ def bounded_systems(nest: LoopNest) -> list[MapSystem]:
         if system not in out:
             out.append(system)
     return out
-
-
-@functools.lru_cache(maxsize=512)
-def _constraints_or_none(ndims: int, rows: tuple) -> tuple | None:
-    system = MapSystem(tuple(f"d{k}" for k in range(ndims)), (1,) * ndims,
-                       tuple(IndexMap(f"m{k}", r) for k, r in enumerate(rows)))
-    try:
-        return tuple(rank_constraints(system, "lowerbounds"))
-    except LatticeTooLarge:
-        return None  # remembered, so a hopeless lattice is enumerated once
-
-
-def cached_constraints(system: MapSystem) -> tuple:
-    """The rank conditions of a system, computed once per distinct set of index maps (they do not
-    depend on the loop bounds); LatticeTooLarge when the lattice cannot be enumerated."""
-    found = _constraints_or_none(system.ndims, tuple(m.rows for m in system.arrays + system.phantoms))
-    if found is None:
-        raise LatticeTooLarge("the subspace lattice is too large to enumerate", source="lowerbounds")
-    return found
 
 
 def solve_dual(system: MapSystem, array_costs, phantom_costs, source: str = "") -> DualSolution:

@@ -20,6 +20,7 @@ the Dinh-Demmel tile LP; see ``dual.py``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -111,6 +112,25 @@ def rank_constraints(system: MapSystem, source: str = "") -> list[RankConstraint
     return list(out.values())
 
 
+@functools.lru_cache(maxsize=512)
+def _constraints_or_none(ndims: int, rows: tuple) -> tuple | None:
+    system = MapSystem(tuple(f"d{k}" for k in range(ndims)), (1,) * ndims,
+                       tuple(IndexMap(f"m{k}", r) for k, r in enumerate(rows)))
+    try:
+        return tuple(rank_constraints(system, "lowerbounds"))
+    except LatticeTooLarge:
+        return None  # remembered, so a hopeless lattice is enumerated once
+
+
+def cached_constraints(system: MapSystem) -> tuple:
+    """The rank conditions of a system, computed once per distinct set of index maps (they do not
+    depend on the loop bounds); LatticeTooLarge when the lattice cannot be enumerated."""
+    found = _constraints_or_none(system.ndims, tuple(m.rows for m in system.arrays + system.phantoms))
+    if found is None:
+        raise LatticeTooLarge("the subspace lattice is too large to enumerate", source="lowerbounds")
+    return found
+
+
 def solve_exponent_lp(constraints: list[RankConstraint], costs: np.ndarray,
                       source: str = "") -> tuple[float, np.ndarray]:
     """min costs . s  s.t. every rank condition, 0 <= s <= 1 (HiGHS).  Returns (value, s)."""
@@ -169,8 +189,6 @@ def hbl_exponent(nest: LoopNest, method: str = "auto") -> HBLExponent:
             raise WorkloadError(err.reason, source=source) from None
         used, count = "edge-cover", system.ndims
     else:
-        from .dual import cached_constraints  # the cache lives with the dual, its main user
-
         constraints = list(cached_constraints(system))
         value, s = solve_exponent_lp(constraints, np.ones(len(system.arrays)), source)
         used, count = "lattice", len(constraints)

@@ -32,8 +32,8 @@ from scipy.optimize import minimize
 from workloads import LoopNest, WorkloadError
 
 from .counts import touched_words, working_iterations
-from .dual import bounded_systems, cached_constraints, solve_dual
-from .hbl import LatticeTooLarge
+from .dual import bounded_systems, solve_dual
+from .hbl import LatticeTooLarge, cached_constraints
 from .memory import parse_memory
 from .segments import segment_bound
 from .tile_lp import tile_lp

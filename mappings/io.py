@@ -27,6 +27,7 @@ from workloads.loaders_values import _short_repr
 from workloads.yamlio import read_text_file, read_yaml
 
 from .mapping import LevelMapping, Mapping, MappingError
+from .timeloop import from_timeloop
 
 _LEVEL_KEYS = {"name", "temporal", "spatial", "order", "bypass"}
 
@@ -139,7 +140,5 @@ def load_mapping(path: str | Path, arch, workload=None) -> Mapping:
     if isinstance(doc, dict) and "mapping" in doc and "levels" not in doc:
         if workload is None:
             raise MappingError("a Timeloop mapping needs the workload to resolve its dimension names", source=src)
-        from .timeloop import from_timeloop
-
         return from_timeloop(doc, workload, arch, source=src)
     return mapping_from_dict(doc, arch, src)

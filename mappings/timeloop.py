@@ -25,7 +25,8 @@ from typing import Any
 
 import yaml
 
-from .io import read_mapping_yaml
+from workloads.yamlio import read_yaml
+
 from .mapping import LevelMapping, Mapping, MappingError
 from .validate import assign_to_axes
 
@@ -137,11 +138,11 @@ def from_timeloop(doc: dict | list | str | Path, workload, arch, source: str = "
     if isinstance(doc, Path) or (isinstance(doc, str) and "\n" not in doc and doc.endswith((".yaml", ".yml"))):
         source = str(doc)
         try:
-            doc = read_mapping_yaml(Path(doc).read_text(), source)
+            doc = read_yaml(Path(doc).read_text(), source, MappingError)
         except OSError as exc:
             raise MappingError(f"cannot read: {exc.strerror or exc}", source=source) from None
     elif isinstance(doc, str):
-        doc = read_mapping_yaml(doc, source)
+        doc = read_yaml(doc, source, MappingError)
     directives = doc.get("mapping") if isinstance(doc, dict) else doc
     if not isinstance(directives, list):
         raise MappingError("expected 'mapping:' with a list of directives", source=source, field="mapping")

@@ -45,11 +45,9 @@ def resolve_dtype(tensor, target: str = "cpu") -> str:
 
 
 def apply_dtype(nest, value: Any, bits_given: bool, source: str, field: str):
-    """``nest`` with the short form's ``dtype`` applied: one name for every tensor, a dict by role
+    """``nest`` (a ``LoopNest``; this module does not import the IR, which imports it) with the short form's ``dtype`` applied: one name for every tensor, a dict by role
     (input, weight, output) or a list per tensor (in tensor order).  Without ``bits`` in the document the
     tensors' bits follow the type; with both, they must agree."""
-    from .ir import LoopNest
-
     if value is None:
         return nest
     if isinstance(value, dict):
@@ -75,19 +73,17 @@ def apply_dtype(nest, value: Any, bits_given: bool, source: str, field: str):
                                 f"'{t.name}'", source=source, field=where)
         tensors.append(replace(t, bits=DTYPE_BITS[dtype], dtype=dtype))
     try:
-        return LoopNest(nest.name, nest.dims, tuple(tensors), nest.repeat, nest.op)
+        return replace(nest, tensors=tuple(tensors))
     except WorkloadError as exc:
         raise WorkloadError(exc.reason, source=source, field=field) from None
 
 
-def with_bits(nest: LoopNest, bits: int, source: str = "--bits") -> LoopNest:
-    """``nest`` with every tensor's words ``bits`` wide (a tensor's ``dtype`` is kept only where it has that
-    width, e.g. int8 under 8; others then take the type the target gives those bits)."""
-    from .ir import LoopNest
-
+def with_bits(nest, bits: int, source: str = "--bits"):
+    """``nest`` (a ``LoopNest``) with every tensor's words ``bits`` wide (a tensor's ``dtype`` is kept only
+    where it has that width, e.g. int8 under 8; others then take the type the target gives those bits)."""
     if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 64:
         raise WorkloadError(f"word size must be an integer from 1 to 64 bits, got {bits!r}", source=source,
                             field="bits")
     tensors = tuple(replace(t, bits=bits, dtype=t.dtype if DTYPE_BITS.get(t.dtype) == bits else None)
                     for t in nest.tensors)
-    return LoopNest(nest.name, dict(nest.dims), tensors, nest.repeat, dict(nest.op))
+    return replace(nest, dims=dict(nest.dims), tensors=tensors, op=dict(nest.op))

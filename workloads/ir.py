@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from .dtypes import DTYPE_BITS, check_dtype
 from .errors import WorkloadError
 from .footprint import span_entries, tile_words as _tile_words
 
@@ -150,8 +151,6 @@ class Tensor:
         if not 0.0 < float(self.density) <= 1.0:
             raise WorkloadError(f"density must be in (0, 1], got {self.density!r}", source=f"tensor {self.name}", field="density")
         if self.dtype is not None:
-            from .dtypes import DTYPE_BITS, check_dtype
-
             check_dtype(self.dtype, f"tensor {self.name}")
             if DTYPE_BITS[self.dtype] != self.bits:
                 raise WorkloadError(f"dtype {self.dtype} has {DTYPE_BITS[self.dtype]} bits, not {self.bits}",
@@ -317,7 +316,5 @@ def tensor(name: str, indices: Iterable[str | AffineExpr], role: str = "input", 
            density: float = 1.0, shape: Iterable[int] | None = None, dtype: str | None = None) -> Tensor:
     """Convenience constructor that parses string index expressions (bits default to the dtype's, else 8)."""
     if bits is None:
-        from .dtypes import DTYPE_BITS
-
         bits = DTYPE_BITS.get(dtype, 8) if dtype is not None else 8
     return Tensor(name, tuple(indices), role, bits, density, tuple(shape) if shape is not None else None, dtype)

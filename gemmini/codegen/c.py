@@ -23,8 +23,9 @@ import re
 
 import numpy as np
 
-from .program import Program
+from .data import example_inputs, reference_output
 from .ir import c_body
+from .program import Program
 from ..errors import CodegenError
 
 _ARG_NAMES = ("input", "weights", "bias", "output")
@@ -95,8 +96,6 @@ def _self_check_main(program: Program, fn: str, inputs: dict | None, seed: int) 
     """A ``main`` that runs ``fn`` on embedded inputs (``run.example_inputs(program, seed)`` when None),
     compares its output with the embedded NumPy-computed expectation, prints one line (``PASS`` or
     ``FAIL``) and returns non-zero on a mismatch."""
-    from .data import example_inputs, reference_output
-
     inputs = example_inputs(program, seed) if inputs is None else inputs
     expected = reference_output(program, inputs)
     main = ["", "#ifndef GEMMINI_COSA_NO_MAIN", "#include <stdio.h>"]

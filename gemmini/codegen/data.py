@@ -9,16 +9,12 @@ the simulators' runner (``gemmini.run``) and the outside-tool runners all take t
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..errors import SimulationError
+from .examples import EXAMPLE_BIAS
+from .lowering import lowering_of
 from .program import Program
-
-
-#: Example data: int8 inputs and weights uniform in [-128, 128), int32 bias uniform in [-BIAS, BIAS).
-EXAMPLE_BIAS = 1 << 12
 
 
 def example_inputs(program: Program, seed: int = 0) -> dict:
@@ -36,27 +32,10 @@ def example_inputs(program: Program, seed: int = 0) -> dict:
 def _user_shapes(program: Program) -> dict:
     """name -> (shape, dtype) of the arrays a caller gives: the buffers', or for a lowered workload
     (``gemmini.codegen.lowering``) the original layer's, which ``memory_image`` transforms into the buffers."""
-    from .lowering import lowering_of
-
     low = lowering_of(program.workload)
     if low is not None:
         return low.user_shapes()
     return {name: (buf.shape, buf.dtype) for name, buf in program.buffers.items()}
-
-
-def self_check_scale(problem, spread: float = 2.5) -> float:
-    """The output scale (float32) that maps ``spread`` standard deviations of an example output to 127.
-
-    With ``example_inputs`` a product of two int8 values has mean 0 and standard deviation
-    (E[x^2] = 5461.5 for x uniform in [-128, 128)); a sum over the reduction (C/groups * R * S, or K)
-    plus the bias then has sigma = sqrt(reduction * 5461.5^2 + BIAS^2 / 3).  At 2.5 sigma about 1% of
-    the outputs saturate to 127/-128, so a self-checking program checks real arithmetic, not clipping.
-    """
-    b = problem.bounds
-    reduction = max(1, b.get("c", 1) * b.get("kh", 1) * b.get("kw", 1))
-    second_moment = (128 * 128 * 2 + 1) / 6  # E[x^2], x uniform on the integers in [-128, 127]
-    sigma = math.sqrt(reduction * second_moment ** 2 + EXAMPLE_BIAS ** 2 / 3)
-    return float(np.float32(127.0 / (spread * sigma)))
 
 
 def _check_inputs(program: Program, inputs: dict) -> dict:
@@ -84,8 +63,6 @@ def reference_output(program: Program, inputs: dict) -> np.ndarray:
 
     arrays = _check_inputs(program, inputs)
     bias = arrays.get("bias") if program.bias else None
-    from .lowering import lowering_of
-
     low = lowering_of(program.workload)
     if low is not None:
         return low.reference(arrays, bias, program.scale, program.relu)
@@ -100,8 +77,6 @@ def reference_output(program: Program, inputs: dict) -> np.ndarray:
 def memory_image(program: Program, inputs: dict) -> np.ndarray:
     """The main memory (uint8) with the inputs placed in their buffers; everything else zero."""
     arrays = _check_inputs(program, inputs)
-    from .lowering import lowering_of
-
     low = lowering_of(program.workload)
     if low is not None:
         arrays = low.device_arrays(arrays)

@@ -31,9 +31,11 @@ layer) whose ``op["lowering"]`` records what it came from:
   column is used: at most 9/256 for a 3x3 kernel; the library's depthwise path builds such rows with
   config_ld pixel repeats, 3 taps per row).  No dataflow does better on a systolic GEMM array.
 
-``lowerings(workload, dim)`` lists the applicable rewrites; ``schedule(workload, arch)`` runs the
-scheduler on the layer and on each rewrite and keeps the one with the fewest cost-model cycles whose
-tiles fit (a rewrite the generator cannot place in the scratchpad is never returned).  Programs of a
+``lowerings(workload, dim)`` lists the applicable rewrites; ``codegen.choose_lowering.schedule(workload,
+arch)`` runs the scheduler on the layer and on each rewrite and keeps the one with the fewest cost-model
+cycles whose tiles fit (a rewrite the generator cannot place in the scratchpad is never returned).  This
+module knows workloads and the loop IR only: ``codegen.tiling`` reads a fold's im2col view
+(``tiling.fold_problem``) and ``codegen.program`` adds the ``prologue``.  Programs of a
 lowered workload take the original layer's arrays (NHWC input, [R, S, C/G, K] weights, bias): see
 ``Lowering.device_arrays`` and ``Lowering.reference``; ``gemmini.run`` applies them.
 """
@@ -46,7 +48,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .ir import Cmd, Comment, DramAddr, SpAddr, emin, loop
-from ..errors import CodegenError
 
 #: the original layer's parameters kept in ``op["lowering"]["original"]``
 _ORIGINAL_KEYS = ("N", "C", "K", "H", "W", "P", "Q", "R", "S", "stride", "dilation", "padding", "groups")
@@ -206,32 +207,6 @@ def lowerings(workload, dim: int = 16) -> list:
 # --- code generation ------------------------------------------------------------------------------------
 
 
-def fold_problem(workload):
-    """``codegen.tiling.problem_of`` for a ``fold`` workload: the im2col view of the bordered (or original)
-    NHWC input -- pixel stride C bytes, Cf contiguous elements per lowered pixel."""
-    from .tiling import Problem
-
-    low = lowering_of(workload)
-    o = low.original
-    n, c, k, cf = o["N"], o["C"], o["K"], low.cf
-    wp = low.wp or o["W"]
-    d = workload.dims
-    bounds = {"n": n, "k": k, "c": cf, "oh": o["Q"], "ow": o["P"], "kh": o["S"], "kw": 1}
-    names = {"N": "n", "K": "k", "C": "c", "Q": "oh", "P": "ow", "S": "kh", "R": "kw"}
-    if set(d) != set(names) or d["C"] != cf or d["R"] != 1:
-        raise CodegenError(f"a fold workload has dims {sorted(names)} with C = {cf}, R = 1; got {d}",
-                           source=f"workload {workload.name}", field="dims")
-    shapes = {"input": ((n, o["H"], wp, c), "int8"), "weights": ((o["S"], 1, cf, k), "int8"),
-              "bias": ((k,), "int32"), "output": ((n, o["Q"], o["P"], k), "int8")}
-    if low.wp:
-        shapes["image"] = ((n, o["H"], o["W"], c), "int8")
-    h = o["H"]
-    return Problem("conv2d", workload.name, bounds, names, tuple(o["stride"]), (o["dilation"][0], 1),
-                   (o["padding"][0], 0), (h, workload.op["input_hw"][1]), in_strides=(h * wp * c, wp * c, c),
-                   w_strides=(cf, cf), out_strides=(o["Q"] * o["P"], o["P"], 1), shapes=shapes, row_elems=k,
-                   g_strides=(cf, k, k, k))
-
-
 def prologue(workload, config) -> list:
     """Loop-IR statements that run before the layer's own: for a ``fold`` with width padding, the copy of
     ``image`` into the interior of the zero-bordered ``input`` by mvin/mvout through the scratchpad, then a
@@ -264,80 +239,6 @@ def prologue(workload, config) -> list:
     out += loop("pn", n_img, per_image)
     out.append(Cmd("fence", ()))
     return out
-
-
-def prologue_cycles(workload, config) -> float:
-    """Cycles of ``prologue`` on the timing model (0 without one): what the image copy adds to the layer,
-    which the cost model of the lowered nest does not see."""
-    statements = prologue(workload, config)
-    if not statements:
-        return 0.0
-    from .program import Buffer, expand
-    from .tiling import problem_of
-    from ..sim.timing import timing
-
-    buffers, pos = {}, 0
-    for name, (shape, dtype) in problem_of(workload).buffer_shapes().items():
-        buffers[name] = Buffer(pos, tuple(shape), dtype)
-        pos += -(-buffers[name].nbytes // 64) * 64
-    return float(timing(expand(tuple(statements), buffers, config), config).cycles)
-
-
-# --- scheduling ------------------------------------------------------------------------------------------
-
-
-def fits(workload, mapping, arch) -> bool:
-    """Whether the Gemmini generator can place ``mapping``'s tiles (scratchpad, accumulator, block strides)."""
-    from .program import _config_of, choose_plan
-    from .tiling import problem_of
-
-    config, _, flow = _config_of(arch, None)
-    try:
-        choose_plan(problem_of(workload), mapping, config, flow, source=f"lowering {workload.name}",
-                    double_buffer=bool(getattr(arch.levels[1], "double_buffered", False)),
-                    acc_double_buffer=bool(getattr(arch.levels[2], "double_buffered", False)))
-    except CodegenError:
-        return False
-    return True
-
-
-def schedule(workload, arch, run_scheduler, *, lower: bool = True, **options):
-    """Schedule ``workload`` as written and as each rewrite (``lowerings``) and return the Schedule with the
-    fewest cycles -- the cost model's, plus the timing model's for a rewrite's image copy
-    (``prologue_cycles``) -- among those whose tiles the generator can place (``Schedule.workload`` is the
-    one to generate from; ``extra["lowering"]``: the rewrite's kind or None, ``extra["alternatives"]``:
-    name -> cycles or the reason it was dropped).  The layer as written is always a candidate.
-
-    ``run_scheduler(workload, arch, **options)`` is the scheduler to use (``cosa.scheduler.schedule``
-    with its ``scheduler=`` name among the options); it is passed in so that the back end does not
-    import the scheduler."""
-    from .program import _config_of
-
-    config = _config_of(arch, None)[0]
-    dim = config.dim
-    candidates = [workload] + (lowerings(workload, dim) if lower else [])
-    best, best_cycles, notes, first_error = None, None, {}, None
-    for cand in candidates:
-        try:
-            sched = run_scheduler(cand, arch, **options)
-        except Exception as exc:  # a rewrite the scheduler cannot handle is dropped, the plain layer decides
-            if cand is workload:
-                first_error = exc
-            notes[cand.name] = f"not scheduled: {exc}"
-            continue
-        if cand is not workload and not fits(cand, sched.mapping, arch):
-            notes[cand.name] = "tiles do not fit the scratchpad/accumulator"
-            continue
-        cycles = float(sched.cost.cycles) + (prologue_cycles(cand, config) if cand is not workload else 0.0)
-        notes[cand.name] = cycles
-        if best is None or cycles < best_cycles:
-            best, best_cycles = sched, cycles
-    if best is None:
-        raise first_error or CodegenError("no schedule", source=f"lowering {workload.name}")
-    low = lowering_of(best.workload)
-    best.extra["lowering"] = low.kind if low else None
-    best.extra["alternatives"] = notes
-    return best
 
 
 def useful_fraction(workload) -> float:

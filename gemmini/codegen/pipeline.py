@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from .ir import Assign, Cmd, Comment, Const, Expr, For, If, Var, all_of, cmp, negate, select, when
+from .ir import Assign, Cmd, Comment, Const, Expr, For, If, Var, all_of, cmp, loop, negate, select, when
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,6 @@ class Stream:
 
     def emit_all(self) -> list:
         """Every point, as nested loops (single-iteration loops inlined)."""
-        from .ir import loop
-
         def nest(k, idx):
             if k == len(self.axes):
                 return self.body(idx)

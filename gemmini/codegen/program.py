@@ -30,8 +30,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import isa
-from .build import build_program
+from .build import _Builder, build_program
+from .examples import self_check_scale
 from .ir import count_stmts, py_source
+from .lowering import lowering_of, prologue
 from .tiling import Plan, Problem, make_plan, problem_of, untransposed
 from ..config import GemminiConfig
 from ..errors import CodegenError
@@ -89,8 +91,6 @@ class Program:
     @property
     def macs(self) -> int:
         """MACs of the layer (of the original layer for a lowered workload, ``gemmini.codegen.lowering``)."""
-        from .lowering import lowering_of
-
         low = lowering_of(self.workload)
         return low.macs if low is not None else self.plan.problem.macs
 
@@ -176,8 +176,6 @@ def _config_of(arch_or_config, dataflow):
 
 def _layout(problem: Problem, plan: Plan) -> tuple[dict, int]:
     shapes = problem.buffer_shapes()
-    from .build import _Builder  # which scratch buffers the program uses
-
     builder = _Builder(plan, True, 1.0, False)
     if builder.spills:
         shapes["partials"] = (shapes["output"][0], "int32")
@@ -228,8 +226,6 @@ def choose_plan(problem: Problem, mapping, config, flow, *, source, double_buffe
     """The plan of ``problem`` or of its transpose (a convolution walked down image columns), whichever
     lets computes stream more rows (ties: whichever moves the accumulator in longer runs);
     ``orientation`` "rows" or "columns" forces one."""
-    from .build import _Builder
-
     if orientation not in ("auto", "rows", "columns"):
         raise CodegenError(f"orientation must be auto, rows or columns, got {orientation!r}", source=source,
                            field="orientation")
@@ -266,7 +262,9 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
     A batch/group dim is never unrolled on the array (CodegenError); its
     Registers-level loop, if any, runs as the innermost Accumulator-level loop.
     bias: add the int32 bias (else start from zero).  scale: the float32
-    output scale, or "auto" for ``run.self_check_scale`` (few example outputs saturate); relu: ReLU before saturating to int8.  double_buffer: None =
+    output scale, or "auto" for ``codegen.examples.self_check_scale`` (few
+    example outputs saturate); relu: ReLU before saturating to int8.
+    double_buffer: None =
     as the architecture's levels say (the WS preset double-buffers the
     scratchpad and accumulator), or, given a config, wherever tiles fit
     twice; True/False to ask (one buffer where two do not fit).
@@ -307,12 +305,9 @@ def generate(workload, mapping, arch_or_config, *, dataflow: str | None = None, 
     if pipeline is None and arch is not None and arch.params.get("pipelined") is False:
         pipeline = False  # the preset (and so the cost model) asks for the serial stream
     if scale == "auto":
-        from .data import self_check_scale
-
         scale = self_check_scale(problem)
     statements = tuple(build_program(plan, bias=bias, scale=scale, relu=relu, pipeline=pipeline))
-    from .lowering import prologue  # a lowered workload's layout transform on the device, if any
-
+    # a lowered workload's layout transform on the device, if any
     statements = tuple(prologue(workload, config)) + statements
     buffers, memory_bytes = _layout(problem, plan)
     commands = expand(statements, buffers, config)

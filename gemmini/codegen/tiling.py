@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from workloads.divisors import largest_divisor_at_most as _largest_divisor_at_most
 from workloads.footprint import box_rows, stored_axis
 
+from .lowering import lowering_of
 from ..config import GemminiConfig
 from ..errors import CodegenError
 
@@ -189,8 +190,6 @@ def problem_of(workload) -> Problem:
                        g_strides=(m * k, k * n, m * n, n) if batched else (0, 0, 0, 0),
                        **_strided("matmul", bounds, (1, m)))
     if kind == "conv2d" and (op.get("lowering") or {}).get("kind") == "fold":  # im2col view (gemmini.codegen.lowering)
-        from .lowering import fold_problem
-
         return fold_problem(workload)
     if kind == "conv2d":
         groups = int(op.get("groups", 1) or 1)
@@ -218,6 +217,30 @@ def problem_of(workload) -> Problem:
     raise CodegenError(f"workload kind {kind!r} is not supported by the Gemmini generator "
                        "(supported: matmul, batched matmul, conv2d, grouped and depthwise conv2d)", source=src,
                        field="op.kind")
+
+
+def fold_problem(workload):
+    """``problem_of`` for a ``fold`` workload (``codegen.lowering``): the im2col view of the bordered (or
+    original) NHWC input -- pixel stride C bytes, Cf contiguous elements per lowered pixel."""
+    low = lowering_of(workload)
+    o = low.original
+    n, c, k, cf = o["N"], o["C"], o["K"], low.cf
+    wp = low.wp or o["W"]
+    d = workload.dims
+    bounds = {"n": n, "k": k, "c": cf, "oh": o["Q"], "ow": o["P"], "kh": o["S"], "kw": 1}
+    names = {"N": "n", "K": "k", "C": "c", "Q": "oh", "P": "ow", "S": "kh", "R": "kw"}
+    if set(d) != set(names) or d["C"] != cf or d["R"] != 1:
+        raise CodegenError(f"a fold workload has dims {sorted(names)} with C = {cf}, R = 1; got {d}",
+                           source=f"workload {workload.name}", field="dims")
+    shapes = {"input": ((n, o["H"], wp, c), "int8"), "weights": ((o["S"], 1, cf, k), "int8"),
+              "bias": ((k,), "int32"), "output": ((n, o["Q"], o["P"], k), "int8")}
+    if low.wp:
+        shapes["image"] = ((n, o["H"], o["W"], c), "int8")
+    h = o["H"]
+    return Problem("conv2d", workload.name, bounds, names, tuple(o["stride"]), (o["dilation"][0], 1),
+                   (o["padding"][0], 0), (h, workload.op["input_hw"][1]), in_strides=(h * wp * c, wp * c, c),
+                   w_strides=(cf, cf), out_strides=(o["Q"] * o["P"], o["P"], 1), shapes=shapes, row_elems=k,
+                   g_strides=(cf, k, k, k))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ against NumPy (SciPy for CSR SpMM / SDDMM) and times it.  How a mapping is read:
 
 from .build import isa
 from .plan import Plan, make_plan
-from .run import CpuKernel, RunResult, compile_kernel, emit, run
+from .result import RunResult
+from .run import CpuKernel, compile_kernel, emit, run
 
 __all__ = ["CpuKernel", "Plan", "RunResult", "compile_kernel", "emit", "isa", "make_plan", "run"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,6 +13,8 @@ from . import build as _build
 from .emit import emit_c
 from .plan import Plan, make_plan
 from .reference import NUMPY_DTYPES, compare, random_inputs, reference
+from .result import RunResult, time_call
+from .sparse import emit_sparse, run_sparse
 from ..exceptions import UNCHECKED, check_mode, reads, scan
 
 
@@ -85,8 +86,6 @@ def emit(workload, mapping, arch, *, scalar: bool = False) -> str:
     """C + OpenMP source of ``mapping`` (validated; see ``targets.cpu.plan``; sparse nests:
     ``targets.cpu.sparse``)."""
     if any(t.density < 1.0 for t in workload.tensors):
-        from .sparse import emit_sparse
-
         return emit_sparse(workload, mapping, arch)
     isa = _build.isa()
     plan = make_plan(workload, mapping, arch, vector_bytes=isa.vector_bytes, registers=isa.registers, scalar=scalar)
@@ -102,34 +101,6 @@ def compile_kernel(workload, mapping, arch, *, scalar: bool = False) -> CpuKerne
     return CpuKernel(plan, source, lib, _build.load(lib, "cosa_kernel", len(workload.tensors)))
 
 
-@dataclass
-class RunResult:
-    verified: bool
-    max_abs_err: float
-    reference: str
-    seconds: float
-    gflops: float
-    threads: int
-    mapping: dict
-    times_s: list
-    exception_status: dict = field(default_factory=lambda: UNCHECKED.to_dict())
-
-    def to_dict(self) -> dict:
-        return {"verified": self.verified, "max_abs_err": self.max_abs_err, "reference": self.reference,
-                "seconds": self.seconds, "gflops": self.gflops, "threads": self.threads, "mapping": self.mapping,
-                "times_s": self.times_s, "exception_status": self.exception_status}
-
-
-def time_call(fn, repeat: int) -> list[float]:
-    """Wall-clock seconds of ``repeat`` calls of ``fn()``."""
-    times = []
-    for _ in range(max(1, repeat)):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times
-
-
 def run(workload, mapping, arch, *, threads: int | None = None, repeat: int = 3, seed: int = 0,
         scalar: bool = False, exceptions: str = "ieee") -> RunResult:
     """Build and run ``mapping``, verify against NumPy (or SciPy for a sparse nest), time ``repeat`` calls.
@@ -138,8 +109,6 @@ def run(workload, mapping, arch, *, threads: int | None = None, repeat: int = 3,
 
     check_mode(exceptions)
     if any(t.density < 1.0 for t in workload.tensors):
-        from .sparse import run_sparse
-
         return run_sparse(workload, mapping, arch, threads=threads, repeat=repeat, seed=seed, exceptions=exceptions)
     threads = int(threads or os.cpu_count() or 1)
     if threads < 1:

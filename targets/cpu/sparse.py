@@ -30,6 +30,7 @@ from .build import build, load
 from .emit import _lin, _Printer, ab_entry
 from .plan import C_TYPES, _band_loops, _dtypes
 from .reference import NUMPY_DTYPES, TOLERANCE
+from .result import RunResult, time_call
 
 
 @dataclass(frozen=True)
@@ -156,11 +157,9 @@ def random_csr(rows: int, cols: int, density: float, dtype: str, seed: int):
 
 
 def run_sparse(workload, mapping, arch, *, threads=None, repeat: int = 3, seed: int = 0, exceptions: str = "ieee"):
-    """Build, run, verify against SciPy and time a CSR SpMM / SDDMM (see ``targets.cpu.run.RunResult``);
+    """Build, run, verify against SciPy and time a CSR SpMM / SDDMM (see ``targets.cpu.result.RunResult``);
     ``exceptions="check"`` scans the values, dense operands and output of the verified call."""
     from mappings import mapping_to_dict
-
-    from .run import RunResult, time_call
 
     form = sparse_form(workload)
     dtypes = _dtypes(workload)

@@ -18,7 +18,7 @@ inside each call, in tuning and in the final kernel alike, as our kernel packs i
 ``tuning_s``: wall seconds of ``tune_tir``, the compile of the best schedule not included.
 
 Timing (``run_kernel``): one verified call, then ``repeat`` calls timed one by one with the wall clock
-(``targets.cpu.run.time_call``, the timer ``cosa run cpu`` uses for our kernel); ``seconds`` is their
+(``targets.cpu.result.time_call``, the timer ``cosa run cpu`` uses for our kernel); ``seconds`` is their
 median.  The arrays are converted to TVM tensors once, outside the timed calls.
 """
 
@@ -278,7 +278,7 @@ def measure(workload, trials: int = DEFAULT_TRIALS, seed: int = 0, repeat: int =
 def run_kernel(kernel: TvmKernel, repeat: int = 5, input_seed: int = 0) -> TvmRun:
     """Run ``kernel`` on ``random_inputs(..., input_seed)`` (the arrays ``targets.cpu.run`` gives our kernel),
     verify against NumPy, time ``repeat`` calls on one thread."""
-    from .run import time_call
+    from .result import time_call
 
     workload = kernel.workload
     arrays = random_inputs(workload, kernel.dtypes, kernel.shapes, input_seed)

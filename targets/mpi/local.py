@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .launch import MpiError
+from .model import grid25d
 from .problem import row_dots
 
 LOCAL_KERNELS = ("cosa", "scipy")
@@ -133,8 +134,6 @@ def local_nest(kind: str, rows: int, cols: int, width: int, density: float):
 
 def local_shapes(kernel: str, m: int, n: int, r: int, p: int, algorithm: str, c: int, elide: str) -> set:
     """(kind, rows, columns, width) of every local kernel call of the configuration."""
-    from .model import grid25d
-
     kinds = {"spmm": ("spmm",), "sddmm": ("sddmm",), "fusedmm": ("sddmm", "spmm")}[kernel]
     orient_st = kernel == "fusedmm" and elide == "reuse"
     if algorithm == "15d-sparse":

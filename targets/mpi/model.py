@@ -118,8 +118,6 @@ def phase_counts(alg, kernel, elide, m, n, r, p, c, rank, block_nnz=None) -> dic
         return _dense15(kernel, elide, m, n, r, p, c)
     if alg == "15d-sparse":
         return _sparse15(kernel, elide, m, n, r, p, c, rank, block_nnz)
-    from .rep25d import phase_counts_25d
-
     return phase_counts_25d(alg, kernel, elide, m, n, r, p, c, rank, block_nnz)
 
 
@@ -155,6 +153,46 @@ def _sparse15(kernel, elide, m, n, r, p, c, rank, block_nnz):
         return {"setup": setup, "replication": ag, "propagation": round_(0)}
     return {"setup": setup, "replication": ag if elide == "reuse" else _times(2, ag),
             "propagation": _add(round_(0), round_(-1))}  # SpMM starts where SDDMM left the blocks
+
+
+def phase_counts_25d(alg, kernel, elide, m, n, r, p, c, rank, grid_nnz) -> dict:
+    """Words and messages of ``rank`` by phase (``grid_nnz``: S's nonzeros on an (s c) x (s c) grid)."""
+    s = grid25d(p, c)
+    ij, k = divmod(rank, c)
+    i, j = divmod(ij, s)
+    g = np.asarray(grid_nnz)
+    if alg == "25d-dense":
+        orient = "ST" if kernel == "fusedmm" and elide == "reuse" else "S"
+        big_r, big_h = (m, n) if orient == "S" else (n, m)
+        tg = g if orient == "S" else g.T
+        z_t = lambda x: int(tg[c * i:c * i + c, c * x + k].sum())  # T super-row i, column block c x + k
+        zt = 3 * sum(z_t(x) for x in range(s))
+        tround = (zt, zt, s, s)
+        hround = (s * big_h * r // p,) * 2 + (s, s)
+        setup = collective_cost("allgather", s, 1)
+        ag = collective_cost("allgather", c, big_r * r // p)
+        rs = collective_cost("reduce_scatter", c, m * r // p)
+        if kernel == "sddmm":
+            return {"setup": setup, "replication": ag, "propagation": _add(tround, hround)}
+        if kernel == "spmm":
+            return {"setup": setup, "replication": rs, "propagation": _add(tround, hround)}
+        if orient == "S":
+            return {"setup": setup, "replication": _add(ag, rs), "propagation": _times(2, _add(tround, hround))}
+        return {"setup": setup, "replication": ag, "propagation": _times(2, _add(tround, hround))}
+    z = int(g[c * i:c * i + c, c * j:c * j + c].sum())
+    sizes = [len(x) for x in np.array_split(np.arange(z), c)]
+    setup = collective_cost("allgather", c, 1)
+    rep = collective_cost("allgather", c, [3 * x for x in sizes], k)
+    step = (s * (m + n) * r // p,) * 2 + (2 * s, 2 * s)
+    if kernel == "spmm":
+        return {"setup": setup, "replication": rep, "propagation": step}
+    rs = collective_cost("reduce_scatter", c, sizes, k)
+    if kernel == "sddmm":
+        return {"setup": setup, "replication": _add(rep, rs), "propagation": step}
+    if elide == "none":
+        return {"setup": setup, "replication": _add(rep, rs, rep), "propagation": _times(2, step)}
+    return {"setup": setup, "replication": _add(rep, collective_cost("allreduce", c, z, k)),
+            "propagation": _times(2, step)}
 
 
 def local_flops(kernel: str, nnz_local: float, r: int) -> float:

@@ -25,6 +25,8 @@ products over the layer's slabs, reduce-scattered over the fiber to the shards. 
 output slab travels in A's place.  FusedMM ``none``: the sampled values are reduce-scattered and
 the sparse block allgathered again; ``reuse``: the values are allreduced and the replicated pattern
 kept.
+
+Their words and messages per rank and phase, exactly as ``Ranks`` counts them, are ``model.phase_counts_25d``.
 """
 
 from __future__ import annotations
@@ -32,8 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .local import Csr, ScipyLocal
-from .model import _add, _times, grid25d
-from .ranks import collective_cost
+from .model import grid25d
 
 
 def _grid(ranks, c: int):
@@ -195,43 +196,3 @@ def sparse_replicate(ranks, problem, s_mat, a, b, c: int, elide: str, local=None
     with ranks.phase("replication"):
         total = fiber.allreduce(partial)
     return spmm(rr, cc, vv * total)
-
-
-def phase_counts_25d(alg, kernel, elide, m, n, r, p, c, rank, grid_nnz) -> dict:
-    """Words and messages of ``rank`` by phase (``grid_nnz``: S's nonzeros on an (s c) x (s c) grid)."""
-    s = grid25d(p, c)
-    ij, k = divmod(rank, c)
-    i, j = divmod(ij, s)
-    g = np.asarray(grid_nnz)
-    if alg == "25d-dense":
-        orient = "ST" if kernel == "fusedmm" and elide == "reuse" else "S"
-        big_r, big_h = (m, n) if orient == "S" else (n, m)
-        tg = g if orient == "S" else g.T
-        z_t = lambda x: int(tg[c * i:c * i + c, c * x + k].sum())  # T super-row i, column block c x + k
-        zt = 3 * sum(z_t(x) for x in range(s))
-        tround = (zt, zt, s, s)
-        hround = (s * big_h * r // p,) * 2 + (s, s)
-        setup = collective_cost("allgather", s, 1)
-        ag = collective_cost("allgather", c, big_r * r // p)
-        rs = collective_cost("reduce_scatter", c, m * r // p)
-        if kernel == "sddmm":
-            return {"setup": setup, "replication": ag, "propagation": _add(tround, hround)}
-        if kernel == "spmm":
-            return {"setup": setup, "replication": rs, "propagation": _add(tround, hround)}
-        if orient == "S":
-            return {"setup": setup, "replication": _add(ag, rs), "propagation": _times(2, _add(tround, hround))}
-        return {"setup": setup, "replication": ag, "propagation": _times(2, _add(tround, hround))}
-    z = int(g[c * i:c * i + c, c * j:c * j + c].sum())
-    sizes = [len(x) for x in np.array_split(np.arange(z), c)]
-    setup = collective_cost("allgather", c, 1)
-    rep = collective_cost("allgather", c, [3 * x for x in sizes], k)
-    step = (s * (m + n) * r // p,) * 2 + (2 * s, 2 * s)
-    if kernel == "spmm":
-        return {"setup": setup, "replication": rep, "propagation": step}
-    rs = collective_cost("reduce_scatter", c, sizes, k)
-    if kernel == "sddmm":
-        return {"setup": setup, "replication": _add(rep, rs), "propagation": step}
-    if elide == "none":
-        return {"setup": setup, "replication": _add(rep, rs, rep), "propagation": _times(2, step)}
-    return {"setup": setup, "replication": _add(rep, collective_cost("allreduce", c, z, k)),
-            "propagation": _times(2, step)}

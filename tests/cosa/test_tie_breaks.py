@@ -121,7 +121,8 @@ def test_mip_breaks_ties_toward_the_fewest_dram_bytes(spaces, name):
 
 
 def test_optimal_is_claimed_with_its_model_and_withdrawn_where_a_baseline_is_better():
-    from cosa.compare import CompareRow, _checked_claim
+    from cosa.compare import _checked_claim
+    from cosa.compare_rows import CompareRow
     from cosa.schedule import SolverStats
 
     stats = SolverStats(solver="highs", status="optimal", gap=0.0004, model="the MIP's linearised model")

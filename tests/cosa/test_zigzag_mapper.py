@@ -85,7 +85,7 @@ def test_the_two_models_count_a_matmuls_dram_traffic_alike_and_name_each_differe
 def test_the_compare_table_marks_an_adapted_peer_mapping():
     from rich.console import Console
 
-    from cosa.compare import CompareResult, CompareRow
+    from cosa.compare_rows import CompareResult, CompareRow
     from cosa.report import table
 
     rows = (CompareRow("mm", "cosa", cycles=10.0, energy_pj=1.0, ratio=1.0),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_loops import CONV_CASES, conv_case, run_c
 
-from gemmini import isa, isa_loops as L
+from gemmini import isa, isa_loops as L, loop_commands as LC
 from gemmini.config import DEFAULT_CONFIG, GemminiConfig
 from gemmini.errors import IsaError, SimulationError
 from gemmini.sim import timing
@@ -28,7 +28,7 @@ ARGS = dict(batch_size=2, in_row_dim=9, in_col_dim=9, in_channels=5, out_channel
 
 
 def test_f13847e_words_are_gemmini_f13847e_loopconv_decode():
-    cmds = L.loop_conv_ws(**ARGS, config=OLD)
+    cmds = LC.loop_conv_ws(**ARGS, config=OLD)
     assert [c.funct for c in cmds] == [16, 17, 18, 19, 20, 21, 15]
     # config_1: rs1 as 180c468; rs2 out_dim [15:0] pool_out_dim [31:16] stride [47:32] padding [63:48]
     assert cmds[0].rs1 == (6 << 48) | (5 << 32) | (9 << 16) | 2
@@ -40,7 +40,7 @@ def test_f13847e_words_are_gemmini_f13847e_loopconv_decode():
     assert cmds[2].rs1 == (3 << 48) | (3 << 32) | (5 << 16) | 1
     assert cmds[2].rs2 == (0 << 48) | (1 << 32) | (2 << 16) | 1
     # config_4..6 and the start word are the same in both encodings
-    new = L.loop_conv_ws(**ARGS)
+    new = LC.loop_conv_ws(**ARGS)
     assert cmds[3:] == new[3:] and all(a != b for a, b in zip(cmds[:3], new[:3]))
 
 
@@ -48,7 +48,7 @@ def test_f13847e_words_are_gemmini_f13847e_loopconv_decode():
 def test_round_trip_both_layouts(layout):
     cfg = dataclasses.replace(DEFAULT_CONFIG, loop_conv_layout=layout)
     fields = {}
-    for cmd in L.loop_conv_ws(**ARGS, config=cfg):
+    for cmd in LC.loop_conv_ws(**ARGS, config=cfg):
         got = L.decode_word(cmd.funct, cmd.rs1, cmd.rs2, layout)
         assert L.encode_word(cmd.funct, got, layout=layout) == (cmd.rs1, cmd.rs2)
         assert set(got) == set(L.word_fields(cmd.funct, layout))
@@ -67,25 +67,25 @@ def test_f13847e_bits_lie_inside_the_180c468_fields():
         for reg in ("rs1", "rs2"):
             old, new = used(L.CONV_LAYOUT_TABLES["f13847e"], funct, reg), used(L.LAYOUTS, funct, reg)
             assert old & ~new == 0, (funct, reg)
-    for cmd in L.loop_conv_ws(**ARGS, config=OLD):
+    for cmd in LC.loop_conv_ws(**ARGS, config=OLD):
         assert L.encode_word(cmd.funct, L.decode_word(cmd.funct, cmd.rs1, cmd.rs2)) == (cmd.rs1, cmd.rs2)
 
 
 @pytest.mark.parametrize("col, row", sorted(L.SQUARE_DIMS.items()))
 def test_f13847e_refuses_rectangular_images(col, row):
     with pytest.raises(IsaError) as err:
-        L.loop_conv_ws(**dict(ARGS, **{col: ARGS[row] + 1}), config=OLD)
+        LC.loop_conv_ws(**dict(ARGS, **{col: ARGS[row] + 1}), config=OLD)
     assert err.value.field == col and "square" in str(err.value) and "\n" not in str(err.value)
-    L.loop_conv_ws(**dict(ARGS, **{col: ARGS[row] + 1}))  # 180c468 takes them
+    LC.loop_conv_ws(**dict(ARGS, **{col: ARGS[row] + 1}))  # 180c468 takes them
 
 
 def test_f13847e_field_widths_and_unknown_layout():
-    L.loop_conv_ws(**dict(ARGS, stride=300, plpad=300), config=OLD)  # 16-bit there, 8-bit in 180c468
+    LC.loop_conv_ws(**dict(ARGS, stride=300, plpad=300), config=OLD)  # 16-bit there, 8-bit in 180c468
     with pytest.raises(IsaError) as err:
-        L.loop_conv_ws(**dict(ARGS, stride=300))
+        LC.loop_conv_ws(**dict(ARGS, stride=300))
     assert err.value.field == "stride"
     with pytest.raises(IsaError) as err:
-        L.loop_conv_ws(**dict(ARGS, padding=1 << 16), config=OLD)
+        LC.loop_conv_ws(**dict(ARGS, padding=1 << 16), config=OLD)
     assert err.value.field == "padding"
     with pytest.raises(SimulationError) as err:
         GemminiConfig(loop_conv_layout="8c3f992")
@@ -114,7 +114,7 @@ def test_f13847e_stream_is_bit_exact_and_timed_alike(name):
 
 
 def test_validate_decodes_in_the_configs_layout():
-    cmds = L.loop_conv_ws(**ARGS, config=OLD)
+    cmds = LC.loop_conv_ws(**ARGS, config=OLD)
     for cmd in cmds:
         isa.validate(cmd, OLD)
     assert isa.decode_stream(isa.encode_stream(cmds)) == tuple(cmds)

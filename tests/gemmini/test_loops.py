@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gemmini import isa, isa_loops as L
+from gemmini import isa, isa_loops as L, loop_commands as LC
 from gemmini.config import DEFAULT_CONFIG
 from gemmini.errors import IsaError, SimulationError
 from gemmini.reference import conv_ref, matmul_ref
@@ -58,7 +58,7 @@ def matmul_case(M, N, K, tiles, bias, a_t=False, b_t=False, seed=0, cfg=DEFAULT_
                 b = bufs["B"] + ((c * sb + k) if b_t else (k * sb + c))
                 d = bufs["D"] + (r * N + c) * 4 if bias and k0 == 0 else 0
                 out = bufs["C"] + r * N + c if k0 + Kb == Kp else 0
-                cmds += L.loop_ws(I, J, Kb, pad_I, pad_J, pad_K, a, b, d, out, sa, sb, N, N, a_t, b_t, 0, 0,
+                cmds += LC.loop_ws(I, J, Kb, pad_I, pad_J, pad_K, a, b, d, out, sa, sb, N, N, a_t, b_t, 0, 0,
                                   bool(d) or k0 > 0, 0, 0, 0, 0, config=cfg)
     cmds.append(isa.fence())
     expected = matmul_ref(A, B, D, scale=SCALE)
@@ -73,7 +73,7 @@ def run_c(cmds, mem, bufs, shape, cfg=DEFAULT_CONFIG):
 
 # --- encodings ---------------------------------------------------------------------------------------
 def test_loop_ws_words_are_gemmini_h_layouts():
-    cmds = L.loop_ws(2, 3, 4, 1, 2, 3, 0x1000, 0x2000, 0x3000, 0x4000, 64, 48, 40, 32, 1, 0, 1, 1, 1, 1, 2, 1, 0)
+    cmds = LC.loop_ws(2, 3, 4, 1, 2, 3, 0x1000, 0x2000, 0x3000, 0x4000, 64, 48, 40, 32, 1, 0, 1, 1, 1, 1, 2, 1, 0)
     assert [c.funct for c in cmds] == [9, 10, 11, 12, 13, 8]
     assert (cmds[0].rs1, cmds[0].rs2) == ((3 << 32) | (2 << 16) | 1, (4 << 32) | (3 << 16) | 2)
     assert (cmds[1].rs1, cmds[1].rs2, cmds[2].rs1, cmds[2].rs2) == (0x1000, 0x2000, 0x3000, 0x4000)
@@ -83,7 +83,7 @@ def test_loop_ws_words_are_gemmini_h_layouts():
 
 
 def test_loop_conv_words_are_gemmini_h_layouts():
-    cmds = L.loop_conv_ws(batch_size=2, in_row_dim=9, in_col_dim=7, in_channels=5, out_channels=6, out_row_dim=4,
+    cmds = LC.loop_conv_ws(batch_size=2, in_row_dim=9, in_col_dim=7, in_channels=5, out_channels=6, out_row_dim=4,
                           out_col_dim=3, pool_out_row_dim=4, pool_out_col_dim=3, stride=2, padding=1, kernel_dim=3,
                           kernel_dilation=1, pool_size=1, pool_stride=1, batches=1, porows=4, pocols=3, pochs=6,
                           krows=3, kcols=3, kchs=5, lpad=1, rpad=0, upad=1, dpad=0, orows=4, ocols=3, weights=0x100,
@@ -102,9 +102,9 @@ def test_loop_conv_words_are_gemmini_h_layouts():
 
 
 def test_round_trip_decode_disassemble():
-    words = L.loop_ws(I=3, J=2, K=5, pad_I=4, pad_K=15, A=0x40, B=0x80, C=0xC0, A_stride=80, B_stride=32,
+    words = LC.loop_ws(I=3, J=2, K=5, pad_I=4, pad_K=15, A=0x40, B=0x80, C=0xC0, A_stride=80, B_stride=32,
                       C_stride=32, B_transpose=1, act=1)
-    words += L.loop_conv_ws(batches=1, porows=2, pocols=2, pochs=16, krows=1, kcols=1, kchs=8, orows=2, ocols=2,
+    words += LC.loop_conv_ws(batches=1, porows=2, pocols=2, pochs=16, krows=1, kcols=1, kchs=8, orows=2, ocols=2,
                             stride=1, kernel_dim=1, dw=1, downsample=1, upad=3, pdpad=5, pupad=9)
     for cmd in words:
         again = isa.decode(cmd.funct, cmd.rs1, cmd.rs2)
@@ -122,15 +122,15 @@ def test_round_trip_decode_disassemble():
     (dict(I=1, J=1, K=1, act=256), "act"), (dict(I=1, J=1, K=1, A=1 << 64), "A"), (dict(I=1, J=1, K=1, Q=1), "Q")])
 def test_loop_ws_field_overflow_is_refused(kwargs, field):
     with pytest.raises(IsaError) as err:
-        L.loop_ws(**kwargs)
+        LC.loop_ws(**kwargs)
     assert err.value.field == field
 
 
 def test_loop_ws_argument_mistakes_are_refused():
     with pytest.raises(IsaError, match="positional"):
-        L.loop_ws(*range(1, 25))
+        LC.loop_ws(*range(1, 25))
     with pytest.raises(IsaError) as err:
-        L.loop_ws(1, 1, 1, I=2)
+        LC.loop_ws(1, 1, 1, I=2)
     assert err.value.field == "I"
 
 
@@ -141,7 +141,7 @@ def test_loop_conv_field_overflow_is_refused(field, value):
                 kernel_dim=1)
     args[field] = value
     with pytest.raises(IsaError) as err:
-        L.loop_conv_ws(**args)
+        LC.loop_conv_ws(**args)
     assert err.value.field == field
 
 
@@ -218,7 +218,7 @@ def conv_case(n, h, w, c, k, r, stride, pad, tiles, bias=True, seed=0, pixels=1,
                                 bias_addr = (bufs["bias"] + och * 4 if bias else 1) if first else 0
                                 inp = bufs["input"] + ((b0 * h + irow + upad) * w + icol + lpad) * c + kch
                                 wts = bufs["weights"] + ((krow * r + kcol) * c + kch) * k + och
-                                cmds += L.loop_conv_ws(
+                                cmds += LC.loop_conv_ws(
                                     batch_size=n, in_row_dim=h, in_col_dim=w, in_channels=c, out_channels=k,
                                     out_row_dim=p, out_col_dim=q, pool_out_row_dim=prd, pool_out_col_dim=pcd,
                                     stride=stride, padding=pad, kernel_dim=r, kernel_dilation=1, pool_size=psize,
@@ -293,7 +293,7 @@ def test_unrolled_order_matches_the_scala():
     """LOOP_WS I=2, J=1, K=1 without D, derived by hand from LoopMatmul.scala: the A/B arbiter takes B first
     (B's iterators at their start); ex (higher priority) goes as soon as ldA has issued past its (k, i); stC
     (highest) moves C row-block i once ex has moved on from it."""
-    words = L.loop_ws(2, 1, 1, 0, 0, 0, 0x1000, 0x2000, 0, 0x3000, 16, 16, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    words = LC.loop_ws(2, 1, 1, 0, 0, 0, 0x1000, 0x2000, 0, 0x3000, 16, 16, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     got = [item.cmd for item in expand(list(words) * 2)]
     top = DEFAULT_CONFIG.sp_rows // 2 - DIM  # B sits at the end of the loop's half of the scratchpad
     first = [isa.mvin(0x2000, isa.sp(top), DIM, DIM, id=1), isa.mvin(0x1000, isa.sp(0), DIM, DIM),
@@ -329,13 +329,13 @@ def test_errors_name_the_loop_instruction():
     start = next(i for i, c in enumerate(cmds) if c.funct == L.LOOP_WS)
     bounds = next(i for i, c in enumerate(cmds) if c.funct == L.LOOP_WS_CONFIG_BOUNDS)
     too_big = list(cmds)
-    too_big[bounds] = L.loop_ws(I=1, J=1, K=600)[0]  # A and B no longer fit half the scratchpad
+    too_big[bounds] = LC.loop_ws(I=1, J=1, K=600)[0]  # A and B no longer fit half the scratchpad
     for run in (lambda c: execute(c, mem.copy()), timing):
         with pytest.raises(SimulationError) as err:
             run(too_big)
         assert err.value.index == start
     rotated = list(cmds)
-    rotated[-1:] = list(L.loop_conv_ws(batches=1, porows=1, pocols=1, pochs=1, krows=1, kcols=1, kchs=1, orows=1,
+    rotated[-1:] = list(LC.loop_conv_ws(batches=1, porows=1, pocols=1, pochs=1, krows=1, kcols=1, kchs=1, orows=1,
                                        ocols=1, stride=1, kernel_dim=1, input=0x1000, no_pool=1, wrot180=1)) \
         + [isa.fence()]
     with pytest.raises(SimulationError, match="wrot180 is not modelled") as err:
@@ -396,7 +396,7 @@ def test_header_loop_macros_match_isa_loops(tmp_path):
             f"  gemmini_cosa_loop_ws({c_args(L.WS_ARGS, ws)});\n"
             f"  gemmini_cosa_loop_conv_ws({c_args(L.CONV_ARGS, conv)});\n"
             "  return 0;\n}\n")
-    expected = L.loop_ws(**ws) + L.loop_conv_ws(**conv)
+    expected = LC.loop_ws(**ws) + LC.loop_conv_ws(**conv)
     assert _run_c(tmp_path, body) == tuple(expected)
 
 
@@ -465,7 +465,7 @@ def test_rtl_runs_loop_streams_bit_exact():
     assert err.value.index == 0
     bad, mem, *_ = matmul_case(8, 8, 8, (1, 1, 1), False, cfg=SMALL)  # A and B do not fit half the scratchpad
     bounds = next(i for i, c in enumerate(bad) if c.funct == L.LOOP_WS_CONFIG_BOUNDS)
-    bad[bounds] = L.loop_ws(I=1, J=1, K=200, config=SMALL)[0]
+    bad[bounds] = LC.loop_ws(I=1, J=1, K=200, config=SMALL)[0]
     with pytest.raises(SimulationError) as err:
         rtl.run_trace(bad, mem.copy(), SMALL)
     assert bad[err.value.index].funct == L.LOOP_WS

@@ -1,5 +1,6 @@
 """Lowered convolutions (gemmini.codegen.lowering): im2col folding of thin-channel layers and group packing,
-executed on the functional model and checked bit for bit against NumPy's convolution of the original layer."""
+executed on the functional model and checked bit for bit against NumPy's convolution of the original layer;
+the choice among a layer and its rewrites (gemmini.codegen.choose_lowering)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from cosa.scheduler import schedule as run_scheduler
 from gemmini import DEFAULT_CONFIG, generate, isa, run_program
-from gemmini.codegen import lowering
+from gemmini.codegen import choose_lowering, lowering
 from gemmini.config import SMALL_CONFIG
 from gemmini.reference import conv_ref
 from gemmini.run import example_inputs
@@ -123,18 +124,18 @@ def test_pack_weights_are_block_diagonal():
 
 def test_schedule_keeps_the_cheaper_form():
     thin = conv2d("thin", C=3, K=16, H=20, W=20, R=7, S=7, stride=2, padding=3)
-    sched = lowering.schedule(thin, ARCH, run_scheduler, scheduler="gemmini-default", bound=False)
+    sched = choose_lowering.schedule(thin, ARCH, run_scheduler, scheduler="gemmini-default", bound=False)
     assert sched.extra["lowering"] == "fold"
     assert set(sched.extra["alternatives"]) == {"thin", "thin~fold"}
     wide = conv2d("wide", C=32, K=16, H=6, W=6, R=3, S=3, padding=1)
     assert lowering.lowerings(wide) == []
-    assert lowering.schedule(wide, ARCH, run_scheduler, scheduler="gemmini-default", bound=False).extra["lowering"] is None
+    assert choose_lowering.schedule(wide, ARCH, run_scheduler, scheduler="gemmini-default", bound=False).extra["lowering"] is None
 
 
 def test_schedule_never_returns_a_lowering_that_does_not_fit(monkeypatch):
     thin = conv2d("thin", C=3, K=16, H=20, W=20, R=7, S=7, stride=2, padding=3)
-    monkeypatch.setattr(lowering, "fits", lambda *a: False)
-    sched = lowering.schedule(thin, ARCH, run_scheduler, scheduler="gemmini-default", bound=False)
+    monkeypatch.setattr(choose_lowering, "fits", lambda *a: False)
+    sched = choose_lowering.schedule(thin, ARCH, run_scheduler, scheduler="gemmini-default", bound=False)
     assert sched.extra["lowering"] is None and sched.workload is thin
     assert "do not fit" in sched.extra["alternatives"]["thin~fold"]
 
@@ -142,9 +143,9 @@ def test_schedule_never_returns_a_lowering_that_does_not_fit(monkeypatch):
 def test_fits_refuses_tiles_over_the_scratchpad():
     folded = lowering.fold(conv2d("thin", C=3, K=16, H=20, W=20, R=7, S=7, stride=2, padding=3))
     mapping = run_scheduler(folded, ARCH, scheduler="gemmini-default", bound=False).mapping
-    assert lowering.fits(folded, mapping, ARCH)
+    assert choose_lowering.fits(folded, mapping, ARCH)
     small = SMALL_CONFIG.arch("ws")
-    assert not lowering.fits(folded, mapping, small)
+    assert not choose_lowering.fits(folded, mapping, small)
 
 
 def test_the_image_copy_is_gemmini_commands():
@@ -152,9 +153,9 @@ def test_the_image_copy_is_gemmini_commands():
     prologue = lowering.prologue(folded, DEFAULT_CONFIG)
     ops = [s.op for s in prologue if hasattr(s, "op")]
     assert ops[:2] == ["config_ld", "config_st"] and ops[-1] == "fence"
-    assert lowering.prologue_cycles(folded, DEFAULT_CONFIG) > 0
+    assert choose_lowering.prologue_cycles(folded, DEFAULT_CONFIG) > 0
     unpadded = lowering.fold(conv2d("thin0", C=3, K=16, H=20, W=20, R=7, S=7, stride=2))
-    assert lowering.prologue(unpadded, DEFAULT_CONFIG) == [] and lowering.prologue_cycles(unpadded, DEFAULT_CONFIG) == 0
+    assert lowering.prologue(unpadded, DEFAULT_CONFIG) == [] and choose_lowering.prologue_cycles(unpadded, DEFAULT_CONFIG) == 0
     program, _ = _run(folded)
     first_fence = next(i for i, c in enumerate(program.commands) if c.funct == isa.FENCE)
     moves = [c for c in program.commands[:first_fence] if c.funct == isa.MVOUT]
