@@ -5,7 +5,7 @@
  *
  * Four-dimensional activations are NHWC (Gemmini's library reads and writes convolutions so); the model's
  * NCHW shapes are given as (n, c, h, w).  Every requantization is float32 arithmetic rounded half to even
- * (rintf in the default rounding mode), then saturated.  Build with -ffp-contract=off: a fused
+ * (cosa_net_rint), then saturated.  Build with -ffp-contract=off: a fused
  * multiply-add would round once where ONNX Runtime rounds twice.
  */
 #ifndef GEMMINI_COSA_NET_H
@@ -15,13 +15,27 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline int8_t cosa_net_saturate8(double v) {
-  return (int8_t)(v < -128.0 ? -128 : v > 127.0 ? 127 : (int)v);
+/* rint of a float32 to an integer, ties to even, saturated to int32 (the callers saturate further).  On
+ * RISC-V one fcvt.w.s with the rne rounding mode (a library rintf costs tens of instructions); elsewhere
+ * rintf, clamped. */
+static inline int32_t cosa_net_rint(float x) {
+#ifdef __riscv
+  int32_t r;
+  __asm__("fcvt.w.s %0, %1, rne" : "=r"(r) : "f"(x));
+  return r;
+#else
+  float r = rintf(x);
+  return r < -2147483648.0f ? INT32_MIN : r >= 2147483648.0f ? INT32_MAX : (int32_t)r;
+#endif
+}
+
+static inline int8_t cosa_net_saturate8i(int64_t v) {
+  return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
 }
 
 /* QuantizeLinear: q = saturate(rint(x / scale) + zero_point). */
 static void cosa_net_quantize(const float *x, int8_t *q, long count, float scale, int zero_point) {
-  for (long i = 0; i < count; i++) q[i] = cosa_net_saturate8((double)rintf(x[i] / scale) + zero_point);
+  for (long i = 0; i < count; i++) q[i] = cosa_net_saturate8i((int64_t)cosa_net_rint(x[i] / scale) + zero_point);
 }
 
 /* DequantizeLinear: x = (q - zero_point) * scale. */
@@ -43,7 +57,7 @@ static void cosa_net_qlinear_add(const int8_t *a, const int8_t *b, int8_t *y, lo
   for (long i = 0; i < count; i++) {
     float pa = (float)a[i] * ratio_a;
     float pb = (float)b[i] * ratio_b;
-    int8_t v = cosa_net_saturate8((double)rintf(pa + pb) + zero_out);
+    int8_t v = cosa_net_saturate8i((int64_t)cosa_net_rint(pa + pb) + zero_out);
     y[i] = relu && v < zero_out ? (int8_t)zero_out : v;
   }
 }
@@ -80,9 +94,7 @@ static void cosa_net_qlinear_global_average_pool(const int8_t *x, int8_t *y, int
       int64_t sum = 0;
       for (long p = 0; p < pixels; p++) sum += x[((long)b * pixels + p) * c + ch];
       sum -= (int64_t)zero_in * pixels;
-      double r = (double)rintf((float)sum * scale);
-      r = r < -2147483648.0 ? -2147483648.0 : r > 2147483647.0 ? 2147483647.0 : r;
-      y[(long)b * c + ch] = cosa_net_saturate8((double)(int64_t)r + zero_out);
+      y[(long)b * c + ch] = cosa_net_saturate8i((int64_t)cosa_net_rint((float)sum * scale) + zero_out);
     }
 }
 
