@@ -110,9 +110,10 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
 
     ``budget``: the most streams timed (the library's own included).  Deterministic: the same inputs
     visit the same tiles in the same order.  A layer whose library call takes no tile arguments
-    (depthwise, the downsample path, pooling) gets the library's own stream (``tiles`` None).  ``vendor``: the
-    library's calls to tune when they are not ``from_workload``'s for the layer (a convolution with the
-    max-pool of the next layer fused, as ``resnet50.c`` calls its first layer).  ``chooser(problem, machine)``
+    (depthwise, the downsample path) gets the library's own stream (``tiles`` None), or with a ``chooser``
+    cosa's own calls (``cosa_calls``) when those win.  ``vendor``: the library's calls when they are not
+    ``from_workload``'s for the layer (a network's layer; a convolution with the max-pool of the next layer
+    fused, as ``resnet50.c`` calls its first layer).  ``chooser(problem, machine)``
     -> tile arguments, for ``problem`` = ``loop_problem(vendor)``: picks the calls' tiles (module docstring);
     with it ``budget`` may be 0 (no search: the chooser's tiles run)."""
     import time
@@ -123,7 +124,6 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
                            f"{budget!r}", source="tune_tiles", field="budget")
     program = generate(workload, mapping, arch, bias=bias, scale=scale)
     config = config or program.config
-    calls_given = vendor is not None   # a caller's own calls (a network's layer) are run as given
     vendor = vendor or from_workload(workload, dataflow=program.dataflow, bias=program.bias,
                                      relu=relu or program.relu, scale=program.scale)
     params = library_params(config)
@@ -144,7 +144,7 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
 
     library = cycles(None)
     library_s = timed_s[0]
-    if chooser is not None and not calls_given:
+    if chooser is not None:     # cosa's own calls where the library's take no tile arguments (a network's too)
         vendor = cosa_calls(workload, vendor, dataflow=program.dataflow, bias=program.bias,
                             relu=relu or program.relu, scale=program.scale) or vendor
     fns = {call.fn for call in vendor.calls}
