@@ -9,8 +9,11 @@ library's own tiles ("gemmini-default") or the ones ``gemmini.loop_schedule.tune
 cosa's mapping ("cosa").  Where the library's call takes no tile arguments, cosa's schedule may run its
 own calls instead (``cosa_layer_calls``): a depthwise layer as packed groups of up to DIM channels, one dense
 convolution per group whose weights (block-diagonal, ``block_diagonal``) are laid out on the host from the
-model's constants before the network runs (``compile_layer``); the activations go through the same calls.
-Cycles per layer come from the timing model (``gemmini.sim.timing``); host steps have none.  Activations are NCHW int8 like the model; a Gemmini step reads and writes them NHWC.
+model's constants before the network runs (``compile_layer``); the activations go through the same calls; a
+layer ``resnet50.c`` runs through ``tiled_conv_downsample`` (one matmul per output row) through
+``tiled_conv_auto`` on the hardware's downsample path.  Cycles per layer come from the timing model
+(``gemmini.sim.timing``); host steps have none.  Activations are NCHW int8 like the model; a Gemmini step
+reads and writes them NHWC.
 
 Where ONNX Runtime's rounding may differ from ours: on the int8 operators, nowhere known.  Gemmini's
 mvout (float32 product of the int32 sum and the float32 scale, rounded half to even, saturated) is MLAS's
@@ -167,13 +170,21 @@ class LayerTiles:
     library's."""
 
 
+QUANT_SUFFIX = "_quant"
+"""The suffix ONNX Runtime's quantizer gives the int8 node it makes from a float node (conv1 -> conv1_quant)."""
+
+
 def library_calls(layer: GemminiLayer, relu: bool = False, scale: float = 1.0):
     """The library's calls for ``layer`` (``from_workload``'s; a fused max-pool through ``tiled_conv_auto``'s
-    pooling arguments, as ``resnet50.c`` calls its first layer)."""
-    from .vendor.calls import conv, from_workload
+    pooling arguments, as ``resnet50.c`` calls its first layer; ``tiled_conv_downsample`` for the 1x1 stride-2
+    layers ``resnet50.c`` calls so, ``gemmini.vendor.calls.RESNET50_C_DOWNSAMPLE``, named as in the float
+    model)."""
+    from .vendor.calls import RESNET50_C_DOWNSAMPLE, conv, from_workload
 
     if layer.step.pool is None:
-        return from_workload(layer.workload, bias=True, relu=relu, scale=scale)
+        name = layer.step.name.removesuffix(QUANT_SUFFIX)
+        return from_workload(layer.workload, bias=True, relu=relu, scale=scale,
+                             downsample_call=name in RESNET50_C_DOWNSAMPLE)
     d, op = layer.workload.dims, layer.workload.op
     rows, cols = op["input_hw"]
     return conv(layer.workload.name, d["N"], rows, cols, d["C"], d["K"], d["R"], stride=op["stride"][0],
@@ -184,7 +195,8 @@ def library_calls(layer: GemminiLayer, relu: bool = False, scale: float = 1.0):
 def cosa_layer_calls(layer: GemminiLayer, relu: bool = False, scale: float = 1.0):
     """cosa's own calls for ``layer`` where the library's take no tile arguments
     (``gemmini.loop_schedule.cosa_calls``: a depthwise layer as packed groups of up to DIM channels with
-    block-diagonal weights, ``gemmini.vendor.calls.depthwise_packed``), else None (the library's calls)."""
+    block-diagonal weights, ``gemmini.vendor.calls.depthwise_packed``; a ``tiled_conv_downsample`` layer through
+    ``tiled_conv_auto``), else None (the library's calls)."""
     from .loop_schedule import cosa_calls
 
     if layer.step.pool is not None:

@@ -186,9 +186,9 @@ def test_block_diagonal_weights_hold_each_channel_on_its_group_diagonal():
 
 @pytest.fixture(scope="module")
 def dw_net(tmp_path_factory):
-    from onnx_networks import write_depthwise_cnn
+    from onnx_networks import depthwise_cnn, write_int8
 
-    return load_network(write_depthwise_cnn(tmp_path_factory.mktemp("dw")))
+    return load_network(write_int8(depthwise_cnn(), tmp_path_factory.mktemp("dw"), "dw"))
 
 
 @pytest.mark.parametrize("which", ["tiny", "depthwise"])
@@ -219,3 +219,26 @@ def test_cosa_runs_depthwise_layers_as_packed_groups_bit_exact(which, net, dw_ne
         assert library[r.name].calls == "tiled_conv_dw_auto"
         assert r.calls.startswith("tiled_conv_stride_auto") and f"packed by {pack}" in r.calls
         assert r.layer_verified and r.cycles < library[r.name].cycles == r.library_cycles
+
+
+def test_resnet50_c_downsample_layer_runs_its_library_call_and_cosa_runs_tiled_conv_auto(tmp_path):
+    """A 1x1 stride-2 layer named res4a_branch1 (res4a_branch1_quant once quantized): the library column runs
+    tiled_conv_downsample as resnet50.c does, cosa's column tiled_conv_auto with the MIP's tiles; both
+    bit-exact against ONNX Runtime."""
+    from onnx_networks import downsample_cnn, write_int8
+
+    from cosa.mip import choose_loop_tiles
+    from cosa.scheduler import schedule
+
+    net = load_network(write_int8(downsample_cnn(), tmp_path, "ds"))
+    arch = GemminiConfig().arch("ws")
+    tiles = {k: tiles_for(layer, schedule(layer.workload, arch, time_limit_s=10, bound=False).mapping, arch,
+                          budget=0, chooser=choose_loop_tiles)
+             for k, layer in distinct_layers(gemmini_layers(net, plan(net))).items()}
+    (lib, _), = _diffs(net, "gemmini-default", {}, 1)
+    (ours, run), = _diffs(net, "cosa", tiles, 1)
+    assert lib["max_abs_diff_vs_onnxruntime"] == ours["max_abs_diff_vs_onnxruntime"] == 0
+    library = {r.name: r for r in _diffs(net, "gemmini-default", {}, 1)[0][1].layers}
+    ds = next(r for r in run.layers if r.name == "res4a_branch1_quant")
+    assert library[ds.name].calls == "tiled_conv_downsample" and ds.calls == "tiled_conv_auto"
+    assert ds.layer_verified and ds.tiles and ds.cycles < ds.library_cycles == library[ds.name].cycles
