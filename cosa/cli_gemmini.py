@@ -230,7 +230,9 @@ def cmd_emit(args) -> int:
 def cmd_build(args) -> int:
     from gemmini.build import build_elf
 
-    cli_network.refuse_network_build(args)
+    if cli_network.is_network(args.workload):
+        return cli_network.cmd_build_network(args)
+    cli_network.refuse_float_network(args)
     if _resolve_style(args) == "loops":
         ls = _loop_schedule(args)
         elf = _loops_elf(args, ls, args.output)
@@ -381,6 +383,8 @@ def _add_gemmini_parser(targets, name: str, func) -> None:
         p.add_argument("-o", "--output", default="-", help="the C file to write (default: standard output)")
     elif name == "build":
         p.add_argument("-o", "--output", required=True, help="the ELF to write (the C source goes beside it)")
+        p.add_argument("--jobs", type=int, default=1,
+                       help="a network: its distinct layers scheduled side by side in local processes (default 1)")
     else:
         p.add_argument("--lower", action="store_true",
                        help="also schedule the layer's rewrites (im2col folding of thin layers, packed "

@@ -11,6 +11,7 @@ Like ``cosa/cli.py`` this module may import ``gemmini``.
 from __future__ import annotations
 
 import argparse
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from .cli_common import JSON_HELP, SEED_HELP, RunFailed, _print_json
 
 #: largest difference (int8 LSBs) from ONNX Runtime that still counts as verified (the issue's target)
 TOLERANCE_LSB = 1
+#: a whole network on Spike (seconds; ResNet-50 is the issue's 30-minute case)
+SPIKE_TIMEOUT_S = 1800.0
 QUANTIZED_OPS = ("QLinearConv", "QGemm", "QLinearMatMul")
 
 
@@ -112,58 +115,131 @@ def schedule_network(layers: dict, arch, options: dict, jobs: int) -> dict:
     return dict(zip(keys, done))
 
 
-def cmd_run_network(args) -> int:
+def _prepare(args):
+    """Check the options, load and plan the network and schedule its distinct layers: (net, steps,
+    distinct layers, tiles by layer key)."""
     from gemmini import GemminiConfig
     from gemmini.network import load_network, plan
-    from gemmini.network_run import (compare, compared_tensors, distinct_layers, gemmini_layers,
-                                     onnxruntime_values, run_network)
-    from gemmini.onnx_quantize import input_specs, require_onnxruntime, synthetic_inputs
+    from gemmini.network_run import distinct_layers, gemmini_layers
+    from gemmini.onnx_quantize import require_onnxruntime
 
-    if args.sim != "isa":
-        raise FrameworkError(f"a whole network runs on --sim isa (our functional and timing models); --sim "
-                             f"{args.sim} takes one layer", field="--sim")
     if args.scheduler not in ("cosa", "gemmini-default"):
         raise FrameworkError(f"a network is scheduled by cosa or gemmini-default, not {args.scheduler}",
                              field="--scheduler")
-    if args.dataflow != "ws" or args.style == "gemmini-h":
-        raise FrameworkError("a network runs weight-stationary through the library's loop instructions "
-                             "(--dataflow ws, --style isa or loops)", field="--dataflow")
+    if args.dataflow != "ws":
+        raise FrameworkError("a network runs weight-stationary through the library's loop instructions",
+                             field="--dataflow")
+    if args.style not in ("auto", "loops"):
+        raise FrameworkError(f"a network runs its layers as loop instructions (--style loops); --style {args.style} "
+                             "takes one layer", field="--style")
     for flag, given in (("--mapping", args.mapping), ("--lower", getattr(args, "lower", False)),
                         ("--bits", args.bits)):
         if given:
             raise FrameworkError("takes one layer; a network's layers are scheduled per distinct shape",
                                  source=args.workload, field=flag)
     for name in ("jobs", "inputs"):
-        if getattr(args, name) < 1:
+        if getattr(args, name, 1) < 1:
             raise FrameworkError(f"must be a positive integer, got {getattr(args, name)}", field=f"--{name}")
     require_onnxruntime()
     net = load_network(args.workload)
     steps = plan(net)
-    layers = gemmini_layers(net, steps)
-    distinct = distinct_layers(layers)
+    distinct = distinct_layers(gemmini_layers(net, steps))
     config = GemminiConfig(dim=args.dim) if args.dim else GemminiConfig()
     arch = config.arch("ws")
     options = {"objective": args.objective, "solver": args.solver, "time_limit": args.time_limit,
                "seed": args.seed, "budget": args.tile_budget}
     tiles = schedule_network(distinct, arch, options, args.jobs) if args.scheduler == "cosa" else {}
+    return net, steps, distinct, tiles
+
+
+def _network_elf(net, steps, values, tiles, scheduler, output):
+    """Build the whole-network program for the graph inputs in ``values`` into ``output``."""
+    from gemmini.network_program import build_network_elf, network_program
+
+    program = network_program(net, steps, values, tiles, scheduler)
+    return program, build_network_elf(program, output)
+
+
+def cmd_build_network(args) -> int:
+    """``cosa build gemmini MODEL.int8.onnx -o net.elf``: one bare-metal program for the whole network, on
+    the first seeded input (its expected output computed on the functional model)."""
+    from gemmini.network_run import run_network
+    from gemmini.onnx_quantize import input_specs, synthetic_inputs
+
+    net, steps, distinct, tiles = _prepare(args)
+    feeds = next(iter(synthetic_inputs(input_specs(net.model, net.source), 1, args.seed)))
+    run = run_network(net, feeds, tiles, args.scheduler, steps)
+    program, elf = _network_elf(net, steps, run.values, tiles, args.scheduler, args.output)
+    gem = sum(1 for _, on in program.steps if on == "gemmini")
+    print(f"wrote {elf}, {Path(elf).with_suffix('.c')} and {Path(elf).with_suffix('.bin')} ({len(program.steps)} "
+          f"steps, {gem} on Gemmini with {args.scheduler}'s tiles, {len(distinct)} distinct; constants "
+          f"{program.constant_bytes:,} bytes, arena {program.arena_bytes:,} bytes; exits 0 when its output "
+          "matches the functional model's)", file=sys.stderr)
+    return 0
+
+
+def _spike_run(net, steps, feeds, tiles, args, run):
+    """Build the program for ``feeds`` and run it on Spike: (NetworkOutput, seconds)."""
+    import tempfile
+    import time
+
+    from gemmini.build import run_spike
+    from gemmini.network_program import parse_output
+
+    with tempfile.TemporaryDirectory(prefix="cosa-net-") as tmp:
+        program, elf = _network_elf(net, steps, run.values, tiles, args.scheduler, Path(tmp) / "net.elf")
+        start = time.perf_counter()
+        result = run_spike(elf, timeout_s=SPIKE_TIMEOUT_S)
+        seconds = time.perf_counter() - start
+    return program, parse_output(result.output, program.expected), seconds
+
+
+def cmd_run_network(args) -> int:
+    from gemmini.network_program import nhwc
+    from gemmini.network_run import compare, compared_tensors, onnxruntime_values, run_network
+    from gemmini.onnx_quantize import input_specs, synthetic_inputs
+
+    if args.sim not in ("isa", "spike"):
+        raise FrameworkError(f"a whole network runs on --sim isa (our functional and timing models) or spike "
+                             f"(one program on Spike + libgemmini); --sim {args.sim} takes one layer", field="--sim")
+    if args.sim == "spike":
+        from gemmini.build import find_spike
+
+        find_spike()  # before scheduling
+    net, steps, distinct, tiles = _prepare(args)
     specs = input_specs(net.model, net.source)
     tensors = compared_tensors(net)
-    diff, top1, layers_ok, run = 0, True, True, None
+    diff, top1, layers_ok, run, spike = 0, True, True, None, []
     for i, feeds in enumerate(synthetic_inputs(specs, args.inputs, args.seed)):
         run = run_network(net, feeds, tiles, args.scheduler, steps)
-        c = compare(net, run, onnxruntime_values(net, feeds, tensors))
+        reference = onnxruntime_values(net, feeds, tensors)
+        c = compare(net, run, reference)
+        layers_ok &= all(layer.layer_verified is not False for layer in run.layers)
+        if args.sim == "spike":
+            program, out, seconds = _spike_run(net, steps, feeds, tiles, args, run)
+            ref = nhwc(reference[program.compared])
+            got_diff = (int(abs(out.output.astype(int) - ref.astype(int)).max()) if out.output is not None
+                        and out.output.shape == ref.shape else 1 << 8)
+            got_top1 = (out.output is not None and out.output.shape == ref.shape and bool(
+                (out.output.reshape(ref.shape[0], -1).argmax(-1) == ref.reshape(ref.shape[0], -1).argmax(-1)).all()))
+            c = {"max_abs_diff_vs_onnxruntime": got_diff, "top1_equal": got_top1}
+            layers_ok &= out.passed
+            spike.append({"input": i, "passed": out.passed, "mismatches": out.mismatches, "checksum": out.checksum,
+                          "spike_s": seconds, "steps": out.steps})
         diff = max(diff, c["max_abs_diff_vs_onnxruntime"])
         top1 &= c["top1_equal"]
-        layers_ok &= all(layer.layer_verified is not False for layer in run.layers)
     verified = layers_ok and top1 and diff <= TOLERANCE_LSB
     gem = [layer for layer in run.layers if layer.on == "gemmini"]
-    d = {"model": net.source, "sim": "isa", "style": "loops", "scheduler": args.scheduler,
+    d = {"model": net.source, "sim": args.sim, "style": "loops", "scheduler": args.scheduler,
          "layers": [r.to_dict() for r in run.layers],
          "cycles": run.cycles, "cycles_source": "timing model (Gemmini steps; host steps not counted)",
          "library_cycles": (sum(r.library_cycles for r in gem) if args.scheduler == "cosa" else run.cycles),
          "gemmini_layers": len(gem), "distinct_layers": len(distinct), "inputs": args.inputs, "seed": args.seed,
          "compared": tensors, "max_abs_diff_vs_onnxruntime": diff, "tolerance_lsb": TOLERANCE_LSB,
          "top1_equal": top1, "layers_verified": layers_ok, "verified": verified, "arena": run.arena.to_dict()}
+    if spike:
+        d["spike"] = spike
+        d["spike_cycles_source"] = "rdcycle on Spike (instruction-level: not Gemmini's cycles)"
     if args.json:
         _print_json(d)
     else:
@@ -172,8 +248,10 @@ def cmd_run_network(args) -> int:
             fused = f" (+{', '.join(r.fused)})" if r.fused else ""
             print(f"{r.name:<28} {r.op:<26} {cyc}{fused}")
         a = run.arena
-        print(f"{Path(net.source).name}: {'verified' if verified else 'MISMATCH'} against ONNX Runtime on "
-              f"{args.inputs} input(s): max |diff| {diff} int8 LSB, top-1 {'equal' if top1 else 'differs'}; "
+        where = ("the functional model" if args.sim == "isa" else
+                 f"Spike + libgemmini (one program per input, {sum(x['spike_s'] for x in spike):.1f} s)")
+        print(f"{Path(net.source).name}: {'verified' if verified else 'MISMATCH'} on {where} against ONNX Runtime "
+              f"on {args.inputs} input(s): max |diff| {diff} int8 LSB, top-1 {'equal' if top1 else 'differs'}; "
               f"{run.cycles:,.0f} Gemmini cycles (timing model, {args.scheduler}, {len(gem)} layers, "
               f"{len(distinct)} distinct); arena {a.size_bytes:,} bytes (peak live {a.peak_bytes:,}, "
               f"sum {a.sum_bytes:,})")
@@ -191,8 +269,11 @@ def add_network_run_options(p: argparse.ArgumentParser) -> None:
                    help="a network: seeded standard-normal inputs run and compared with ONNX Runtime (default 1)")
 
 
-def refuse_network_build(args) -> None:
-    """``cosa build gemmini MODEL.int8.onnx``: not built yet, said in one line (exit 2)."""
-    if is_network(args.workload):
-        raise FrameworkError("one program for a whole network is not built yet; run the network with "
-                             f"'cosa run gemmini {args.workload} --sim isa'", source=args.workload, field="workload")
+def refuse_float_network(args) -> None:
+    """``cosa build gemmini MODEL.onnx`` of a model with no int8 Gemmini operators (a float or QDQ model):
+    one line pointing at ``cosa quantize`` (exit 2).  ``MODEL.onnx:LAYER`` still builds one layer."""
+    path = Path(args.workload)
+    if path.suffix.lower() == ".onnx" and path.is_file() and not is_network(args.workload):
+        raise FrameworkError("a whole network is built from its int8 model: run 'cosa quantize "
+                             f"{args.workload} -o {path.with_suffix('').name}.int8.onnx' and build that (or name "
+                             f"one layer, {args.workload}:LAYER)", source=args.workload, field="workload")

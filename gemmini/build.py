@@ -30,9 +30,11 @@ RUNTIME_DIR = Path(__file__).parent / "runtime"
 INCLUDE_DIR = Path(__file__).parent / "include"
 RUNTIME_SOURCES = ("crt0.S", "htif.c")
 SOURCE = "gemmini build"
-#: Compiler flags of every build: RV64GC, code anywhere in the 64-bit space, picolibc, our start-up code.
+#: Compiler flags of every build: RV64GC, code anywhere in the 64-bit space, picolibc, our start-up code; no
+#: contracted multiply-adds (float32 requantization rounds each product, as ONNX Runtime does).
 CFLAGS = ("-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany", "-O2", "-static", "-nostartfiles",
-          "--specs=picolibc.specs", "-Wl,--no-warn-rwx-segments")
+          "--specs=picolibc.specs", "-Wl,--no-warn-rwx-segments",
+          "-ffp-contract=off")
 #: Spike's limit on one run (instructions); a hung program ends with a SimulationError instead.
 DEFAULT_SPIKE_TIMEOUT_S = 600.0
 

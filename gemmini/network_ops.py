@@ -105,12 +105,15 @@ def qlinear_global_average_pool(x, scale_in, scale_out, zero_in=0, zero_out=0) -
 
 
 def global_average_pool(x) -> np.ndarray:
-    """float32 GlobalAveragePool of an NCHW tensor (float32 sum over each channel, divided by the pixels).
-    ONNX Runtime sums in another order; the last bits of the mean may differ, and so, where its next
-    QuantizeLinear rounds at a tie-breaking boundary, can one int8 LSB after it."""
+    """float32 GlobalAveragePool of an NCHW tensor: each channel's pixels summed in row-major order in
+    float32 (one after the other, as the network program's C does), divided by the pixels.  ONNX Runtime
+    sums in another order; the last bits of the mean may differ, and so, where its next QuantizeLinear
+    rounds at a tie-breaking boundary, can one int8 LSB after it."""
     x = np.asarray(x, dtype=np.float32)
+    n, c = x.shape[:2]
     pixels = np.float32(x.shape[2] * x.shape[3])
-    return (x.sum(axis=(2, 3), keepdims=True, dtype=np.float32) / pixels).astype(np.float32)
+    sums = np.cumsum(x.reshape(n, c, -1), axis=2, dtype=np.float32)[:, :, -1]
+    return (sums / pixels).astype(np.float32).reshape(n, c, 1, 1)
 
 
 def flatten(x, axis: int = 1) -> np.ndarray:

@@ -320,14 +320,27 @@ def compile_layer(net: Network, layer: GemminiLayer, sched, scheduler: str) -> C
     return CompiledLayer(vendor, tiles, {"B": np.ascontiguousarray(b), "D": bias.astype(np.int32)})
 
 
+def layer_inputs(layer: GemminiLayer, compiled: CompiledLayer, x: np.ndarray) -> dict:
+    """The operands of ``compiled``'s calls by buffer name for the activation ``x`` (NCHW for a convolution,
+    whose input is NHWC as Gemmini's library takes it; 2-D for a matmul) and the layer's constants."""
+    if layer.kind == "conv":
+        return dict(compiled.constants, input=np.ascontiguousarray(np.transpose(x, (0, 2, 3, 1))))
+    return dict(compiled.constants, A=x)
+
+
+def gemmini_operands(net: Network, layer: GemminiLayer, x: np.ndarray, sched=None,
+                     scheduler: str = "gemmini-default") -> tuple:
+    """(the calls ``layer`` runs under ``scheduler``, their operands by buffer name) for the activation ``x``
+    (``layer_inputs``); ``sched``: the layer's ``LayerTiles`` (cosa's own calls when ``sched.own_calls``).  The
+    weights and bias come from the model's constants in the layout the calls read (``compile_layer``)."""
+    compiled = compile_layer(net, layer, sched, scheduler)
+    return compiled.vendor, layer_inputs(layer, compiled, x)
+
+
 def _run_gemmini(layer: GemminiLayer, compiled: CompiledLayer, values: dict) -> tuple:
     from .vendor.run import run_vendor
 
-    x = values[layer.step.inputs[0]]
-    if layer.kind == "conv":
-        inputs = dict(compiled.constants, input=np.ascontiguousarray(np.transpose(x, (0, 2, 3, 1))))
-    else:
-        inputs = dict(compiled.constants, A=x)
+    inputs = layer_inputs(layer, compiled, values[layer.step.inputs[0]])
     vendor, tiles = compiled.vendor, compiled.tiles
     run = run_vendor(vendor, inputs, tiles=tiles, with_timing=True)
     out = run.outputs

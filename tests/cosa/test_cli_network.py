@@ -70,8 +70,10 @@ def test_network_refuses_other_simulators_and_schedulers_and_build(capsys, model
     assert code == 2 and "--scheduler" in err
     code, _, err = run(capsys, "run", "gemmini", models[1], "--mapping", tmp_path / "m.yaml")
     assert code == 2 and "--mapping" in err
-    code, _, err = run(capsys, "build", "gemmini", models[1], "-o", tmp_path / "net.elf")
-    assert code == 2 and "not built yet" in err
+    code, _, err = run(capsys, "build", "gemmini", models[1], "-o", tmp_path / "net.elf", "--scheduler", "random")
+    assert code == 2 and "--scheduler" in err and not (tmp_path / "net.elf").exists()
+    code, _, err = run(capsys, "build", "gemmini", models[0], "-o", tmp_path / "net.elf")
+    assert code == 2 and "cosa quantize" in err and len(err.strip().splitlines()) == 1
 
 
 def test_missing_onnxruntime_names_the_extra(capsys, models, tmp_path, monkeypatch):
