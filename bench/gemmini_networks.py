@@ -2,10 +2,11 @@
 
 ResNet-50 and MobileNet-V2 are written as float ONNX graphs (``bench/onnx_zoo.py``), made int8 by ONNX
 Runtime's static quantization (``gemmini.onnx_quantize``, what ``cosa quantize`` runs) and planned as one
-network (``gemmini.network``).  In the library column every Gemmini layer runs as the library call Gemmini's own networks make
-for it (``resnet50.c``, ``mobilenet.c``) with the library's own tiles; cosa's column runs the same calls with
-the loop-tile MIP's tiles (``cosa.mip.choose_loop_tiles``), or for a depthwise layer packed groups
-(``gemmini.network_run.cosa_layer_calls``) when they are faster, for each distinct layer
+network (``gemmini.network``).  In the library column every Gemmini layer runs as the library call Gemmini's
+own networks make for it (``resnet50.c``, ``mobilenet.c``) with the library's own tiles; cosa's column runs the
+same calls with the loop-tile MIP's tiles (``cosa.mip.choose_loop_tiles``), or where the library's call takes
+no tile arguments its own (``gemmini.network_run.cosa_layer_calls``: a depthwise layer as packed groups,
+``tiled_conv_downsample`` through ``tiled_conv_auto``) when they are faster, for each distinct layer
 (``gemmini.network_run.tiles_for``: only tiles whose stream passes the layer's NumPy check on the functional
 model are kept; the library's own where the timing model finds them faster).  Cycles are our
 timing model's (a model, not a measurement; deterministic, so one round); the roofline is
@@ -142,11 +143,12 @@ def main(argv=None) -> int:
                + (" --execute" if args.execute else ""))
     notes = ("Both columns run every Gemmini layer of the int8 network on our timing model.  The library column "
              "runs the library's calls with its own tiles (tiled_conv_dw_auto for a depthwise layer, as "
-             "mobilenet.c).  cosa's column runs the same calls with the loop-tile MIP's tiles, except where the "
-             "library's call takes no tile arguments: a depthwise layer then runs as packed groups "
-             "(tiled_conv_stride_auto per group, block-diagonal weights laid out on the host from the model's "
-             "constants) when that is faster; column cosa's calls names them.  Network rows weight each distinct "
-             "layer by its count.  Host operators are not counted.  Timing-model cycles: a model, not a "
+             "mobilenet.c; tiled_conv_downsample for res3a/res4a_branch1, as resnet50.c).  cosa's column runs the "
+             "same calls with the loop-tile MIP's tiles, except where the library's call takes no tile arguments: "
+             "a depthwise layer then runs as packed groups (tiled_conv_stride_auto per group, block-diagonal "
+             "weights laid out on the host from the model's constants), a tiled_conv_downsample layer through "
+             "tiled_conv_auto, when that is faster; column cosa's calls names them.  Network rows weight each "
+             "distinct layer by its count.  Host operators are not counted.  Timing-model cycles: a model, not a "
              "measurement.")
     save_outputs(name="gemmini_networks", title="Whole networks: the library's tiles against cosa's",
                  command=command, date=date, machine=machine, console=console, data=data, json_path=args.json,
