@@ -2,9 +2,11 @@
 
 ResNet-50 and MobileNet-V2 are written as float ONNX graphs (``bench/onnx_zoo.py``), made int8 by ONNX
 Runtime's static quantization (``gemmini.onnx_quantize``, what ``cosa quantize`` runs) and planned as one
-network (``gemmini.network``).  Every Gemmini layer runs as the library call Gemmini's own networks make for
-it (``resnet50.c``, ``mobilenet.c``); the two columns differ only in the tile arguments: the library's own
-choice, or the loop-tile MIP's (``cosa.mip.choose_loop_tiles``) for each distinct layer
+network (``gemmini.network``).  In the library column every Gemmini layer runs as the library call Gemmini's
+own networks make for it (``resnet50.c``, ``mobilenet.c``) with the library's own tiles; cosa's column runs the
+same calls with the loop-tile MIP's tiles (``cosa.mip.choose_loop_tiles``), or where the library's call takes
+no tile arguments its own (``gemmini.network_run.cosa_layer_calls``: a depthwise layer as packed groups,
+``tiled_conv_downsample`` through ``tiled_conv_auto``) when they are faster, for each distinct layer
 (``gemmini.network_run.tiles_for``: only tiles whose stream passes the layer's NumPy check on the functional
 model are kept; the library's own where the timing model finds them faster).  Cycles are our
 timing model's (a model, not a measurement; deterministic, so one round); the roofline is
@@ -36,8 +38,8 @@ from cosa.mip import choose_loop_tiles
 from cosa.scheduler import schedule
 from gemmini.config import DEFAULT_CONFIG
 from gemmini.network import load_network, plan
-from gemmini.network_run import (compare, compared_tensors, distinct_layers, gemmini_layers, onnxruntime_values,
-                                 run_network, tiles_for)
+from gemmini.network_run import (calls_summary, compare, compared_tensors, cosa_layer_calls, distinct_layers,
+                                 gemmini_layers, library_calls, onnxruntime_values, run_network, tiles_for)
 from gemmini.onnx_quantize import input_specs, quantize_model, synthetic_inputs
 from lowerbounds import roofline
 
@@ -68,11 +70,13 @@ def network_rows(name: str, args, arch, console) -> tuple[list, dict]:
         tiles[key] = lt
         roof = roofline(layer.workload, arch)
         rows.append({"layer": layer.step.name, "count": counts[key], "library_cycles": lt.library_cycles,
+                     "library_calls": calls_summary(library_calls(layer)),
+                     "cosa_calls": calls_summary(cosa_layer_calls(layer) if lt.own_calls else library_calls(layer)),
                      "cycles": lt.cycles, "tiles": list(lt.tiles) if lt.tiles else None,
                      "rejected_tiles": [list(t) for t in lt.rejected], "roofline_cycles": roof.cycles,
                      "seconds": time.perf_counter() - t0})
         console.print(f"{name}/{layer.step.name} x{counts[key]}: library {lt.library_cycles:,.0f}, cosa "
-                      f"{lt.cycles:,.0f} cycles ({rows[-1]['seconds']:.0f} s)")
+                      f"{lt.cycles:,.0f} cycles ({rows[-1]['seconds']:.0f} s; cosa's calls {rows[-1]['cosa_calls']})")
     total = {"library_cycles": sum(r["count"] * r["library_cycles"] for r in rows),
              "cycles": sum(r["count"] * r["cycles"] for r in rows),
              "roofline_cycles": sum(r["count"] * r["roofline_cycles"] for r in rows),
@@ -103,7 +107,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     ap.add_argument("--results")
     args = ap.parse_args(argv)
-    console = Console(record=True, width=150)
+    console = Console(record=True, width=180)
     date, machine = run_stamp()
     arch = DEFAULT_CONFIG.arch("ws")
     data = {"networks": {}}
@@ -113,15 +117,16 @@ def main(argv=None) -> int:
         table = Table(title=f"{name} at {args.resolution}x{args.resolution}: the library's own tiles against "
                             "cosa's, timing-model cycles per layer (x count)")
         for col in ("layer", "count", "library cycles", "cosa cycles", "library / cosa", "roofline / cosa",
-                    "cosa tiles"):
-            table.add_column(col, justify="left" if col in ("layer", "cosa tiles") else "right")
+                    "cosa tiles", "cosa's calls"):
+            table.add_column(col, justify="left" if col in ("layer", "cosa tiles", "cosa's calls") else "right")
         for r in rows:
             table.add_row(r["layer"], str(r["count"]), fmt(r["library_cycles"], ",.0f"), fmt(r["cycles"], ",.0f"),
                           fmt(r["library_cycles"] / r["cycles"], ".3f"), fmt(r["roofline_cycles"] / r["cycles"], ".0%"),
-                          "library's own" if r["tiles"] is None else "x".join(map(str, r["tiles"])))
+                          "library's own" if r["tiles"] is None else "x".join(map(str, r["tiles"])),
+                          "the library's" if r["cosa_calls"] == r["library_calls"] else r["cosa_calls"])
         table.add_row("network", str(total["gemmini_layers"]), fmt(total["library_cycles"], ",.0f"),
                       fmt(total["cycles"], ",.0f"), fmt(total["library_cycles"] / total["cycles"], ".3f"),
-                      fmt(total["roofline_cycles"] / total["cycles"], ".0%"), "")
+                      fmt(total["roofline_cycles"] / total["cycles"], ".0%"), "", "")
         console.print(table)
         for scheduler in ("gemmini-default", "cosa"):
             ex = total.get(f"executed_{scheduler}")
@@ -136,9 +141,15 @@ def main(argv=None) -> int:
                f"--classes {args.classes} --calibration {args.calibration} --budget {args.budget} "
                f"--checks {args.checks} --time-limit {args.time_limit:g} --seed {args.seed}"
                + (" --execute" if args.execute else ""))
-    notes = ("Both columns run the library's calls for every Gemmini layer of the int8 network on our timing "
-             "model; they differ only in the tile arguments.  Network rows weight each distinct layer by its "
-             "count.  Host operators are not counted.  Timing-model cycles: a model, not a measurement.")
+    notes = ("Both columns run every Gemmini layer of the int8 network on our timing model.  The library column "
+             "runs the library's calls with its own tiles (tiled_conv_dw_auto for a depthwise layer, as "
+             "mobilenet.c; tiled_conv_downsample for res3a/res4a_branch1, as resnet50.c).  cosa's column runs the "
+             "same calls with the loop-tile MIP's tiles, except where the library's call takes no tile arguments: "
+             "a depthwise layer then runs as packed groups (tiled_conv_stride_auto per group, block-diagonal "
+             "weights laid out on the host from the model's constants), a tiled_conv_downsample layer through "
+             "tiled_conv_auto, when that is faster; column cosa's calls names them.  Network rows weight each "
+             "distinct layer by its count.  Host operators are not counted.  Timing-model cycles: a model, not a "
+             "measurement.")
     save_outputs(name="gemmini_networks", title="Whole networks: the library's tiles against cosa's",
                  command=command, date=date, machine=machine, console=console, data=data, json_path=args.json,
                  results_path=args.results, notes=notes, summary=SUMMARY,

@@ -16,6 +16,11 @@ costs the rows it streams, at least ``min_compute_cycles`` per compute and ``wei
 spends those loads and its computes one after the other on that bank), and the fill (the first tile's
 input and bias, the last tile's stores).
 
+A max-pool fused into the stores (``ConvLayer.pool_size`` ...) makes the row and column tile arguments count
+pooled outputs: each tile computes the convolution outputs its pool window reads (``conv_extents``; neighbouring
+tiles compute the rows and columns their windows share twice), and the library's fit test counts
+``porows * pool_stride + pool_size - 1`` of them.
+
 Every sum over tiles is a product of one factor per *super-dimension*: batches, output rows with kernel
 rows (the input rows a tile moves in depend on both), output columns with kernel columns, output
 channels, input channels.  ``conv_factors`` computes those factors; ``conv_cycles`` multiplies them, and the
@@ -32,7 +37,9 @@ from .gemmini_loops import LoopCost, LoopMachine, cdiv, class_sum, first_last, t
 @dataclass(frozen=True)
 class ConvLayer:
     """A convolution as ``tiled_conv`` takes it: batch ``N``, input ``H`` x ``W`` x ``C``, ``K`` output channels,
-    an ``R`` x ``R`` kernel, ``stride``, ``padding`` (elements).  No pooling, dilation 1."""
+    an ``R`` x ``R`` kernel, ``stride``, ``padding`` (elements), dilation 1, and the max-pool fused into its
+    stores (``pool_size``, ``pool_stride``, ``pool_padding``; 1, 1, 0: none).  With a pool the row and column
+    tile arguments count pooled outputs, as ``tiled_conv``'s do."""
 
     N: int
     H: int
@@ -42,19 +49,39 @@ class ConvLayer:
     R: int
     stride: int = 1
     padding: int = 0
+    pool_size: int = 1
+    pool_stride: int = 1
+    pool_padding: int = 0
 
     @property
     def P(self) -> int:
+        """Convolution output rows (before the pool)."""
         return (self.H + 2 * self.padding - self.R) // self.stride + 1
 
     @property
     def Q(self) -> int:
+        """Convolution output columns (before the pool)."""
         return (self.W + 2 * self.padding - self.R) // self.stride + 1
 
     @property
+    def pooled(self) -> bool:
+        return (self.pool_size, self.pool_stride, self.pool_padding) != (1, 1, 0)
+
+    @property
+    def PP(self) -> int:
+        """Pooled output rows (the row tile argument's extent; P without a pool)."""
+        return (self.P + 2 * self.pool_padding - self.pool_size) // self.pool_stride + 1
+
+    @property
+    def PQ(self) -> int:
+        """Pooled output columns (Q without a pool)."""
+        return (self.Q + 2 * self.pool_padding - self.pool_size) // self.pool_stride + 1
+
+    @property
     def downsample(self) -> bool:
-        """The library's stride-2 1x1 path (every other input row and column moved in)."""
-        return self.stride == 2 and self.R == 1 and self.padding == 0 and self.H % 2 == 0 and self.W % 2 == 0
+        """The library's stride-2 1x1 path (every other input row and column moved in; never with a pool)."""
+        return (self.stride == 2 and self.R == 1 and self.padding == 0 and self.H % 2 == 0 and self.W % 2 == 0
+                and not self.pooled)
 
 
 def _group_cycles(elems: int, m: LoopMachine, elem_bytes: int = 1) -> int:
@@ -68,31 +95,54 @@ def pixels_per_row(layer: ConvLayer, kchs: int, kcols: int, m: LoopMachine) -> i
     return 1 if layer.downsample or kchs > m.dim else min(m.dim // kchs, kcols)
 
 
-def _window(layer: ConvLayer, n_out: int, out_tile: int, k_tile: int) -> dict:
-    """One image axis tiled by ``out_tile`` outputs and ``k_tile`` kernel taps: tile counts, the input extent
-    moved in summed over its tiles, and the first, last and full tiles' extents."""
+def conv_extents(layer: ConvLayer, n_conv: int, n_pooled: int, tile: int) -> list[int]:
+    """The convolution outputs each tile of ``tile`` pooled outputs computes along one image axis (``n_conv``
+    convolution outputs pooled to ``n_pooled``), in tile order: ``tiled_conv``'s window of ``tile`` *
+    pool_stride + pool_size - 1 outputs less the pool's padding at the edges (without a pool: ``tile``, the last
+    one ragged)."""
+    if not layer.pooled:
+        return [min(tile, n_conv - start) for start in range(0, n_conv, tile)]
+    ps, size, pad = layer.pool_stride, layer.pool_size, layer.pool_padding
+    out = []
+    for start in range(0, n_pooled, tile):
+        first = start * ps - pad
+        last = first + min(tile, n_pooled - start) * ps + size - 1   # one past the window's last output
+        out.append(min(last, n_conv) - max(first, 0))
+    return out
+
+
+def _window(layer: ConvLayer, n_conv: int, n_pooled: int, out_tile: int, k_tile: int) -> dict:
+    """One image axis tiled by ``out_tile`` (pooled) outputs and ``k_tile`` kernel taps: tile counts, the
+    input extent moved in summed over its tiles, the convolution outputs computed summed over its tiles and
+    by extent (``classes``: [(extent, tiles)]), and the first, last and full tiles' extents (the full tile's
+    as the library's fit test counts it: ``out_tile`` * pool_stride + pool_size - 1 outputs)."""
     ds = int(layer.downsample)
     span = lambda o, k: (o * layer.stride + k - 1) >> ds  # noqa: E731
-    (o0, ol), (k0, _) = first_last(n_out, out_tile), first_last(layer.R, k_tile)
-    return {"n_out": cdiv(n_out, out_tile), "n_k": cdiv(layer.R, k_tile),
-            "inputs": sum(co * ck * span(o, k) for o, co in tile_classes(n_out, out_tile)
-                          for k, ck in tile_classes(layer.R, k_tile)),
-            "first_inputs": span(o0, k0), "first_out": o0, "last_out": ol, "full_inputs": span(out_tile, k_tile)}
+    extents = conv_extents(layer, n_conv, n_pooled, out_tile)
+    classes = sorted({e: extents.count(e) for e in extents}.items(), reverse=True)
+    k0 = first_last(layer.R, k_tile)[0]
+    full = out_tile * layer.pool_stride + layer.pool_size - 1
+    return {"n_out": cdiv(n_pooled, out_tile), "n_k": cdiv(layer.R, k_tile),
+            "inputs": sum(co * ck * span(o, k) for o, co in classes for k, ck in tile_classes(layer.R, k_tile)),
+            "first_inputs": span(extents[0], k0), "first_out": extents[0], "last_out": extents[-1],
+            "full_inputs": span(full, k_tile), "full_out": full, "out_sum": sum(extents), "classes": classes}
 
 
 def rows_factors(layer: ConvLayer, porows: int, krows: int) -> dict:
     """The (output rows, kernel rows) super-dimension: tile counts, input rows moved in over all its tiles,
-    and the first and last tiles' rows."""
-    w = _window(layer, layer.P, porows, krows)
+    the convolution rows computed (summed, by extent, first, last and full tile's)."""
+    w = _window(layer, layer.P, layer.PP, porows, krows)
     return {"n_pr": w["n_out"], "n_kr": w["n_k"], "irows": w["inputs"], "first_irows": w["first_inputs"],
-            "first_orows": w["first_out"], "last_orows": w["last_out"], "full_irows": w["full_inputs"]}
+            "first_orows": w["first_out"], "last_orows": w["last_out"], "full_irows": w["full_inputs"],
+            "full_orows": w["full_out"], "orows": w["out_sum"], "row_classes": w["classes"]}
 
 
 def cols_factors(layer: ConvLayer, pocols: int, kcols: int, kchs: int, m: LoopMachine) -> dict:
     """The (output columns, kernel columns) super-dimension (``kchs``: a thin layer packs kernel columns)."""
-    w = _window(layer, layer.Q, pocols, kcols)
+    w = _window(layer, layer.Q, layer.PQ, pocols, kcols)
     return {"n_pc": w["n_out"], "n_kc": w["n_k"], "icols": w["inputs"], "first_icols": w["first_inputs"],
             "first_ocols": w["first_out"], "last_ocols": w["last_out"], "full_icols": w["full_inputs"],
+            "full_ocols": w["full_out"], "ocols": w["out_sum"], "col_classes": w["classes"],
             "kcol_groups": class_sum(layer.R, kcols, lambda k: cdiv(k, pixels_per_row(layer, kchs, k, m)))}
 
 
@@ -120,14 +170,16 @@ def conv_fits(layer: ConvLayer, tiles: tuple, m: LoopMachine) -> str | None:
     """None when ``tiled_conv`` accepts ``tiles`` (its footprint in half the scratchpad and accumulator)."""
     batches, porows, pocols, pochs, krows, kcols, kchs = tiles
     ds = int(layer.downsample)
-    irows = (porows * layer.stride + krows - 1) >> ds
-    icols = (pocols * layer.stride + kcols - 1) >> ds
+    orows = porows * layer.pool_stride + layer.pool_size - 1   # the convolution outputs the tile's pool reads
+    ocols = pocols * layer.pool_stride + layer.pool_size - 1
+    irows = (orows * layer.stride + krows - 1) >> ds
+    icols = (ocols * layer.stride + kcols - 1) >> ds
     a_rows = cdiv(kchs, m.dim) * batches * irows * icols
     b_rows = cdiv(pochs, m.dim) * krows * kcols * kchs
     if a_rows + b_rows > m.sp_rows // 2:
         return (f"inputs ({a_rows} rows) and weights ({b_rows} rows) need more than half the scratchpad "
                 f"({m.sp_rows // 2} rows)")
-    if cdiv(pochs, m.dim) * batches * porows * pocols > m.acc_rows // 2:
+    if cdiv(pochs, m.dim) * batches * orows * ocols > m.acc_rows // 2:
         return f"outputs need more than half the accumulator ({m.acc_rows // 2} rows)"
     return None
 
@@ -149,12 +201,12 @@ def conv_cycles(layer: ConvLayer, tiles: tuple, m: LoopMachine | None = None) ->
     w_tiles = 1 if b_reuse else n_b * r["n_pr"] * c["n_pc"]
     weights = w_tiles * layer.R * layer.R * layer.C * o["w_row_cycles"]
     bias_row = cdiv(m.dim * m.acc_bytes, m.dma_bytes_per_cycle) + 1
-    bias = layer.N * layer.P * layer.Q * o["blocks"] * bias_row
+    bias = layer.N * r["orows"] * c["ocols"] * o["blocks"] * bias_row
     # weight blocks x the cycles of the computes each serves (one per image row piece of up to DIM pixels, at
     # least min_compute_cycles each; at least weight_reload_cycles per block and output tile)
     spatial = sum(cb * cr * cc * max(b * orow * col_compute_cycles(ocol, m), m.weight_reload_cycles)
-                  for b, cb in tile_classes(layer.N, batches) for orow, cr in tile_classes(layer.P, porows)
-                  for ocol, cc in tile_classes(layer.Q, pocols))
+                  for b, cb in tile_classes(layer.N, batches) for orow, cr in r["row_classes"]
+                  for ocol, cc in c["col_classes"])
     per_pixel_weights = o["blocks"] * i["blocks"] * layer.R * c["kcol_groups"]
     execute = per_pixel_weights * spatial
     preloads = m.dim * o["blocks"] * i["blocks"] * layer.R * c["kcol_groups"] * w_tiles

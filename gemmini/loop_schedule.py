@@ -12,8 +12,9 @@ the library's; only the tile sizes change, so the library itself is the exact ba
 With a ``chooser`` (the command line passes ``cosa.mip.loop_tiles``: a MIP over the library call's tile
 arguments on ``costmodel.gemmini_loops``'s model of the loop unrollers, and ``cosa.mip.conv_tiles`` on
 ``costmodel.gemmini_conv_loops``'s for the convolution calls) a call takes the chooser's tiles, timed once
-beside the library's own for the report; ``budget`` > 0 then polishes them.  Without one, or for a call the
-models do not cover (a convolution with pooling fused), ``tune_tiles`` starts from the mapping's
+beside the library's own for the report; ``budget`` > 0 then polishes them (the convolution model covers a
+max-pool fused into the stores, as ``resnet50.c``'s first layer).  Without one, or for a call the models do
+not cover (a dilated convolution), ``tune_tiles`` starts from the mapping's
 scratchpad tile (``codegen.c.library_tile_space``; the MIP's when
 the mapping comes from cosa) and from the library's own choice, climbs through neighbouring tile
 arguments that the library accepts (each argument doubled, halved, one more or one less; channel
@@ -39,7 +40,7 @@ from .vendor.calls import VendorProgram, from_workload
 TILED_CALLS = ("tiled_matmul_auto", "tiled_matmul_nn_auto", "tiled_conv_auto", "tiled_conv_stride_auto")
 DEFAULT_BUDGET = 48
 CONV_BUDGET = 16
-"""Streams timed for a call the chooser does not model (a convolution with pooling) when the budget is 0."""
+"""Streams timed for a call the chooser does not model (a dilated convolution) when the budget is 0."""
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,10 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
 
     ``budget``: the most streams timed (the library's own included).  Deterministic: the same inputs
     visit the same tiles in the same order.  A layer whose library call takes no tile arguments
-    (depthwise, the downsample path, pooling) gets the library's own stream (``tiles`` None).  ``vendor``: the
-    library's calls to tune when they are not ``from_workload``'s for the layer (a convolution with the
-    max-pool of the next layer fused, as ``resnet50.c`` calls its first layer).  ``chooser(problem, machine)``
+    (depthwise, the downsample path) gets the library's own stream (``tiles`` None), or with a ``chooser``
+    cosa's own calls (``cosa_calls``) when those win.  ``vendor``: the library's calls when they are not
+    ``from_workload``'s for the layer (a network's layer; a convolution with the max-pool of the next layer
+    fused, as ``resnet50.c`` calls its first layer).  ``chooser(problem, machine)``
     -> tile arguments, for ``problem`` = ``loop_problem(vendor)``: picks the calls' tiles (module docstring);
     with it ``budget`` may be 0 (no search: the chooser's tiles run)."""
     import time
@@ -123,7 +125,6 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
                            f"{budget!r}", source="tune_tiles", field="budget")
     program = generate(workload, mapping, arch, bias=bias, scale=scale)
     config = config or program.config
-    calls_given = vendor is not None   # a caller's own calls (a network's layer) are run as given
     vendor = vendor or from_workload(workload, dataflow=program.dataflow, bias=program.bias,
                                      relu=relu or program.relu, scale=program.scale)
     params = library_params(config)
@@ -144,7 +145,7 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
 
     library = cycles(None)
     library_s = timed_s[0]
-    if chooser is not None and not calls_given:
+    if chooser is not None:     # cosa's own calls where the library's take no tile arguments (a network's too)
         vendor = cosa_calls(workload, vendor, dataflow=program.dataflow, bias=program.bias,
                             relu=relu or program.relu, scale=program.scale) or vendor
     fns = {call.fn for call in vendor.calls}
@@ -173,7 +174,7 @@ def tune_tiles(workload, mapping, arch, *, config: GemminiConfig | None = None, 
     else:
         chooser_s = 0.0
     if budget == 0:
-        budget = CONV_BUDGET         # no chooser, or a call it does not model (pooling): the search decides
+        budget = CONV_BUDGET         # no chooser, or a call it does not model (dilation): the search decides
     stop = budget
     for name, point in starts:         # steepest descent from each start, while the budget lasts
         if not fits(point) or len(tried) >= stop:
@@ -231,7 +232,7 @@ def loop_machine(config: GemminiConfig):
 def loop_problem(vendor: VendorProgram):
     """What a tile chooser models for ``vendor``'s calls: (dim_I, dim_J, dim_K) for one weight-stationary
     ``tiled_matmul`` call, a ``costmodel.gemmini_conv_loops.ConvLayer`` for ``tiled_conv`` calls of one shape
-    (a grouped layer calls it once per group) without pooling or dilation, else None."""
+    (a grouped layer calls it once per group; a fused max-pool included) without dilation, else None."""
     shape = matmul_call_shape(vendor)
     if shape is not None:
         return shape
@@ -243,10 +244,11 @@ def loop_problem(vendor: VendorProgram):
     layers = set()
     for call in vendor.calls:
         a = dict(call.args)
-        if a["pool_stride"] != 0 or a["kernel_dilation"] != 1 or a["input_dilation"] != 1:
+        if a["kernel_dilation"] != 1 or a["input_dilation"] != 1:
             return None
+        pool = (a["pool_size"], a["pool_stride"], a["pool_padding"]) if a["pool_stride"] else (1, 1, 0)
         layers.add(ConvLayer(a["batch_size"], a["in_row_dim"], a["in_col_dim"], a["in_channels"], a["out_channels"],
-                             a["kernel_dim"], a["stride"], a["padding"]))
+                             a["kernel_dim"], a["stride"], a["padding"], *pool))
     return layers.pop() if len(layers) == 1 else None
 
 

@@ -238,8 +238,9 @@ def network_program(net: Network, steps: list[Step], values: dict, schedules: di
         body.append("  t0 = cosa_net_rdcycle();")
         if s.on == "gemmini":
             layer = layers[s.name]
-            vendor, operands = gemmini_operands(net, layer, values[s.inputs[0]])
-            tiles = None if scheduler == "gemmini-default" else schedules[layer.key].tiles
+            sched = None if scheduler == "gemmini-default" else schedules[layer.key]
+            vendor, operands = gemmini_operands(net, layer, values[s.inputs[0]], sched, scheduler)
+            tiles = None if sched is None else sched.tiles
             commands = vendor_stream(vendor, tiles=tiles)
             fn = f"cosa_net_layer_{i}_{_c_name(s.name)}"
             spans = [(vendor.base + b.offset, vendor.base + b.offset + b.nbytes, _c_name(b.name))

@@ -6,8 +6,14 @@ Each Gemmini step runs as the library call Gemmini's own networks make for its l
 model (``gemmini.vendor.run.run_vendor``, which also checks the layer against its NumPy reference), with
 the tile arguments of the layer's schedule: ``tiles_for`` gives, per distinct layer shape, either the
 library's own tiles ("gemmini-default") or the ones ``gemmini.loop_schedule.tune_tiles`` finds from
-cosa's mapping ("cosa").  Cycles per layer come from the timing model (``gemmini.sim.timing``); host steps
-have none.  Activations are NCHW int8 like the model; a Gemmini step reads and writes them NHWC.
+cosa's mapping ("cosa").  Where the library's call takes no tile arguments, cosa's schedule may run its
+own calls instead (``cosa_layer_calls``): a depthwise layer as packed groups of up to DIM channels, one dense
+convolution per group whose weights (block-diagonal, ``block_diagonal``) are laid out on the host from the
+model's constants before the network runs (``compile_layer``); the activations go through the same calls; a
+layer ``resnet50.c`` runs through ``tiled_conv_downsample`` (one matmul per output row) through
+``tiled_conv_auto`` on the hardware's downsample path.  Cycles per layer come from the timing model
+(``gemmini.sim.timing``); host steps have none.  Activations are NCHW int8 like the model; a Gemmini step
+reads and writes them NHWC.
 
 Where ONNX Runtime's rounding may differ from ours: on the int8 operators, nowhere known.  Gemmini's
 mvout (float32 product of the int32 sum and the float32 scale, rounded half to even, saturated) is MLAS's
@@ -48,7 +54,7 @@ class LayerRun:
     cycles_source, tiles (None: the library's own), library_cycles (the library's own tiles on the
     timing model), layer_verified (the layer's output equals its NumPy reference), fused node names,
     rejected_tiles (faster tiles whose stream failed the layer's check: ``LayerTiles.rejected``), note
-    (``LayerTiles.note``)."""
+    (``LayerTiles.note``), calls: the library functions the step ran (``calls_summary``)."""
 
     name: str
     op: str
@@ -62,6 +68,7 @@ class LayerRun:
     fused: list = field(default_factory=list)
     rejected_tiles: list = field(default_factory=list)
     note: str | None = None
+    calls: str | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -150,27 +157,60 @@ class LayerTiles:
     """The tiles a distinct layer runs with: ``tiles`` (None: the library's own), ``cycles`` and
     ``library_cycles`` (timing model), ``rejected``: faster tiles whose stream failed the layer's NumPy check
     on the functional model with seeded inputs (tiles -> mismatching elements), ``note``: why the
-    library's own tiles were kept without a search (the mapping has no program), else None."""
+    library's own tiles were kept without a search (the mapping has no program), else None; ``own_calls``:
+    below."""
 
     tiles: tuple | None
     cycles: float
     library_cycles: float
     rejected: dict
     note: str | None = None
+    own_calls: bool = False
+    """The tiles are for cosa's own calls (``cosa_layer_calls``: a depthwise layer as packed groups), not the
+    library's."""
+
+
+QUANT_SUFFIX = "_quant"
+"""The suffix ONNX Runtime's quantizer gives the int8 node it makes from a float node (conv1 -> conv1_quant)."""
 
 
 def library_calls(layer: GemminiLayer, relu: bool = False, scale: float = 1.0):
     """The library's calls for ``layer`` (``from_workload``'s; a fused max-pool through ``tiled_conv_auto``'s
-    pooling arguments, as ``resnet50.c`` calls its first layer)."""
-    from .vendor.calls import conv, from_workload
+    pooling arguments, as ``resnet50.c`` calls its first layer; ``tiled_conv_downsample`` for the 1x1 stride-2
+    layers ``resnet50.c`` calls so, ``gemmini.vendor.calls.RESNET50_C_DOWNSAMPLE``, named as in the float
+    model)."""
+    from .vendor.calls import RESNET50_C_DOWNSAMPLE, conv, from_workload
 
     if layer.step.pool is None:
-        return from_workload(layer.workload, bias=True, relu=relu, scale=scale)
+        name = layer.step.name.removesuffix(QUANT_SUFFIX)
+        return from_workload(layer.workload, bias=True, relu=relu, scale=scale,
+                             downsample_call=name in RESNET50_C_DOWNSAMPLE)
     d, op = layer.workload.dims, layer.workload.op
     rows, cols = op["input_hw"]
     return conv(layer.workload.name, d["N"], rows, cols, d["C"], d["K"], d["R"], stride=op["stride"][0],
                 padding=op["padding"][0], dilation=op["dilation"][0], bias=True, relu=relu, scale=scale,
                 pool=layer.step.pool)
+
+
+def cosa_layer_calls(layer: GemminiLayer, relu: bool = False, scale: float = 1.0):
+    """cosa's own calls for ``layer`` where the library's take no tile arguments
+    (``gemmini.loop_schedule.cosa_calls``: a depthwise layer as packed groups of up to DIM channels with
+    block-diagonal weights, ``gemmini.vendor.calls.depthwise_packed``; a ``tiled_conv_downsample`` layer through
+    ``tiled_conv_auto``), else None (the library's calls)."""
+    from .loop_schedule import cosa_calls
+
+    if layer.step.pool is not None:
+        return None
+    return cosa_calls(layer.workload, library_calls(layer), bias=True, relu=relu, scale=scale)
+
+
+def calls_summary(vendor) -> str:
+    """The functions ``vendor`` calls, as "fn" or "fn x count" (packed depthwise groups named so)."""
+    fns = [call.fn for call in vendor.calls]
+    out = ", ".join(f"{fn} x{fns.count(fn)}" if fns.count(fn) > 1 else fn for fn in dict.fromkeys(fns))
+    if vendor.layer.get("weights_layout") == "block_diagonal":
+        out += f" (depthwise packed by {vendor.buffer('weights').shape[2]})"
+    return out
 
 
 def tiles_for(layer: GemminiLayer, mapping, arch, *, budget: int = 16, seed: int = 0, checks: int = 4,
@@ -196,11 +236,12 @@ def tiles_for(layer: GemminiLayer, mapping, arch, *, budget: int = 16, seed: int
         lib = float(timing(isa.decode_stream(stream(vendor, library_params(config))), config).cycles)
         return LayerTiles(None, lib, lib, {}, f"no tile search: {exc}")
     rejected = {}
+    own = ls.vendor != library_calls(layer)   # cosa's own calls (``cosa_layer_calls``) with these tiles
     for tiles in sorted((t for t in ls.tried if t is not None and ls.tried[t] < ls.library_cycles),
                         key=lambda t: (ls.tried[t], t))[:checks]:
         run = run_vendor(ls.vendor, seed=seed, tiles=tiles)
         if run.verified:
-            return LayerTiles(tiles, ls.tried[tiles], ls.library_cycles, rejected)
+            return LayerTiles(tiles, ls.tried[tiles], ls.library_cycles, rejected, own_calls=own)
         rejected[tiles] = run.mismatches
     return LayerTiles(None, ls.library_cycles, ls.library_cycles, rejected)
 
@@ -229,34 +270,78 @@ def _scale(net: Network, step: Step) -> np.float32:
     return np.float32(np.float32(sx * sw) / sy)
 
 
-def gemmini_operands(net: Network, layer: GemminiLayer, x: np.ndarray) -> tuple:
-    """(the library calls of ``layer``, their operands by buffer name) for the activation ``x`` (NCHW for a
-    convolution, whose operands are NHWC as Gemmini's library takes them; 2-D for a matmul).  The weights and
-    bias come from the model's constants in the layout the calls read."""
+@dataclass(frozen=True)
+class CompiledLayer:
+    """A Gemmini step ready to run: ``vendor`` (the calls), ``tiles`` (None: the library's own) and
+    ``constants``: its weight and bias buffers laid out on the host as the calls read them (computed once
+    from the model's constants)."""
+
+    vendor: object
+    tiles: tuple | None
+    constants: dict
+
+
+def block_diagonal(w: np.ndarray, pack: int) -> np.ndarray:
+    """ONNX depthwise weights [C, 1, KH, KW] as ``depthwise_packed``'s buffer [KH, KW, pack, C]: entry
+    [kh, kw, c % pack, c] is w[c, 0, kh, kw], every other entry 0."""
+    c, one, kh, kw = w.shape
+    if one != 1 or c % pack:
+        raise CodegenError(f"weights {list(w.shape)} are not depthwise in groups of {pack}",
+                           source="block_diagonal", field="w")
+    out = np.zeros((kh, kw, pack, c), dtype=w.dtype)
+    out[:, :, np.arange(c) % pack, np.arange(c)] = np.transpose(w[:, 0], (1, 2, 0))
+    return out
+
+
+def compile_layer(net: Network, layer: GemminiLayer, sched, scheduler: str) -> CompiledLayer:
+    """The calls, tiles and host-side constant buffers of ``layer`` under ``scheduler`` (``sched``: its
+    ``LayerTiles``; cosa's own calls when ``sched.own_calls``)."""
     step = layer.step
     scale = float(_scale(net, step))
     w = net.constants[step.inputs[3]]
     at = _POSITIONS[step.op][1]
     bias_name = step.inputs[at] if at is not None and at < len(step.inputs) else ""
-    vendor = library_calls(layer, relu=step.relu, scale=scale)
+    vendor, tiles = library_calls(layer, relu=step.relu, scale=scale), None
+    if scheduler != "gemmini-default":
+        tiles = sched.tiles
+        if sched.own_calls:
+            vendor = cosa_layer_calls(layer, relu=step.relu, scale=scale)
     if layer.kind == "conv":
-        k = w.shape[0]
-        bias = net.constants[bias_name] if bias_name else np.zeros(k, np.int32)
-        weights = w[:, 0] if vendor.layer["kind"] == "depthwise" else np.transpose(w, (2, 3, 1, 0))
-        inputs = {"input": np.ascontiguousarray(np.transpose(x, (0, 2, 3, 1))), "weights": weights,
-                  "bias": bias.astype(np.int32)}
-    else:
-        b = w.T if step.op == "QGemm" and step.attrs.get("transB", 0) else w
-        bias = net.constants[bias_name] if bias_name else np.zeros(b.shape[1], np.int32)
-        inputs = {"A": x, "B": np.ascontiguousarray(b), "D": bias.astype(np.int32)}
-    return vendor, inputs
+        bias = net.constants[bias_name] if bias_name else np.zeros(w.shape[0], np.int32)
+        if vendor.layer.get("weights_layout") == "block_diagonal":
+            weights = block_diagonal(w, vendor.buffer("weights").shape[2])
+        elif vendor.layer["kind"] == "depthwise":
+            weights = w[:, 0]
+        else:
+            weights = np.transpose(w, (2, 3, 1, 0))
+        return CompiledLayer(vendor, tiles, {"weights": np.ascontiguousarray(weights), "bias": bias.astype(np.int32)})
+    b = w.T if step.op == "QGemm" and step.attrs.get("transB", 0) else w
+    bias = net.constants[bias_name] if bias_name else np.zeros(b.shape[1], np.int32)
+    return CompiledLayer(vendor, tiles, {"B": np.ascontiguousarray(b), "D": bias.astype(np.int32)})
 
 
-def _run_gemmini(net: Network, layer: GemminiLayer, values: dict, sched, scheduler: str) -> tuple:
+def layer_inputs(layer: GemminiLayer, compiled: CompiledLayer, x: np.ndarray) -> dict:
+    """The operands of ``compiled``'s calls by buffer name for the activation ``x`` (NCHW for a convolution,
+    whose input is NHWC as Gemmini's library takes it; 2-D for a matmul) and the layer's constants."""
+    if layer.kind == "conv":
+        return dict(compiled.constants, input=np.ascontiguousarray(np.transpose(x, (0, 2, 3, 1))))
+    return dict(compiled.constants, A=x)
+
+
+def gemmini_operands(net: Network, layer: GemminiLayer, x: np.ndarray, sched=None,
+                     scheduler: str = "gemmini-default") -> tuple:
+    """(the calls ``layer`` runs under ``scheduler``, their operands by buffer name) for the activation ``x``
+    (``layer_inputs``); ``sched``: the layer's ``LayerTiles`` (cosa's own calls when ``sched.own_calls``).  The
+    weights and bias come from the model's constants in the layout the calls read (``compile_layer``)."""
+    compiled = compile_layer(net, layer, sched, scheduler)
+    return compiled.vendor, layer_inputs(layer, compiled, x)
+
+
+def _run_gemmini(layer: GemminiLayer, compiled: CompiledLayer, values: dict) -> tuple:
     from .vendor.run import run_vendor
 
-    vendor, inputs = gemmini_operands(net, layer, values[layer.step.inputs[0]])
-    tiles = None if scheduler == "gemmini-default" else sched.tiles  # LayerTiles
+    inputs = layer_inputs(layer, compiled, values[layer.step.inputs[0]])
+    vendor, tiles = compiled.vendor, compiled.tiles
     run = run_vendor(vendor, inputs, tiles=tiles, with_timing=True)
     out = run.outputs
     if layer.kind == "conv":
@@ -300,16 +385,20 @@ def run_network(net: Network, feeds: dict, schedules: dict, scheduler: str = "co
                            field="--scheduler")
     steps = plan(net) if steps is None else steps
     layers = {layer.step.name: layer for layer in gemmini_layers(net, steps)}
+    compiled = {}
+    for name, layer in layers.items():     # calls, tiles and constant buffers, once before any input runs
+        sched = schedules.get(layer.key)
+        if scheduler != "gemmini-default" and sched is None:
+            raise CodegenError("no schedule for this layer", source=f"{net.source}: node {name}",
+                               field="schedules")
+        compiled[name] = compile_layer(net, layer, sched, scheduler)
     values = {k: np.asarray(v) for k, v in feeds.items()}
     runs, total = [], 0.0
     for step in steps:
         if step.on == "gemmini":
             layer = layers[step.name]
             sched = schedules.get(layer.key)
-            if scheduler != "gemmini-default" and sched is None:
-                raise CodegenError("no schedule for this layer", source=f"{net.source}: node {step.name}",
-                                   field="schedules")
-            out, run, tiles = _run_gemmini(net, layer, values, sched, scheduler)
+            out, run, tiles = _run_gemmini(layer, compiled[step.name], values)
             total += run.cycles
             runs.append(LayerRun(step.name, step.op, "gemmini", scheduler, float(run.cycles), "timing model",
                                  list(tiles) if tiles else None,
@@ -317,7 +406,7 @@ def run_network(net: Network, feeds: dict, schedules: dict, scheduler: str = "co
                                  list(step.fused),
                                  [] if sched is None else [{"tiles": list(t), "mismatches": m}
                                                            for t, m in sched.rejected.items()],
-                                 None if sched is None else sched.note))
+                                 None if sched is None else sched.note, calls_summary(compiled[step.name].vendor)))
         else:
             out = _run_host(net, step, values)
             runs.append(LayerRun(step.name, step.op, "host", fused=list(step.fused)))

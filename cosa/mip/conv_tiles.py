@@ -11,6 +11,10 @@ its logarithm is linear in the one-hot variables and its value is bounded below 
 logarithm of the tile counts' product is at most log 2; each term that reuse shrinks has its two forms, the
 larger one lifted by a big-M on the binary.  cycles = max(load, execute, input bank) + fill.
 
+A max-pool fused into the stores (``ConvLayer.pool_size`` ...) is in the model: the rows and columns candidates
+count pooled outputs, and the convolution outputs each choice computes (overlapping windows) enter the bias,
+execute, fit and floor terms as factors of those super-dimensions.
+
 Two departures from the evaluator, both checked afterwards: the MIP counts every compute's rows without the
 per-block floor (``weight_reload_cycles``), and instead requires each full output tile to stream at least that
 many cycles per weight block (where the layer allows it); the scratchpad fit (a sum of two products) is
@@ -28,7 +32,7 @@ import pyomo.environ as pe
 
 from costmodel.gemmini_conv_loops import (ConvLayer, col_compute_cycles, cols_factors, conv_cycles, conv_fits,
                                           ich_factors, och_factors, rows_factors)
-from costmodel.gemmini_loops import LoopCost, LoopMachine, candidate_tiles, cdiv, class_sum
+from costmodel.gemmini_loops import LoopCost, LoopMachine, candidate_tiles, cdiv
 
 from ..schedule import SchedulingError
 from .loop_tiles import _tangent_bound
@@ -68,15 +72,15 @@ def _space(layer: ConvLayer, m: LoopMachine) -> dict:
         "B": {b: {"n": cdiv(layer.N, b), "first": min(b, layer.N), "last": layer.N - (cdiv(layer.N, b) - 1) * b,
                   "full": b} for b in candidate_tiles(layer.N)},
         "R": {(pr, kr): rows_factors(layer, pr, kr) | {"porows": pr, "krows": kr}
-              for pr in candidate_tiles(layer.P) for kr in candidate_tiles(layer.R)},
+              for pr in candidate_tiles(layer.PP) for kr in candidate_tiles(layer.R)},
         "C": {(pc, kc): cols_factors(layer, pc, kc, thin, m) | {"pocols": pc, "kcols": kc}
-              for pc in candidate_tiles(layer.Q) for kc in candidate_tiles(layer.R)},
+              for pc in candidate_tiles(layer.PQ) for kc in candidate_tiles(layer.R)},
         "O": {o: och_factors(layer, o, m) | {"pochs": o} for o in _channel_candidates(layer.K, m.dim)},
         "I": {k: ich_factors(layer, k, m) | {"kchs": k} for k in kchs_values},
     }
-    for (pc, _), f in space["C"].items():
-        f["colsum"] = class_sum(layer.Q, pc, lambda q: col_compute_cycles(q, m))
-        f["full_col_cycles"] = col_compute_cycles(pc, m)
+    for f in space["C"].values():   # over the convolution columns each tile computes (a pool's window)
+        f["colsum"] = sum(count * col_compute_cycles(q, m) for q, count in f["col_classes"])
+        f["full_col_cycles"] = col_compute_cycles(f["full_ocols"], m)
     return space
 
 
@@ -91,7 +95,7 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
     """The tile arguments of ``tiled_conv`` for ``layer`` with the fewest modelled cycles (module docstring)."""
     start = time.perf_counter()
     m = machine or LoopMachine()
-    if min(layer.N, layer.H, layer.W, layer.C, layer.K, layer.R) < 1 or layer.P < 1 or layer.Q < 1:
+    if min(layer.N, layer.H, layer.W, layer.C, layer.K, layer.R) < 1 or min(layer.P, layer.Q, layer.PP, layer.PQ) < 1:
         raise SchedulingError(f"not a convolution the library tiles: {layer}", source=source, field="layer")
     sp = _space(layer, m)
     if max(len(c) for c in sp.values()) > MAX_CANDIDATES:
@@ -157,15 +161,22 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
     z_pre = product(pre_f | per_tile_c, m.dim * layer.R, md.rb)
     md.pre_reuse = pe.Constraint(expr=z_pre >= product(pre_f, m.dim * layer.R))
     bias_row = cdiv(m.dim * m.acc_bytes, m.dma_bytes_per_cycle) + 1
-    bias = lin("O", lambda c: layer.N * layer.P * layer.Q * c["blocks"] * bias_row)
-    # execute: weight blocks x the compute cycles each serves
+    # execute: weight blocks x the compute cycles each serves.  With a pool the convolution rows and columns
+    # computed depend on the tiles (windows overlap): factors of the rows and columns super-dimensions
     ex_f = {"I": lambda c: c["blocks"], "C": lambda c: c["kcol_groups"] * c["colsum"]}
-    z_ex = product(ex_f | {"O": lambda c: c["blocks"]}, layer.N * layer.P * layer.R)
-    z_ex_first = product(ex_f | {"O": lambda c: c["first_blocks"]}, layer.N * layer.P * layer.R)
+    if layer.pooled:
+        bias = product({"R": lambda c: c["orows"], "C": lambda c: c["ocols"], "O": lambda c: c["blocks"]},
+                       layer.N * bias_row)
+        ex_f["R"], ex_const = (lambda c: c["orows"]), layer.N * layer.R
+    else:
+        bias = lin("O", lambda c: layer.N * layer.P * layer.Q * c["blocks"] * bias_row)
+        ex_const = layer.N * layer.P * layer.R
+    z_ex = product(ex_f | {"O": lambda c: c["blocks"]}, ex_const)
+    z_ex_first = product(ex_f | {"O": lambda c: c["first_blocks"]}, ex_const)
     md.T = pe.Var(domain=pe.NonNegativeReals)
     md.t_load = pe.Constraint(expr=md.T >= z_in + z_w + bias + m.contention * z_pre)
     md.t_ex = pe.Constraint(expr=md.T >= z_ex)
-    big = math.exp(logsum(ex_f | {"O": lambda c: c["blocks"]}, layer.N * layer.P * layer.R)[2])
+    big = math.exp(logsum(ex_f | {"O": lambda c: c["blocks"]}, ex_const)[2])
     md.t_bank = pe.Constraint(expr=md.T >= z_in + z_ex - big * md.ra)
     md.t_bank_reuse = pe.Constraint(expr=md.T >= z_in + z_ex_first)
     fill = (product({"B": lambda c: c["first"], "R": lambda c: c["first_irows"], "C": lambda c: c["first_icols"],
@@ -176,7 +187,7 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
                        "O": lambda c: c["last_blocks"]}, 1.5))
     # the library's fit test: the accumulator exactly, the scratchpad through the tangents (checked below)
     acc, _, _ = logsum({"O": lambda c: cdiv(c["pochs"], m.dim), "B": lambda c: c["full"],
-                        "R": lambda c: c["porows"], "C": lambda c: c["pocols"]})
+                        "R": lambda c: c["full_orows"], "C": lambda c: c["full_ocols"]})
     md.fit_acc = pe.Constraint(expr=acc <= math.log(m.acc_rows // 2) + 1e-9)
     z_a = product({"I": lambda c: cdiv(c["kchs"], m.dim), "B": lambda c: c["full"], "R": lambda c: c["full_irows"],
                    "C": lambda c: c["full_icols"]})
@@ -185,7 +196,8 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
     md.fit_sp = pe.Constraint(expr=z_a + z_b <= m.sp_rows // 2)
     # each full output tile streams at least weight_reload_cycles per weight block, where the layer can
     floor = math.log(m.weight_reload_cycles)
-    stream, _, hi = logsum({"B": lambda c: c["full"], "R": lambda c: c["porows"], "C": lambda c: c["full_col_cycles"]})
+    stream, _, hi = logsum({"B": lambda c: c["full"], "R": lambda c: c["full_orows"],
+                            "C": lambda c: c["full_col_cycles"]})
     if hi >= floor:
         md.stream_floor = pe.Constraint(expr=stream >= floor)
     md.obj = pe.Objective(expr=md.T + fill, sense=pe.minimize)

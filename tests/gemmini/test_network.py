@@ -159,3 +159,86 @@ def test_per_channel_scales_are_refused_naming_the_node(tmp_path):
     net = load_network(tmp_path / "pc.onnx", model=model)
     with pytest.raises(CodegenError, match="conv2_quant.*per-channel"):
         gemmini_layers(net, plan(net))          # before any layer is scheduled
+
+
+def test_block_diagonal_weights_hold_each_channel_on_its_group_diagonal():
+    from gemmini.network_run import block_diagonal
+    from gemmini.vendor.calls import depthwise_packed
+    from gemmini.vendor.run import reference
+
+    w = np.random.default_rng(1).integers(-128, 128, size=(24, 1, 3, 3)).astype(np.int8)
+    bd = block_diagonal(w, 12)
+    assert bd.shape == (3, 3, 12, 24)
+    for c in range(24):
+        np.testing.assert_array_equal(bd[:, :, c % 12, c], w[c, 0])
+        assert not np.any(np.delete(bd[:, :, :, c], c % 12, axis=2))
+    # the packed calls' reference (the diagonal of its weight buffer) is the depthwise convolution itself
+    prog = depthwise_packed("dw", 1, 5, 5, 24, 3, pack=12, padding=1)
+    x = np.random.default_rng(2).integers(-128, 128, size=(1, 5, 5, 24)).astype(np.int8)
+    bias = np.zeros(24, np.int32)
+    dense = np.zeros((3, 3, 24, 24), np.int8)
+    dense[:, :, np.arange(24), np.arange(24)] = np.transpose(w[:, 0], (1, 2, 0))
+    from gemmini.reference import conv_ref
+
+    np.testing.assert_array_equal(reference(prog, {"input": x, "weights": bd, "bias": bias}),
+                                  conv_ref(x, dense, bias, 1, 1, 1, 1.0, False))
+
+
+@pytest.fixture(scope="module")
+def dw_net(tmp_path_factory):
+    from onnx_networks import depthwise_cnn, write_int8
+
+    return load_network(write_int8(depthwise_cnn(), tmp_path_factory.mktemp("dw"), "dw"))
+
+
+@pytest.mark.parametrize("which", ["tiny", "depthwise"])
+def test_cosa_runs_depthwise_layers_as_packed_groups_bit_exact(which, net, dw_net):
+    """With the loop-tile MIP (budget 0, as the bench runs), a depthwise layer runs as packed groups with
+    block-diagonal weights made from the model's constants: faster than the library's tiled_conv_dw_auto on the
+    timing model, and the network's output still equals ONNX Runtime's."""
+    from cosa.mip import choose_loop_tiles
+    from cosa.scheduler import schedule
+
+    net = net if which == "tiny" else dw_net
+    arch = GemminiConfig().arch("ws")
+    steps = plan(net)
+    distinct = distinct_layers(gemmini_layers(net, steps))
+    tiles = {k: tiles_for(layer, schedule(layer.workload, arch, time_limit_s=10, bound=False).mapping, arch,
+                          budget=0, chooser=choose_loop_tiles)
+             for k, layer in distinct.items()}
+    depthwise = {layer.step.name for layer in distinct.values() if layer.kind == "conv" and layer.key[10] > 1}
+    assert depthwise and all(tiles[layer.key].own_calls for layer in distinct.values()
+                             if layer.step.name in depthwise)
+    results = _diffs(net, "cosa", tiles, 3)
+    assert all(c["max_abs_diff_vs_onnxruntime"] == 0 and c["top1_equal"] for c, _ in results)
+    library = {r.name: r for r in _diffs(net, "gemmini-default", {}, 1)[0][1].layers}
+    ran = [r for r in results[0][1].layers if r.name in depthwise or library[r.name].calls == "tiled_conv_dw_auto"]
+    assert len(ran) == sum(s.op == "QLinearConv" and s.attrs.get("group", 1) > 1 for s in steps)
+    pack = 8 if which == "tiny" else 12
+    for r in ran:
+        assert library[r.name].calls == "tiled_conv_dw_auto"
+        assert r.calls.startswith("tiled_conv_stride_auto") and f"packed by {pack}" in r.calls
+        assert r.layer_verified and r.cycles < library[r.name].cycles == r.library_cycles
+
+
+def test_resnet50_c_downsample_layer_runs_its_library_call_and_cosa_runs_tiled_conv_auto(tmp_path):
+    """A 1x1 stride-2 layer named res4a_branch1 (res4a_branch1_quant once quantized): the library column runs
+    tiled_conv_downsample as resnet50.c does, cosa's column tiled_conv_auto with the MIP's tiles; both
+    bit-exact against ONNX Runtime."""
+    from onnx_networks import downsample_cnn, write_int8
+
+    from cosa.mip import choose_loop_tiles
+    from cosa.scheduler import schedule
+
+    net = load_network(write_int8(downsample_cnn(), tmp_path, "ds"))
+    arch = GemminiConfig().arch("ws")
+    tiles = {k: tiles_for(layer, schedule(layer.workload, arch, time_limit_s=10, bound=False).mapping, arch,
+                          budget=0, chooser=choose_loop_tiles)
+             for k, layer in distinct_layers(gemmini_layers(net, plan(net))).items()}
+    (lib, _), = _diffs(net, "gemmini-default", {}, 1)
+    (ours, run), = _diffs(net, "cosa", tiles, 1)
+    assert lib["max_abs_diff_vs_onnxruntime"] == ours["max_abs_diff_vs_onnxruntime"] == 0
+    library = {r.name: r for r in _diffs(net, "gemmini-default", {}, 1)[0][1].layers}
+    ds = next(r for r in run.layers if r.name == "res4a_branch1_quant")
+    assert library[ds.name].calls == "tiled_conv_downsample" and ds.calls == "tiled_conv_auto"
+    assert ds.layer_verified and ds.tiles and ds.cycles < ds.library_cycles == library[ds.name].cycles

@@ -33,3 +33,17 @@ def test_a_small_scratchpad_is_respected():
 def test_same_layer_same_tiles():
     layer = ConvLayer(1, 10, 10, 32, 32, 3, 1, 1)
     assert choose_conv_tiles(layer).tiles == choose_conv_tiles(layer).tiles
+
+
+POOLED = [ConvLayer(1, 28, 28, 3, 32, 7, 2, 3, 3, 2, 1), ConvLayer(1, 16, 16, 16, 32, 3, 1, 1, 2, 2, 0)]
+
+
+@pytest.mark.parametrize("layer", POOLED, ids=str)
+def test_a_fused_pool_is_in_the_mip(layer):
+    """With a max-pool fused (resnet50.c's first layer) the rows and columns candidates count pooled outputs
+    and the MIP still finds the model's optimum over them."""
+    choice = choose_conv_tiles(layer)
+    tiles, best = exhaustive_conv_tiles(layer)
+    assert conv_fits(layer, choice.tiles, LoopMachine()) is None
+    assert choice.tiles[1] <= layer.PP and choice.tiles[2] <= layer.PQ
+    assert choice.cost.cycles <= best.cycles * 1.002, (choice.tiles, tiles)
