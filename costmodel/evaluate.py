@@ -117,7 +117,8 @@ from mappings.validate import assign_to_axes, tile_rows
 from .compute_runs import compute_runs, compute_work
 from .cost import Access, Cost, PartialSums
 from .energy import table_energy
-from .tiling import NestLoop, nest_loops, tile_counts
+from .microkernel import issue_cycles, kernel_level, spec_of
+from .tiling import NestLoop, TileCounts, nest_loops, tile_counts
 
 
 def _validate(workload, arch, mapping) -> None:
@@ -171,8 +172,22 @@ class LoopGroups:
                 [lp for lp in loops if not self.arch.levels[lp.level].multicast])
 
 
+def blocked_levels(arch, groups: "LoopGroups") -> dict[int, int]:
+    """{level c: level k}: the register level of a CPU micro-kernel (an arch with ``params
+    ["micro_kernel"]`` whose innermost level holds outputs only) keeps each output block in registers
+    across all the reduction loops of the kernel tile (the tile of the level above, ``k`` = c - 1, with
+    ``c``'s loops inside it: ``targets.cpu.plan``), so its outputs move in and out once per tile of
+    ``k``, whatever the mapping's split of those loops between the two levels.  Empty otherwise."""
+    c = len(arch.levels) - 1
+    if not arch.params.get("micro_kernel") or kernel_level(arch) != c - 1:
+        return {}
+    if any(lp.spatial for lp in groups.loops if lp.level == c - 1):
+        return {}
+    return {c: c - 1}
+
+
 def access_counts(workload, arch, mapping, psums: dict | None = None, delta: bool = False,
-                  timeloop_counts: bool = False):
+                  timeloop_counts: bool = False, mac_reads: dict | None = None):
     """(accesses[level index][tensor name] -> Access, footprint_words[level index][tensor name]).
 
     ``psums``, when given, is filled with ``{parent level index: {output name:
@@ -198,23 +213,28 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
     groups = LoopGroups(arch, nest_loops(mapping, list(workload.dims)))
     acc = {i: {t.name: [0, 0, 0] for t in workload.tensors} for i in range(nlev)}  # reads, writes, fills
     foot = {i: {t.name: 0 for t in workload.tensors} for i in range(nlev)}
+    kept = blocked_levels(arch, groups)
     for t in workload.tensors:
         chain = holders(workload, arch, mapping, t)
         whole = tile_counts(t, [], [], groups.loops)
         foot[0][t.name] = whole.max_words
         resident = {0: whole.changes}  # words of all residencies per level (F_inst)
         for p, c in zip(chain, chain[1:]):
-            steps = groups.temporal_above(c)
+            k = kept.get(c, c)  # the tile that stays between refills (blocked_level)
+            steps = groups.temporal_above(k)
             slide = delta and not t.is_output
             wrap = not timeloop_counts  # Timeloop reloads the whole tile when an inner window loop wraps
-            inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(c), delta=slide,
+            inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(k), delta=slide,
                                delta_across_resets=wrap)
             mc, separate = groups.fan(p, c)
             if timeloop_counts and not t.is_output:  # multicast identical tiles only
                 separate = separate + [lp for lp in mc if lp.dim in t.dims]
                 mc = [lp for lp in mc if lp.dim not in t.dims]
-            grp = tile_counts(t, steps, groups.spatial_between(0, p) + separate, groups.at_or_below(c) + mc,
+            grp = tile_counts(t, steps, groups.spatial_between(0, p) + separate, groups.at_or_below(k) + mc,
                               member_loops=mc, delta=slide, delta_across_resets=wrap)
+            if k != c:  # the footprint stays the level's own tile
+                inst = TileCounts(inst.changes, inst.distinct, tile_counts(
+                    t, groups.temporal_above(c), groups.spatial_between(0, c), groups.at_or_below(c)).max_words)
             foot[c][t.name] = inst.max_words
             resident[c] = inst.changes
             if t.is_output:
@@ -246,6 +266,8 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
             acc[inner][t.name][0] += mac - zero_start
         else:
             acc[inner][t.name][0] += mac
+            if mac_reads is not None:
+                mac_reads.setdefault(inner, {})[t.name] = mac
     accesses = {i: {name: Access(*v) for name, v in per.items()} for i, per in acc.items()}
     return accesses, foot
 
@@ -390,11 +412,17 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
     psums: dict = {}
     if delta_fetch is None:
         delta_fetch = bool(arch.params.get("delta_fetch", False))
+    operand_reads: dict = {}
     accesses, foot = access_counts(workload, arch, mapping, psums, delta=delta_fetch,
-                                   timeloop_counts=bool(arch.params.get("timeloop_counts", False)))
+                                   timeloop_counts=bool(arch.params.get("timeloop_counts", False)),
+                                   mac_reads=operand_reads)
     tensors = {t.name: t for t in workload.tensors}
     runs = compute_runs(workload, arch, mapping)
-    compute_cycles = math.ceil(compute_work(arch, mapping, runs) / arch.macs_per_cycle)
+    spec = spec_of(arch)
+    if spec is not None:  # a CPU micro-kernel: the cycles its FMAs and loads take to issue on one core
+        compute_cycles = math.ceil(issue_cycles(workload, mapping, kernel_level(arch), spec))
+    else:
+        compute_cycles = math.ceil(compute_work(arch, mapping, runs) / arch.macs_per_cycle)
     extra_read, extra_write = calibration_bytes(workload, arch, mapping, psums)
     row_extra, rows_moved = transfer_rows(workload, arch, mapping, accesses, psums)
 
@@ -406,7 +434,9 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
         write_bytes = sum(a.writes * moved(n) for n, a in accesses[i].items()) + extra_write[i]
         level_bytes[i] = read_bytes + write_bytes
         per_instance = arch.instances(i)
-        cycles = lv.transfer_cycles(read_bytes / per_instance, write_bytes / per_instance)
+        # a micro-kernel's operand loads are counted in its issue cycles (the load ports), not here
+        issued = sum(w * moved(n) for n, w in operand_reads.get(i, {}).items()) if spec is not None else 0.0
+        cycles = lv.transfer_cycles((read_bytes - issued) / per_instance, write_bytes / per_instance)
         cycles += row_extra[i] / per_instance
         transfer[lv.name] = cycles
         overlapped[lv.name] = bool(lv.double_buffered)

@@ -154,3 +154,17 @@ def issue_cycles(workload, mapping, kernel: int, spec: MicroKernelSpec) -> float
     else:
         vector_fmas = per_core
     return vector_fmas * step_cycles(workload, blk, spec) / (blk.mr * blk.nv)
+
+
+def kernel_level(arch) -> int:
+    """The level whose tile is the micro-kernel: the innermost, or the one above it when the innermost
+    holds outputs only (a register level: the micro-kernel runs its loops too)."""
+    inner = len(arch.levels) - 1
+    return inner - 1 if inner > 0 and frozenset(arch.levels[inner].holds) == {"output"} else inner
+
+
+def spec_of(arch) -> MicroKernelSpec | None:
+    """The arch's ``params["micro_kernel"]`` as a MicroKernelSpec; None where it has none (not a CPU
+    arch with its register file as a level)."""
+    got = arch.params.get("micro_kernel")
+    return MicroKernelSpec(**got) if got else None

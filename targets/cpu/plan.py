@@ -305,8 +305,13 @@ def register_level(arch, registers: int, vector_bytes: int, row_words: int | Non
     regs = Level(REGISTER_LEVEL, max(1, registers - 3) * vector_bytes, frozenset({"output"}),
                  fanout=lanes * nv, spatial_axes=())
     levels[-1] = replace(last, holds=frozenset(last.holds) - {"output"}, fanout=1, spatial_axes=())
-    # the fan-out now counts nv vectors of lanes, issued one vector per FMA: the same peak
-    return replace(arch, levels=tuple(levels) + (regs,), macs_per_cycle=arch.macs_per_cycle / nv)
+    # the fan-out now counts nv vectors of lanes, issued one vector per FMA: the same peak; the cost
+    # model counts the micro-kernel's issue cycles from the core's facts (costmodel.microkernel)
+    core = {"lanes": lanes, "registers": registers, "fma_per_cycle": float(arch.params.get("fma_per_cycle", 1)),
+            "fma_chains": int(arch.params.get("fma_chains", 4)),
+            "loads_per_cycle": float(arch.params.get("loads_per_cycle", 1))}
+    return replace(arch, levels=tuple(levels) + (regs,), macs_per_cycle=arch.macs_per_cycle / nv,
+                   params={**arch.params, "micro_kernel": core})
 
 
 def _streamed_operands(workload: LoopNest, arch):
