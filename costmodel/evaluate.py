@@ -100,6 +100,16 @@ rows one DIM-column block).  ``Cost.transfer_rows`` counts the rows.  Levels wit
 ``double_buffered`` overlap their transfers with compute, the others stall it:
 cycles = max(compute, overlapped transfers) + sum(non-overlapped transfers).
 
+CPU micro-kernel (an arch with ``params["micro_kernel"]``: ``targets.cpu.plan.arch_for`` with the
+register file as its innermost level): compute cycles are the cycles one core takes to issue the
+micro-kernel's vector FMAs and operand loads (``costmodel.microkernel``: the register block the code
+generator picks, bounded by the FMA pipes, the FMA latency and the load ports, partial vectors and
+scalar tiles counted as whole instructions), and the operand reads at a tensor's innermost holder
+(those loads) are not charged again at its bandwidth.  The register level's outputs move once per run
+of the kernel tile (the level above it, with the register level's loops inside), at every run
+(``blocked_levels``): the code loads each output block, holds it across the tile's reduction loops and
+stores it back.
+
 Energy: sum over levels and tensors of (reads * read pJ/B + writes * write pJ/B)
 * bytes per word, plus MACs * energy per MAC; where ``arch.params["energy_table"]``
 gives per-access energies (an ERT, ``costmodel.energy.table_energy``): reads, fills
@@ -174,10 +184,12 @@ class LoopGroups:
 
 def blocked_levels(arch, groups: "LoopGroups") -> dict[int, int]:
     """{level c: level k}: the register level of a CPU micro-kernel (an arch with ``params
-    ["micro_kernel"]`` whose innermost level holds outputs only) keeps each output block in registers
-    across all the reduction loops of the kernel tile (the tile of the level above, ``k`` = c - 1, with
-    ``c``'s loops inside it: ``targets.cpu.plan``), so its outputs move in and out once per tile of
-    ``k``, whatever the mapping's split of those loops between the two levels.  Empty otherwise."""
+    ["micro_kernel"]`` whose innermost level holds outputs only).  The generated micro-kernel runs the
+    kernel tile (the tile of the level above, ``k`` = c - 1, with ``c``'s loops inside it) block by
+    block, each output block loaded into registers, held across all the tile's reduction loops and
+    stored back (``targets.cpu.plan``): so its outputs move in and out once per run of the kernel tile,
+    whatever the mapping's split of those loops between the two levels, and again at every run (no
+    block stays in registers from one run to the next, even when the tile repeats).  Empty otherwise."""
     c = len(arch.levels) - 1
     if not arch.params.get("micro_kernel") or kernel_level(arch) != c - 1:
         return {}
@@ -213,25 +225,25 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
     groups = LoopGroups(arch, nest_loops(mapping, list(workload.dims)))
     acc = {i: {t.name: [0, 0, 0] for t in workload.tensors} for i in range(nlev)}  # reads, writes, fills
     foot = {i: {t.name: 0 for t in workload.tensors} for i in range(nlev)}
-    kept = blocked_levels(arch, groups)
+    blocked = blocked_levels(arch, groups)
     for t in workload.tensors:
         chain = holders(workload, arch, mapping, t)
         whole = tile_counts(t, [], [], groups.loops)
         foot[0][t.name] = whole.max_words
         resident = {0: whole.changes}  # words of all residencies per level (F_inst)
         for p, c in zip(chain, chain[1:]):
-            k = kept.get(c, c)  # the tile that stays between refills (blocked_level)
+            k = blocked.get(c, c)  # a register level's outputs move with the kernel tile (blocked_levels)
             steps = groups.temporal_above(k)
             slide = delta and not t.is_output
             wrap = not timeloop_counts  # Timeloop reloads the whole tile when an inner window loop wraps
             inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(k), delta=slide,
-                               delta_across_resets=wrap)
+                               delta_across_resets=wrap, reuse=c not in blocked)
             mc, separate = groups.fan(p, c)
             if timeloop_counts and not t.is_output:  # multicast identical tiles only
                 separate = separate + [lp for lp in mc if lp.dim in t.dims]
                 mc = [lp for lp in mc if lp.dim not in t.dims]
             grp = tile_counts(t, steps, groups.spatial_between(0, p) + separate, groups.at_or_below(k) + mc,
-                              member_loops=mc, delta=slide, delta_across_resets=wrap)
+                              member_loops=mc, delta=slide, delta_across_resets=wrap, reuse=c not in blocked)
             if k != c:  # the footprint stays the level's own tile
                 inst = TileCounts(inst.changes, inst.distinct, tile_counts(
                     t, groups.temporal_above(c), groups.spatial_between(0, c), groups.at_or_below(c)).max_words)
