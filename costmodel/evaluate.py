@@ -100,6 +100,10 @@ rows one DIM-column block).  ``Cost.transfer_rows`` counts the rows.  Levels wit
 ``double_buffered`` overlap their transfers with compute, the others stall it:
 cycles = max(compute, overlapped transfers) + sum(non-overlapped transfers).
 
+Hardware-managed caches (levels named in ``params["lru_caches"]``, the ``cpu`` preset's): a cache
+keeps what the loops touched last, so its tensors refill with the tile of the outermost level whose
+tiles of all tensors fit in it (``cache_tile_level``), not with its own tile.
+
 CPU micro-kernel (an arch with ``params["micro_kernel"]``: ``targets.cpu.plan.arch_for`` with the
 register file as its innermost level): compute cycles are the cycles one core takes to issue the
 micro-kernel's vector FMAs and operand loads (``costmodel.microkernel``: the register block the code
@@ -182,6 +186,30 @@ class LoopGroups:
                 [lp for lp in loops if not self.arch.levels[lp.level].multicast])
 
 
+def cache_tile_level(workload, arch, groups: "LoopGroups", c: int) -> int:
+    """The level whose tile a hardware-managed cache ``c`` keeps between reuses (a level named in
+    ``Arch.params["lru_caches"]``): the outermost level ``k`` <= ``c`` whose tiles of all tensors
+    together fit in one instance of ``c`` (bytes at ``c``'s word sizes), with no fan-out between ``k``
+    and ``c`` (a tile spread over several instances is not one cache's); ``c`` itself when none fits.
+
+    A cache holds what the loops touched last, not the tile a mapping assigns it: when the loops of
+    level ``k`` < ``c`` touch no more than the cache holds, a tile of ``c`` that returns within one
+    tile of ``k`` is still there (a hit), so ``c`` refills only when the tile of ``k`` changes."""
+    lv = arch.levels[c]
+    if lv.capacity_bytes is None:
+        return c
+    best = c
+    for k in range(c - 1, -1, -1):
+        if any(lp.spatial for lp in groups.loops if k <= lp.level < c):
+            break
+        inside = groups.at_or_below(k)
+        words = sum(tile_counts(t, [], [], inside).max_words * lv.bytes_per_word(t) for t in workload.tensors)
+        if words > lv.capacity_bytes:
+            break
+        best = k
+    return best
+
+
 def blocked_levels(arch, groups: "LoopGroups") -> dict[int, int]:
     """{level c: level k}: the register level of a CPU micro-kernel (an arch with ``params
     ["micro_kernel"]`` whose innermost level holds outputs only).  The generated micro-kernel runs the
@@ -226,13 +254,16 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
     acc = {i: {t.name: [0, 0, 0] for t in workload.tensors} for i in range(nlev)}  # reads, writes, fills
     foot = {i: {t.name: 0 for t in workload.tensors} for i in range(nlev)}
     blocked = blocked_levels(arch, groups)
+    lru = set(arch.params.get("lru_caches", ()))
+    kept = {c: cache_tile_level(workload, arch, groups, c) for c in range(1, nlev) if arch.levels[c].name in lru}
+    kept.update(blocked)
     for t in workload.tensors:
         chain = holders(workload, arch, mapping, t)
         whole = tile_counts(t, [], [], groups.loops)
         foot[0][t.name] = whole.max_words
         resident = {0: whole.changes}  # words of all residencies per level (F_inst)
         for p, c in zip(chain, chain[1:]):
-            k = blocked.get(c, c)  # a register level's outputs move with the kernel tile (blocked_levels)
+            k = kept.get(c, c)  # a register level's outputs move with the kernel tile (blocked_levels)
             steps = groups.temporal_above(k)
             slide = delta and not t.is_output
             wrap = not timeloop_counts  # Timeloop reloads the whole tile when an inner window loop wraps

@@ -90,3 +90,19 @@ def test_output_blocks_move_with_every_run_of_the_kernel_tile():
     assert got.partial_sums["L2"]["C"].writes == 64 * 64  # the first visit's write-back is a partial sum
     plain = replace(arch, params={k: v for k, v in arch.params.items() if k != "micro_kernel"})
     assert costmodel.evaluate(w, plain, m).accesses["Registers"]["C"].fills == 0
+
+
+def test_a_cache_refills_only_what_it_could_not_keep():
+    """lru_caches: a GEMM whose three matrices fit in the L2 loads each word into it once, however the
+    L2 tile the mapping names comes and goes; without the flag the L2 is a scratchpad that refills."""
+    from dataclasses import replace
+
+    w = _gemm(64)  # 48 KiB in all
+    arch = costmodel.preset("cpu")
+    assert "L2" in arch.params["lru_caches"]
+    m = Mapping((LevelMapping(temporal={"K": 4, "M": 4}, order=("M", "K")), LevelMapping(),
+                 LevelMapping(temporal={"N": 4}), LevelMapping(temporal={"M": 16, "K": 16}, spatial={"N": 16})))
+    kept = costmodel.evaluate(w, arch, m).accesses["L2"]
+    assert {t: a.fills for t, a in kept.items() if t != "C"} == {"A": 64 * 64, "B": 64 * 64}
+    scratch = replace(arch, params={**arch.params, "lru_caches": []})
+    assert costmodel.evaluate(w, scratch, m).accesses["L2"]["B"].fills == 4 * 64 * 64  # B again for every M
