@@ -3,7 +3,8 @@
 For a GEMM, a 3x3 convolution and a 1x1 convolution (small shapes, so a study runs in minutes), >= 50
 random valid mappings (``cosa.baselines.mapspace``, a fixed seed) and the CoSA MIP's mapping, all on this
 machine's arch as ``cosa run cpu`` schedules it (``cosa arch calibrate cpu --quick`` now, or ``--arch``;
-the register file as the innermost level, ``targets.cpu.plan.arch_for``), are each built with the CPU code
+the register file as the innermost level, ``targets.cpu.plan.arch_for``; as many cores as ``--threads``),
+are each built with the CPU code
 generator, checked against NumPy and timed: ``--repeat`` rounds, every kernel once per round in turn (so
 a busy machine slows them alike), each kernel's fastest round kept.  Reported per workload: Kendall's tau
 between the model's cycles and the measured seconds over the random mappings (and with the MIP's),
@@ -49,6 +50,21 @@ def register_arch(w, base):
     """The arch ``cosa run cpu`` schedules on: ``base`` with this machine's register file as a level."""
     isa = cbuild.isa()
     return arch_for(w, base, registers=(isa.registers, isa.vector_bytes))
+
+
+def on_cores(base, threads: int):
+    """``base`` with ``threads`` cores: the fan-out of its first level below DRAM that has one (the
+    cores) cut to ``threads``.  The kernels run on ``threads`` threads, so the model describes that
+    many cores: with two modelled and one running, the model halved the compute of every mapping that
+    splits the cores and gave each core's caches half the data, and one core's L2 holds it all."""
+    from dataclasses import replace
+
+    levels = list(base.levels)
+    k = next((k for k in range(1, len(levels)) if levels[k].fanout > 1), None)
+    if k is None or levels[k].fanout <= threads:
+        return base
+    levels[k] = replace(levels[k], fanout=threads)
+    return replace(base, levels=tuple(levels), params={**base.params, "cores": threads})
 
 
 def _timed(fn) -> float:
@@ -148,6 +164,7 @@ def main(argv=None) -> int:
         from targets.cpu.calibrate import calibrate
 
         base = calibrate(quick=True)
+    base = on_cores(base, args.threads)
     load_before = os.getloadavg()
     console = Console(width=200, record=True)
     console.print(f"arch {base.name} with the register file as a level (isa {cbuild.isa().name}); "

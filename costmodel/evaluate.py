@@ -100,6 +100,20 @@ rows one DIM-column block).  ``Cost.transfer_rows`` counts the rows.  Levels wit
 ``double_buffered`` overlap their transfers with compute, the others stall it:
 cycles = max(compute, overlapped transfers) + sum(non-overlapped transfers).
 
+Hardware-managed caches (levels named in ``params["lru_caches"]``, the ``cpu`` preset's): a cache
+keeps what the loops touched last, so its tensors refill with the tile of the outermost level whose
+tiles of all tensors fit in it (``cache_tile_level``), not with its own tile.
+
+CPU micro-kernel (an arch with ``params["micro_kernel"]``: ``targets.cpu.plan.arch_for`` with the
+register file as its innermost level): compute cycles are the cycles one core takes to issue the
+micro-kernel's vector FMAs and operand loads (``costmodel.microkernel``: the register block the code
+generator picks, bounded by the FMA pipes, the FMA latency and the load ports, partial vectors and
+scalar tiles counted as whole instructions), and the operand reads at a tensor's innermost holder
+(those loads) are not charged again at its bandwidth.  The register level's outputs move once per run
+of the kernel tile (the level above it, with the register level's loops inside), at every run
+(``blocked_levels``): the code loads each output block, holds it across the tile's reduction loops and
+stores it back.
+
 Energy: sum over levels and tensors of (reads * read pJ/B + writes * write pJ/B)
 * bytes per word, plus MACs * energy per MAC; where ``arch.params["energy_table"]``
 gives per-access energies (an ERT, ``costmodel.energy.table_energy``): reads, fills
@@ -117,7 +131,8 @@ from mappings.validate import assign_to_axes, tile_rows
 from .compute_runs import compute_runs, compute_work
 from .cost import Access, Cost, PartialSums
 from .energy import table_energy
-from .tiling import NestLoop, nest_loops, tile_counts
+from .microkernel import issue_cycles, kernel_level, spec_of
+from .tiling import NestLoop, TileCounts, nest_loops, tile_counts
 
 
 def _validate(workload, arch, mapping) -> None:
@@ -171,8 +186,48 @@ class LoopGroups:
                 [lp for lp in loops if not self.arch.levels[lp.level].multicast])
 
 
+def cache_tile_level(workload, arch, groups: "LoopGroups", c: int) -> int:
+    """The level whose tile a hardware-managed cache ``c`` keeps between reuses (a level named in
+    ``Arch.params["lru_caches"]``): the outermost level ``k`` <= ``c`` whose tiles of all tensors
+    together fit in one instance of ``c`` (bytes at ``c``'s word sizes), with no fan-out between ``k``
+    and ``c`` (a tile spread over several instances is not one cache's); ``c`` itself when none fits.
+
+    A cache holds what the loops touched last, not the tile a mapping assigns it: when the loops of
+    level ``k`` < ``c`` touch no more than the cache holds, a tile of ``c`` that returns within one
+    tile of ``k`` is still there (a hit), so ``c`` refills only when the tile of ``k`` changes."""
+    lv = arch.levels[c]
+    if lv.capacity_bytes is None:
+        return c
+    best = c
+    for k in range(c - 1, -1, -1):
+        if any(lp.spatial for lp in groups.loops if k <= lp.level < c):
+            break
+        inside = groups.at_or_below(k)
+        words = sum(tile_counts(t, [], [], inside).max_words * lv.bytes_per_word(t) for t in workload.tensors)
+        if words > lv.capacity_bytes:
+            break
+        best = k
+    return best
+
+
+def blocked_levels(arch, groups: "LoopGroups") -> dict[int, int]:
+    """{level c: level k}: the register level of a CPU micro-kernel (an arch with ``params
+    ["micro_kernel"]`` whose innermost level holds outputs only).  The generated micro-kernel runs the
+    kernel tile (the tile of the level above, ``k`` = c - 1, with ``c``'s loops inside it) block by
+    block, each output block loaded into registers, held across all the tile's reduction loops and
+    stored back (``targets.cpu.plan``): so its outputs move in and out once per run of the kernel tile,
+    whatever the mapping's split of those loops between the two levels, and again at every run (no
+    block stays in registers from one run to the next, even when the tile repeats).  Empty otherwise."""
+    c = len(arch.levels) - 1
+    if not arch.params.get("micro_kernel") or kernel_level(arch) != c - 1:
+        return {}
+    if any(lp.spatial for lp in groups.loops if lp.level == c - 1):
+        return {}
+    return {c: c - 1}
+
+
 def access_counts(workload, arch, mapping, psums: dict | None = None, delta: bool = False,
-                  timeloop_counts: bool = False):
+                  timeloop_counts: bool = False, mac_reads: dict | None = None):
     """(accesses[level index][tensor name] -> Access, footprint_words[level index][tensor name]).
 
     ``psums``, when given, is filled with ``{parent level index: {output name:
@@ -198,23 +253,31 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
     groups = LoopGroups(arch, nest_loops(mapping, list(workload.dims)))
     acc = {i: {t.name: [0, 0, 0] for t in workload.tensors} for i in range(nlev)}  # reads, writes, fills
     foot = {i: {t.name: 0 for t in workload.tensors} for i in range(nlev)}
+    blocked = blocked_levels(arch, groups)
+    lru = set(arch.params.get("lru_caches", ()))
+    kept = {c: cache_tile_level(workload, arch, groups, c) for c in range(1, nlev) if arch.levels[c].name in lru}
+    kept.update(blocked)
     for t in workload.tensors:
         chain = holders(workload, arch, mapping, t)
         whole = tile_counts(t, [], [], groups.loops)
         foot[0][t.name] = whole.max_words
         resident = {0: whole.changes}  # words of all residencies per level (F_inst)
         for p, c in zip(chain, chain[1:]):
-            steps = groups.temporal_above(c)
+            k = kept.get(c, c)  # a register level's outputs move with the kernel tile (blocked_levels)
+            steps = groups.temporal_above(k)
             slide = delta and not t.is_output
             wrap = not timeloop_counts  # Timeloop reloads the whole tile when an inner window loop wraps
-            inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(c), delta=slide,
-                               delta_across_resets=wrap)
+            inst = tile_counts(t, steps, groups.spatial_between(0, c), groups.at_or_below(k), delta=slide,
+                               delta_across_resets=wrap, reuse=c not in blocked)
             mc, separate = groups.fan(p, c)
             if timeloop_counts and not t.is_output:  # multicast identical tiles only
                 separate = separate + [lp for lp in mc if lp.dim in t.dims]
                 mc = [lp for lp in mc if lp.dim not in t.dims]
-            grp = tile_counts(t, steps, groups.spatial_between(0, p) + separate, groups.at_or_below(c) + mc,
-                              member_loops=mc, delta=slide, delta_across_resets=wrap)
+            grp = tile_counts(t, steps, groups.spatial_between(0, p) + separate, groups.at_or_below(k) + mc,
+                              member_loops=mc, delta=slide, delta_across_resets=wrap, reuse=c not in blocked)
+            if k != c:  # the footprint stays the level's own tile
+                inst = TileCounts(inst.changes, inst.distinct, tile_counts(
+                    t, groups.temporal_above(c), groups.spatial_between(0, c), groups.at_or_below(c)).max_words)
             foot[c][t.name] = inst.max_words
             resident[c] = inst.changes
             if t.is_output:
@@ -246,6 +309,8 @@ def access_counts(workload, arch, mapping, psums: dict | None = None, delta: boo
             acc[inner][t.name][0] += mac - zero_start
         else:
             acc[inner][t.name][0] += mac
+            if mac_reads is not None:
+                mac_reads.setdefault(inner, {})[t.name] = mac
     accesses = {i: {name: Access(*v) for name, v in per.items()} for i, per in acc.items()}
     return accesses, foot
 
@@ -390,11 +455,17 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
     psums: dict = {}
     if delta_fetch is None:
         delta_fetch = bool(arch.params.get("delta_fetch", False))
+    operand_reads: dict = {}
     accesses, foot = access_counts(workload, arch, mapping, psums, delta=delta_fetch,
-                                   timeloop_counts=bool(arch.params.get("timeloop_counts", False)))
+                                   timeloop_counts=bool(arch.params.get("timeloop_counts", False)),
+                                   mac_reads=operand_reads)
     tensors = {t.name: t for t in workload.tensors}
     runs = compute_runs(workload, arch, mapping)
-    compute_cycles = math.ceil(compute_work(arch, mapping, runs) / arch.macs_per_cycle)
+    spec = spec_of(arch)
+    if spec is not None:  # a CPU micro-kernel: the cycles its FMAs and loads take to issue on one core
+        compute_cycles = math.ceil(issue_cycles(workload, mapping, kernel_level(arch), spec))
+    else:
+        compute_cycles = math.ceil(compute_work(arch, mapping, runs) / arch.macs_per_cycle)
     extra_read, extra_write = calibration_bytes(workload, arch, mapping, psums)
     row_extra, rows_moved = transfer_rows(workload, arch, mapping, accesses, psums)
 
@@ -406,7 +477,9 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
         write_bytes = sum(a.writes * moved(n) for n, a in accesses[i].items()) + extra_write[i]
         level_bytes[i] = read_bytes + write_bytes
         per_instance = arch.instances(i)
-        cycles = lv.transfer_cycles(read_bytes / per_instance, write_bytes / per_instance)
+        # a micro-kernel's operand loads are counted in its issue cycles (the load ports), not here
+        issued = sum(w * moved(n) for n, w in operand_reads.get(i, {}).items()) if spec is not None else 0.0
+        cycles = lv.transfer_cycles((read_bytes - issued) / per_instance, write_bytes / per_instance)
         cycles += row_extra[i] / per_instance
         transfer[lv.name] = cycles
         overlapped[lv.name] = bool(lv.double_buffered)

@@ -115,6 +115,7 @@ def cycles_expr(b: "Terms", tag: str):
     m.add_component(f"{tag}lat", lat)
     peak = pe.Var(bounds=(0, None))
     m.add_component(f"{tag}peak", peak)
+    micro_kernel = bool(arch.params.get("micro_kernel"))
     comp_y = _exp_tangents(m, f"{tag}compute", compute_log - ideal_log, 0, log2(arch.total_macs_per_cycle) + 1)
     form.terms[f"{tag}compute"] = comp_y
     compute_terms = comp_y
@@ -257,6 +258,8 @@ def cycles_expr(b: "Terms", tag: str):
         for t in wl.tensors:
             if problem.holders[t.name][-1] != lvl:
                 continue
+            if micro_kernel and not t.is_output:
+                continue  # a CPU micro-kernel's operand loads count in its issue cycles (costmodel.evaluate)
             # MAC side: every temporal iteration reads the operand words the units below need
             # (and updates the output words)
             bpw = lv.bytes_per_word(t)

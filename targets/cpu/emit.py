@@ -128,6 +128,7 @@ class _Emitter:
         p("#else")
         p("#define KEEP(v) ((void)0)")
         p("#endif")
+        self.tail_io(vbytes)
         for dt in sorted({self.plan.dtypes[t.name] for t in self.w.inputs}):
             it = C_TYPES[dt]
             if C_TYPES[dt] == ct:
@@ -141,6 +142,30 @@ class _Emitter:
             p(f"static inline vc_t ldp_{dt}(const {it} *p, long s, int n) {{ vc_t x = {{0}}; "
               f"for (int q = 0; q < n; q++) x[q] = ({ct})p[q * s]; return x; }}")
         p()
+
+    def tail_io(self, vbytes: int) -> None:
+        """ldt/stt: load / store the first ``n`` lanes of an output vector (a row narrower than the
+        vector).  With AVX-512 a masked load and store; elsewhere memcpy through the vector's bytes,
+        which gcc stages through the stack (two narrow stores, then one wide load: a failed
+        store-to-load forward at every output block, about 5x the time of a 1x1 convolution's
+        14-wide kernels with short reduction panels on AVX-512)."""
+        p, ct = self.p, self.ctype
+        masked = {("float", 64): ("ps", "__m512", "__mmask16"), ("double", 64): ("pd", "__m512d", "__mmask8"),
+                  ("int32_t", 64): ("epi32", "__m512i", "__mmask16")}.get((ct, vbytes))
+        if masked is not None:
+            sfx, reg, mask = masked
+            p("#if defined(__AVX512F__)")
+            p("#include <immintrin.h>")
+            p(f"static inline vc_t ldt(const {ct} *p, int n) {{ "
+              f"return (vc_t)_mm512_maskz_loadu_{sfx}(({mask})((1u << n) - 1), p); }}")
+            p(f"static inline void stt({ct} *p, vc_t v, int n) {{ "
+              f"_mm512_mask_storeu_{sfx}(p, ({mask})((1u << n) - 1), ({reg})v); }}")
+            p("#else")
+        p(f"static inline vc_t ldt(const {ct} *p, int n) {{ vc_t x = {{0}}; memcpy(&x, p, n * sizeof({ct})); "
+          "return x; }")
+        p(f"static inline void stt({ct} *p, vc_t v, int n) {{ memcpy(p, &v, n * sizeof({ct})); }}")
+        if masked is not None:
+            p("#endif")
 
     # --- packing -----------------------------------------------------------------------------
     def pack(self, name: str, level: int) -> None:
@@ -295,7 +320,7 @@ class _Emitter:
             for v in range(nv):
                 at = self.offset(out, local(ii, v))
                 if vector and tail and v == nv - 1:
-                    p(f"vc_t c{ii}_{v} = {{0}}; memcpy(&c{ii}_{v}, t{ko} + {at}, {tail} * sizeof({self.ctype}));")
+                    p(f"vc_t c{ii}_{v} = ldt(t{ko} + {at}, {tail});")
                 elif vector:
                     p(f"vc_t c{ii}_{v}; memcpy(&c{ii}_{v}, t{ko} + {at}, sizeof c{ii}_{v});")
                 else:
@@ -335,7 +360,7 @@ class _Emitter:
             for v in range(nv):
                 at = self.offset(out, local(ii, v))
                 if vector and tail and v == nv - 1:
-                    p(f"memcpy(t{ko} + {at}, &c{ii}_{v}, {tail} * sizeof({self.ctype}));")
+                    p(f"stt(t{ko} + {at}, c{ii}_{v}, {tail});")
                 elif vector:
                     p(f"memcpy(t{ko} + {at}, &c{ii}_{v}, sizeof c{ii}_{v});")
                 else:

@@ -33,9 +33,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from costmodel.microkernel import block, register_tile
+from costmodel.microkernel import separable as output_separable
 from mappings import Mapping, validate
 from workloads import LoopNest, resolve_dtype
-from workloads.divisors import largest_divisor_at_most
 
 from .. import TargetError
 
@@ -138,17 +139,6 @@ def needs_guard(tensor, dims: dict, shape) -> bool:
     return False
 
 
-def output_separable(dim: str, output, bounds: dict) -> bool:
-    """True when distinct values of ``dim`` (others fixed) address disjoint output elements: some output
-    axis holds ``dim`` with a coefficient larger than the range of the rest of that axis (``K``,
-    ``G*kg + K``; not ``P + R``)."""
-    for expr in output.indices:
-        c = abs(expr.coef(dim))
-        if c and c > sum(abs(c2) * (bounds[d] - 1) for d, c2 in expr.terms if d != dim):
-            return True
-    return False
-
-
 def _dtypes(workload: LoopNest) -> dict:
     src = f"workload {workload.name}"
     dtypes = {t.name: resolve_dtype(t, "cpu") for t in workload.tensors}
@@ -211,64 +201,23 @@ def _packs(mapping, workload, arch, par_level, shapes, inner) -> dict:
     return packs
 
 
-def register_tile(rows: int, cols: int, lanes: int, registers: int) -> tuple[int, int]:
-    """(mr, nv): the register block of an outer-product micro-kernel over a ``rows`` x ``cols`` output tile.
-
-    Each K step loads ``nv`` vectors of ``lanes`` (the B row) and broadcasts ``mr`` scalars (the A
-    column) into ``mr * nv`` accumulators, which stay in registers for the whole K panel; so the block
-    needs ``mr * nv + nv + 1`` of the ``registers`` vector registers (accumulators, the B vectors, one
-    broadcast), and it does ``mr * nv`` FMAs per ``mr + nv`` loads.  The block with the most FMAs per load
-    that fits is chosen (AVX-512, 32 registers, fp32: 6 x 4 vectors = 6 x 64, or 14 x 2 = 14 x 32 when
-    the tile is 32 wide; AVX2, 16 registers: 6 x 2 = 6 x 16 in fp32), preferring a row count that divides
-    ``rows`` (no ragged last block) unless that loses more than a quarter of the FMAs per load.
-    """
-    if lanes == 1:  # scalar accumulators: a block of rows by one column group
-        nv_max = 1
-    else:
-        nv_max = max(1, min(4, -(-cols // lanes)))
-    best = None
-    for nv in range(1, nv_max + 1):
-        if lanes > 1 and nv > 1 and cols % (nv * lanes) and cols >= nv * lanes:
-            continue  # blocks that leave a ragged column remainder
-        limit = max(1, min(rows, (registers - nv - 1) // nv))
-        for mr in {limit, largest_divisor_at_most(rows, limit)}:
-            score = mr * nv / (mr + nv) * (1.0 if rows % mr == 0 else 0.75)
-            key = (score, mr * nv, -nv)
-            if best is None or key > best[0]:
-                best = (key, mr, nv)
-    return best[1], best[2]
-
-
 def _micro_kernel(mapping, workload, inner, vector_bytes, registers, compute_bytes, scalar) -> MicroKernel:
     dims = list(workload.dims)
     out = workload.output
     ext = mapping.tile_extents(inner, dims)
-    bounds = workload.dims
     in_order = []
     for lm in mapping.levels[inner:]:  # the kernel level's loops, then a register level's below it
         in_order += list(lm.loop_order(dims)) + [d for d in dims if lm.spatial_factor(d) > 1]
     order = list(dict.fromkeys(in_order))
-    last = out.indices[-1] if out.indices else None
-    j = last.dims[0] if last is not None and len(last.terms) == 1 and last.terms[0][1] == 1 and \
-        sum(1 for e in out.indices if last.dims[0] in e.dims) == 1 else None
-    lanes = max(1, vector_bytes // compute_bytes)
-    if j is None or scalar or 2 * ext[j] < lanes:  # a run of at least half a vector goes in (partial) vectors
-        lanes = 1
-        if j is None:
-            cands = [d for d in dims if d in out.dims and output_separable(d, out, bounds)]
-            j = max(cands, key=lambda d: ext[d], default=None)
-    if j is None and out.dims:
+    blk = block(workload, ext, max(1, vector_bytes // compute_bytes), registers, scalar)
+    if blk.j is None and out.dims:
         raise TargetError("the output has no dimension that separates its elements",
                           source=f"workload {workload.name}", field=f"tensors.{out.name}.indices")
-    if j is None:  # a scalar output (a full reduction): one accumulator
+    if blk.j is None:  # a scalar output (a full reduction): one accumulator
         return MicroKernel(ext, None, None, 1, 1, 1, (), tuple(d for d in order if ext[d] > 1))
-    icands = [d for d in dims if d != j and d in out.dims and ext[d] > 1 and output_separable(d, out, bounds)]
-    reuse = [d for d in icands if any(d not in t.dims for t in workload.inputs)]
-    i = max(reuse or icands, key=lambda d: ext[d], default=None)
-    mr, nv = register_tile(ext[i] if i is not None else 1, ext[j], lanes, registers)
-    outer = tuple(d for d in dims if d in out.dims and d not in (i, j) and ext[d] > 1)
+    outer = tuple(d for d in dims if d in out.dims and d not in (blk.i, blk.j) and ext[d] > 1)
     reduction = tuple(d for d in order if d not in out.dims and ext[d] > 1)
-    return MicroKernel(ext, j, i, lanes, nv, mr, outer, reduction)
+    return MicroKernel(ext, blk.j, blk.i, blk.lanes, blk.nv, blk.mr, outer, reduction)
 
 
 def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int = 32, registers: int = 16,
@@ -306,12 +255,16 @@ def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int =
 def _with_panel(pack: Pack, tensor, kernel: MicroKernel, bounds: dict) -> Pack:
     """``pack`` stored as micro-kernel panels (``Pack.panel``) where the micro-kernel's blocks tile the box
     exactly: along ``j`` (width ``nv`` x lanes; vectors are loaded from within one panel) for a tensor
-    indexed by ``j`` alone on one axis, else along ``i`` (width ``mr``) likewise; otherwise as it is."""
+    indexed by ``j`` alone on one axis, else along ``i`` (width ``mr``) likewise for a tensor not indexed by
+    ``j`` (one that is, a convolution's input rows, would have its vectors gathered a panel width apart:
+    measured 8-10x slower on a 1x1 convolution); otherwise as it is."""
     from dataclasses import replace
 
     for d, width in ((kernel.j, kernel.nv * kernel.lanes), (kernel.i, kernel.mr)):
         if d is None or width <= 1 or kernel.extents[d] % width:
             continue
+        if d == kernel.i and kernel.j in tensor.dims:
+            break  # the kernel loads this tensor as vectors along j: rows panelled along i would gather them
         axes = [a for a, e in enumerate(tensor.indices) if d in e.dims]
         # the axis moves with d alone (other dims on it have bound 1, as a 1x1 convolution's R): then the
         # blocks start on panel boundaries, so no vector straddles two panels
@@ -352,8 +305,13 @@ def register_level(arch, registers: int, vector_bytes: int, row_words: int | Non
     regs = Level(REGISTER_LEVEL, max(1, registers - 3) * vector_bytes, frozenset({"output"}),
                  fanout=lanes * nv, spatial_axes=())
     levels[-1] = replace(last, holds=frozenset(last.holds) - {"output"}, fanout=1, spatial_axes=())
-    # the fan-out now counts nv vectors of lanes, issued one vector per FMA: the same peak
-    return replace(arch, levels=tuple(levels) + (regs,), macs_per_cycle=arch.macs_per_cycle / nv)
+    # the fan-out now counts nv vectors of lanes, issued one vector per FMA: the same peak; the cost
+    # model counts the micro-kernel's issue cycles from the core's facts (costmodel.microkernel)
+    core = {"lanes": lanes, "registers": registers, "fma_per_cycle": float(arch.params.get("fma_per_cycle", 1)),
+            "fma_chains": int(arch.params.get("fma_chains", 4)),
+            "loads_per_cycle": float(arch.params.get("loads_per_cycle", 1))}
+    return replace(arch, levels=tuple(levels) + (regs,), macs_per_cycle=arch.macs_per_cycle / nv,
+                   params={**arch.params, "micro_kernel": core})
 
 
 def _streamed_operands(workload: LoopNest, arch):

@@ -8,7 +8,7 @@ import workloads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.cpu_rank import rank_study, register_arch, study_cases  # noqa: E402
+from bench.cpu_rank import on_cores, rank_study, register_arch, study_cases  # noqa: E402
 
 
 def test_rank_study_of_a_tiny_gemm():
@@ -25,3 +25,11 @@ def test_rank_study_of_a_tiny_gemm():
 def test_the_study_has_a_gemm_a_3x3_and_a_1x1_convolution():
     kinds = [(w.op.get("kind"), w.dims.get("R")) for w in study_cases()]
     assert kinds == [("matmul", None), ("conv2d", 3), ("conv2d", 1)]
+
+
+def test_the_study_models_as_many_cores_as_it_runs_threads():
+    base = costmodel.preset("cpu")  # 8 cores: the L3 fans out to them
+    one = on_cores(base, 1)
+    assert one.levels[1].fanout == 1 and one.params["cores"] == 1
+    assert [lv.fanout for lv in one.levels[2:]] == [lv.fanout for lv in base.levels[2:]]
+    assert on_cores(base, 8) is base and on_cores(base, 16) is base

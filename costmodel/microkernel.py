@@ -1,0 +1,170 @@
+"""The register micro-kernel of a CPU mapping and the cycles its instructions take to issue.
+
+A CPU code generator (``targets.cpu.plan``) runs the innermost tile of a mapping (the *kernel tile*: the
+tile of the level above an outputs-only register level, with that level's loops inside) as an outer
+product: an ``mr`` x (``nv`` x lanes) block of outputs, rows along a dim ``i``, vector lanes along the
+output's contiguous dim ``j``, stays in vector registers while the tile's reduction loops run.  Each
+reduction step of a block issues ``mr * nv`` vector FMAs, one per accumulator, and the loads of their
+operands: per input, ``nv`` vectors (an operand indexed by ``j``; ``mr * nv`` when it is indexed by
+``i`` too, as a convolution's input row is) or one broadcast scalar (``mr`` when indexed by ``i``).
+
+Issue cycles of one step (``step_cycles``), the slowest of three limits of the core (all machine facts
+``cosa arch calibrate cpu`` measures, ``MicroKernelSpec``):
+
+* the FMA pipes: ``mr * nv / fma_per_cycle``;
+* the FMA latency: each accumulator's FMAs form a dependent chain, so a step takes at least one FMA
+  latency, ``fma_chains / fma_per_cycle`` cycles, where ``fma_chains`` is the number of independent
+  chains that reach the peak (latency x pipes);
+* the load ports: ``loads / loads_per_cycle`` (a broadcast takes a load slot like a vector).
+
+A block's row that is narrower than the lanes still issues whole vectors (``ceil(ext_j / lanes)`` per
+row), and a kernel tile less than half a vector wide runs scalar code (one lane).  So the issue cycles
+of the nest on one core = (vector FMAs per core) x step cycles / (FMAs per step), with the MACs shared
+evenly by the cores that the fan-outs above the kernel tile use.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from workloads.divisors import largest_divisor_at_most
+
+
+@dataclass(frozen=True)
+class MicroKernelSpec:
+    """The core's facts the issue model needs (``Arch.params["micro_kernel"]`` as a dict).
+
+    lanes: words per vector of the compute type; registers: vector registers; fma_per_cycle: vector
+    FMAs issued per cycle; fma_chains: independent FMA chains that reach that rate (latency x pipes);
+    loads_per_cycle: vector or broadcast loads per cycle from the L1 cache."""
+
+    lanes: int
+    registers: int
+    fma_per_cycle: float = 1.0
+    fma_chains: int = 4
+    loads_per_cycle: float = 1.0
+
+
+@dataclass(frozen=True)
+class Block:
+    """The micro-kernel's register block: ``j`` (lanes), ``i`` (rows; None: one row), lanes used per
+    vector (1: scalar code), ``mr`` rows by ``nv`` vectors."""
+
+    j: str | None
+    i: str | None
+    lanes: int
+    mr: int
+    nv: int
+
+
+def register_tile(rows: int, cols: int, lanes: int, registers: int) -> tuple[int, int]:
+    """(mr, nv): the register block of an outer-product micro-kernel over a ``rows`` x ``cols`` output tile.
+
+    Each K step loads ``nv`` vectors of ``lanes`` (the B row) and broadcasts ``mr`` scalars (the A
+    column) into ``mr * nv`` accumulators, which stay in registers for the whole K panel; so the block
+    needs ``mr * nv + nv + 1`` of the ``registers`` vector registers (accumulators, the B vectors, one
+    broadcast), and it does ``mr * nv`` FMAs per ``mr + nv`` loads.  The block with the most FMAs per load
+    that fits is chosen (AVX-512, 32 registers, fp32: 6 x 4 vectors = 6 x 64, or 14 x 2 = 14 x 32 when
+    the tile is 32 wide; AVX2, 16 registers: 6 x 2 = 6 x 16 in fp32), preferring a row count that divides
+    ``rows`` (no ragged last block) unless that loses more than a quarter of the FMAs per load.
+    """
+    if lanes == 1:  # scalar accumulators: a block of rows by one column group
+        nv_max = 1
+    else:
+        nv_max = max(1, min(4, -(-cols // lanes)))
+    best = None
+    for nv in range(1, nv_max + 1):
+        if lanes > 1 and nv > 1 and cols % (nv * lanes) and cols >= nv * lanes:
+            continue  # blocks that leave a ragged column remainder
+        limit = max(1, min(rows, (registers - nv - 1) // nv))
+        for mr in {limit, largest_divisor_at_most(rows, limit)}:
+            score = mr * nv / (mr + nv) * (1.0 if rows % mr == 0 else 0.75)
+            key = (score, mr * nv, -nv)
+            if best is None or key > best[0]:
+                best = (key, mr, nv)
+    return best[1], best[2]
+
+
+def separable(dim: str, output, bounds: dict) -> bool:
+    """True when distinct values of ``dim`` (others fixed) address disjoint output elements: some output
+    axis holds ``dim`` with a coefficient larger than the range of the rest of that axis (``K``,
+    ``G*kg + K``; not ``P + R``)."""
+    for expr in output.indices:
+        c = abs(expr.coef(dim))
+        if c and c > sum(abs(c2) * (bounds[d] - 1) for d, c2 in expr.terms if d != dim):
+            return True
+    return False
+
+
+def contiguous_dim(workload) -> str | None:
+    """The dim the output's last axis moves by one word (its vector lanes), or None."""
+    out = workload.output
+    last = out.indices[-1] if out.indices else None
+    if last is not None and len(last.terms) == 1 and last.terms[0][1] == 1 and \
+            sum(1 for e in out.indices if last.dims[0] in e.dims) == 1:
+        return last.dims[0]
+    return None
+
+
+def block(workload, extents: dict, lanes: int, registers: int, scalar: bool = False) -> Block:
+    """The register block of a kernel tile of ``extents`` (words per dim) on ``lanes``-wide vectors:
+    ``j`` the output's contiguous dim (a run of at least half a vector goes in (partial) vectors, else
+    scalar code, as with ``scalar``); ``i`` the largest other output-separable dim of the tile, one
+    that some input does not depend on (its reuse) first; (mr, nv) from ``register_tile``."""
+    dims = list(workload.dims)
+    out, bounds = workload.output, workload.dims
+    j = contiguous_dim(workload)
+    if j is None or scalar or 2 * extents[j] < lanes:
+        lanes = 1
+        if j is None:
+            cands = [d for d in dims if d in out.dims and separable(d, out, bounds)]
+            j = max(cands, key=lambda d: extents[d], default=None)
+    if j is None:
+        return Block(None, None, 1, 1, 1)
+    icands = [d for d in dims if d != j and d in out.dims and extents[d] > 1 and separable(d, out, bounds)]
+    reuse = [d for d in icands if any(d not in t.dims for t in workload.inputs)]
+    i = max(reuse or icands, key=lambda d: extents[d], default=None)
+    mr, nv = register_tile(extents[i] if i is not None else 1, extents[j], lanes, registers)
+    return Block(j, i, lanes, mr, nv)
+
+
+def step_cycles(workload, blk: Block, spec: MicroKernelSpec) -> float:
+    """Issue cycles of one reduction step of a block (see the module docstring)."""
+    fmas = blk.mr * blk.nv
+    loads = 0
+    for t in workload.inputs:
+        rows = blk.mr if blk.i is not None and blk.i in t.dims else 1
+        loads += rows * (blk.nv if blk.j in t.dims else 1)
+    return max(fmas / spec.fma_per_cycle, spec.fma_chains / spec.fma_per_cycle, loads / spec.loads_per_cycle)
+
+
+def issue_cycles(workload, mapping, kernel: int, spec: MicroKernelSpec) -> float:
+    """Cycles one core takes to issue the micro-kernel's FMAs and operand loads over the whole nest.
+
+    ``kernel``: the level whose tile is the micro-kernel.  The MACs are shared by the instances of the
+    fan-outs above it (the cores)."""
+    extents = mapping.tile_extents(kernel, workload.dims)
+    blk = block(workload, extents, spec.lanes, spec.registers)
+    cores = math.prod(mapping.levels[k].spatial_factor(d) for k in range(kernel) for d in workload.dims)
+    per_core = workload.macs / cores
+    if blk.j is not None and blk.lanes > 1:
+        width = extents[blk.j]
+        vector_fmas = per_core / width * math.ceil(width / blk.lanes)
+    else:
+        vector_fmas = per_core
+    return vector_fmas * step_cycles(workload, blk, spec) / (blk.mr * blk.nv)
+
+
+def kernel_level(arch) -> int:
+    """The level whose tile is the micro-kernel: the innermost, or the one above it when the innermost
+    holds outputs only (a register level: the micro-kernel runs its loops too)."""
+    inner = len(arch.levels) - 1
+    return inner - 1 if inner > 0 and frozenset(arch.levels[inner].holds) == {"output"} else inner
+
+
+def spec_of(arch) -> MicroKernelSpec | None:
+    """The arch's ``params["micro_kernel"]`` as a MicroKernelSpec; None where it has none (not a CPU
+    arch with its register file as a level)."""
+    got = arch.params.get("micro_kernel")
+    return MicroKernelSpec(**got) if got else None

@@ -1,0 +1,108 @@
+"""costmodel.microkernel: the register block of a CPU mapping and its issue cycles; costmodel.evaluate on an
+arch with the register file as a level (outputs move with the kernel tile, operand loads issue)."""
+
+import math
+
+import pytest
+
+import costmodel
+import workloads
+from costmodel.microkernel import Block, MicroKernelSpec, block, issue_cycles, spec_of, step_cycles
+from mappings import LevelMapping, Mapping
+
+SPEC = MicroKernelSpec(lanes=16, registers=32, fma_per_cycle=1.0, fma_chains=4, loads_per_cycle=1.0)
+
+
+def _gemm(n=64):
+    return workloads.matmul("g", M=n, N=n, K=n, bits=32)
+
+
+def _reg_arch(w, **params):
+    from dataclasses import replace
+
+    from targets.cpu.plan import arch_for
+
+    base = costmodel.preset("cpu")
+    base = replace(base, params={**base.params, **params})
+    return arch_for(w, base, registers=(32, 64))
+
+
+def test_a_large_gemm_block_issues_one_fma_per_cycle():
+    w = _gemm()
+    blk = block(w, {"M": 8, "N": 64, "K": 64}, 16, 32)
+    assert (blk.j, blk.i, blk.lanes, blk.mr, blk.nv) == ("N", "M", 16, 4, 4)
+    assert step_cycles(w, blk, SPEC) == 16  # 16 FMAs, 4 broadcasts + 4 B vectors: the FMA pipe bounds
+
+
+def test_a_small_block_waits_on_its_fma_chains():
+    w = _gemm()
+    assert step_cycles(w, Block("N", "M", 16, 1, 1), SPEC) == 4  # 1 FMA per step, latency 4
+    assert step_cycles(w, Block("N", "M", 16, 2, 1), SPEC) == 4
+    assert step_cycles(w, Block("N", "M", 16, 2, 2), SPEC) == 4  # 4 chains: the peak
+
+
+def test_an_input_indexed_by_both_block_dims_is_load_bound():
+    conv = workloads.conv2d("c", C=8, K=8, H=14, W=14, R=1, S=1, bits=32)  # Outputs[N, K, Q, P]
+    blk = Block("P", "Q", 16, 7, 1)  # rows along Q: every row loads its own input vector
+    assert step_cycles(conv, blk, SPEC) == 8  # 7 FMAs, 7 input vectors + 1 weight broadcast
+
+
+def test_partial_vectors_and_scalar_tiles_issue_whole_instructions():
+    conv = workloads.conv2d("c", C=4, K=4, H=14, W=14, R=1, S=1, bits=32)
+    rows = Mapping((LevelMapping(), LevelMapping(), LevelMapping(), LevelMapping(temporal={"K": 4, "C": 4, "Q": 14}),
+                    LevelMapping(temporal={}, spatial={"P": 14})))
+    extents = rows.tile_extents(3, conv.dims)
+    blk = block(conv, extents, 16, 32)
+    assert blk.lanes == 16 and blk.j == "P"
+    # one 16-lane vector per 14-wide row: MACs / 14 vector FMAs
+    got = issue_cycles(conv, rows, 3, SPEC)
+    assert got == pytest.approx(conv.macs / 14 * step_cycles(conv, blk, SPEC) / (blk.mr * blk.nv))
+    # a tile 7 wide (under half a vector) runs scalar: one FMA per MAC
+    assert block(conv, {**extents, "P": 7}, 16, 32).lanes == 1
+
+
+def test_the_register_arch_counts_issue_cycles_and_not_operand_reads_at_l1():
+    w = _gemm(64)
+    arch = _reg_arch(w, fma_chains=4, loads_per_cycle=2)
+    assert arch.params["micro_kernel"]["fma_chains"] == 4
+    m = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"M": 16, "K": 2}, order=("M", "K")),
+                 LevelMapping(temporal={"K": 32}), LevelMapping(temporal={"M": 4}, spatial={"N": 64})))
+    cost = costmodel.evaluate(w, arch, m)
+    assert cost.compute_cycles == math.ceil(issue_cycles(w, m, 3, spec_of(arch)))
+    l1 = arch.levels[3]
+    # L1 holds B only: its transfer cycles are B's fills, not the reads the micro-kernel issues
+    b_fill = cost.accesses["L1"]["B"].writes * 4
+    assert cost.transfer_cycles["L1"] == pytest.approx(b_fill / arch.instances(3) / l1.write_bandwidth)
+
+
+def test_output_blocks_move_with_every_run_of_the_kernel_tile():
+    """The K loop of L2 runs the kernel tile twice over one C tile: the code stores the blocks and loads
+    them back (the model without a micro-kernel keeps them: the tile did not change)."""
+    from dataclasses import replace
+
+    w = _gemm(64)
+    arch = _reg_arch(w)
+    m = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"M": 16, "K": 2}, order=("M", "K")),
+                 LevelMapping(temporal={"K": 32}), LevelMapping(temporal={"M": 4}, spatial={"N": 64})))
+    # 32 runs of the kernel tile, each C tile (4 x 64) visited twice: loaded back on the second visit
+    got = costmodel.evaluate(w, arch, m)
+    assert got.accesses["Registers"]["C"].fills == 64 * 64
+    assert got.partial_sums["L2"]["C"].writes == 64 * 64  # the first visit's write-back is a partial sum
+    plain = replace(arch, params={k: v for k, v in arch.params.items() if k != "micro_kernel"})
+    assert costmodel.evaluate(w, plain, m).accesses["Registers"]["C"].fills == 0
+
+
+def test_a_cache_refills_only_what_it_could_not_keep():
+    """lru_caches: a GEMM whose three matrices fit in the L2 loads each word into it once, however the
+    L2 tile the mapping names comes and goes; without the flag the L2 is a scratchpad that refills."""
+    from dataclasses import replace
+
+    w = _gemm(64)  # 48 KiB in all
+    arch = costmodel.preset("cpu")
+    assert "L2" in arch.params["lru_caches"]
+    m = Mapping((LevelMapping(temporal={"K": 4, "M": 4}, order=("M", "K")), LevelMapping(),
+                 LevelMapping(temporal={"N": 4}), LevelMapping(temporal={"M": 16, "K": 16}, spatial={"N": 16})))
+    kept = costmodel.evaluate(w, arch, m).accesses["L2"]
+    assert {t: a.fills for t, a in kept.items() if t != "C"} == {"A": 64 * 64, "B": 64 * 64}
+    scratch = replace(arch, params={**arch.params, "lru_caches": []})
+    assert costmodel.evaluate(w, scratch, m).accesses["L2"]["B"].fills == 4 * 64 * 64  # B again for every M
