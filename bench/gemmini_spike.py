@@ -8,8 +8,12 @@ run on the user's Spike (``GEMMINI_SPIKE``; ``--extension=gemmini``).  A program
 equals the NumPy-computed expectation embedded in it (it prints PASS and exits 0).  Our functional model
 runs the same isa-style program for comparison (bit-exact against NumPy as well).
 
+``--loops`` runs the loops-style programs instead, into a section of their own (``gemmini_spike_loops``):
+what ``cosa run gemmini --style loops`` runs, the library's loop-instruction streams with the loop-tile
+MIP's tile arguments, and the same layers with the library's own tiles (``bench/gemmini_spike_loops.py``).
+
     GEMMINI_SPIKE=/path/to/spike [GEMMINI_ROCC_TESTS=/path/to/gemmini-rocc-tests] \\
-        python bench/gemmini_spike.py [--quick] [--spike-version TEXT] [--results bench/RESULTS.md]
+        python bench/gemmini_spike.py [--quick] [--loops] [--spike-version TEXT] [--results bench/RESULTS.md]
 """
 
 from __future__ import annotations
@@ -103,15 +107,58 @@ def run(args, console: Console) -> dict:
     return {"rows": rows, "passed": passed, "total": total, "styles": styles}
 
 
+def run_loops(args, console: Console) -> dict:
+    """The loops-style programs (``bench/gemmini_spike_loops.py``) on Spike and on our functional model."""
+    import gemmini_spike_loops as loops
+
+    table = Table(title="Loops-style programs on Spike + libgemmini: the loop-tile MIP's tiles and the library's own")
+    for col in ("layer", "tiles", "tile arguments", "library calls", "CLI runs", "Spike", "program's check",
+                "Spike s", "our model"):
+        table.add_column(col, justify="left" if col in ("layer", "program's check", "library calls") else "right")
+    rows, passed, total = [], 0, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, wl in loops.layers(SMALL, args.quick).items():
+            try:
+                cases = loops.loop_cases(label, wl, time_limit=args.time_limit)
+            except Exception as err:  # a layer the loops style cannot run is reported, not hidden
+                table.add_row(label, "-", "", "", "", "n/a", str(err).splitlines()[0][:60], "", "")
+                rows.append({"layer": label, "error": str(err)})
+                continue
+            for case in cases:
+                row = loops.run_case(case, Path(tmp), spike_timeout=args.spike_timeout)
+                total += 1
+                passed += row["verified"]
+                tiles = ",".join(map(str, case.tiles)) if case.tiles else "own"
+                table.add_row(label, case.choice, tiles, row["calls"], "yes" if case.runs else "", row["spike"],
+                              row["line"][-58:], f"{row['spike_s']:.1f}",
+                              "bit-exact" if row["our_model_verified"] else f"MISMATCH ({row['our_model_mismatches']})")
+                rows.append(row)
+                print(f"{label} [{case.choice}]: {row['spike']} on Spike in {row['spike_s']:.1f} s", file=sys.stderr)
+    timeouts = sum(r.get("spike") == "TIMEOUT" for r in rows)
+    table.caption = (f"{passed} of {total} loops-style programs pass on Spike + libgemmini"
+                     + (f"; {timeouts} did not finish within the {args.spike_timeout:.0f} s Spike time-out"
+                        if timeouts else ""))
+    console.print(table)
+    return {"rows": rows, "passed": passed, "total": total, "style": "loops"}
+
+
 SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed tables (bench/results_section.py)
     {"table": 0, "column": "Spike", "what": "Programs on Spike", "stats": ["equal:PASS"]},
     {"table": 0, "column": "our model", "what": "Our functional model against Spike", "stats": ["equal:bit-exact"]},
 ]
 
+LOOPS_SUMMARY = [  # the --loops section's summary (section gemmini_spike_loops)
+    {"table": 0, "column": "Spike", "what": "Loops-style programs on Spike", "stats": ["equal:PASS"]},
+    {"table": 0, "column": "our model", "what": "Our functional model on the same streams",
+     "stats": ["equal:bit-exact"]},
+    {"table": 0, "column": "Spike s", "what": "Seconds per Spike run", "stats": ["median", "max", "sum"]},
+]
+
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small layers only")
+    ap.add_argument("--quick", action="store_true", help="small layers only (--loops: one layer of each kind)")
+    ap.add_argument("--loops", action="store_true", help="the loops-style programs (cosa run gemmini --style loops)")
     ap.add_argument("--time-limit", type=float, default=20.0, help="MIP seconds per layer")
     ap.add_argument("--spike-timeout", type=float, default=600.0)
     ap.add_argument("--spike-version", default="", help="versions of Spike and libgemmini, for the record")
@@ -124,13 +171,23 @@ def main(argv=None) -> int:
     console = Console(record=True, width=170)
     date, machine = run_stamp()
     console.print(f"gemmini on spike, {date}; {machine}; {args.spike_version or 'Spike/libgemmini versions not given'}")
-    data = run(args, console)
-    command = "GEMMINI_SPIKE=... GEMMINI_ROCC_TESTS=... python bench/gemmini_spike.py" + (" --quick" if args.quick else "")
+    data = (run_loops if args.loops else run)(args, console)
+    flags = (" --loops" if args.loops else "") + (" --quick" if args.quick else "")
+    rocc = "" if args.loops else " GEMMINI_ROCC_TESTS=..."
+    command = f"GEMMINI_SPIKE=...{rocc} python bench/gemmini_spike.py{flags}"
     notes = (f"Spike and libgemmini: {args.spike_version}.  " if args.spike_version else "") + \
         "Each program embeds its inputs and the NumPy-computed output and checks itself; PASS = exit 0 and a PASS line."
-    save_outputs(name="gemmini_spike", title="Gemmini programs on Spike + libgemmini", command=command, date=date,
-                 machine=machine, console=console, data=data, json_path=args.json, results_path=args.results,
-                 notes=notes, summary=SUMMARY)
+    if args.loops:
+        notes += ("  Tiles: mip = cosa's calls with the loop-tile MIP's tile arguments (depthwise layers as packed "
+                  "groups, the downsample path through tiled_conv_auto), run even where the timing model prefers "
+                  "the library's; own = the library's calls and tiles; CLI runs = what `cosa run gemmini --style "
+                  "loops` runs.  Spike s = wall seconds of the Spike run alone; our model = the same stream on "
+                  "our functional model against the same reference.")
+    save_outputs(name="gemmini_spike_loops" if args.loops else "gemmini_spike",
+                 title=("Loops-style programs on Spike + libgemmini (`bench/gemmini_spike.py --loops`)" if args.loops
+                        else "Gemmini programs on Spike + libgemmini"),
+                 command=command, date=date, machine=machine, console=console, data=data, json_path=args.json,
+                 results_path=args.results, notes=notes, summary=LOOPS_SUMMARY if args.loops else SUMMARY)
     return 0 if data["passed"] == data["total"] else 1
 
 

@@ -18,7 +18,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import results_section as rs  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
-SCRIPTS = {"gemmini_chipyard_calibration": ("gemmini_chipyard", "CALIBRATION_SUMMARY")}
+SCRIPTS = {"gemmini_chipyard_calibration": ("gemmini_chipyard", "CALIBRATION_SUMMARY"),
+           "gemmini_spike_loops": ("gemmini_spike", "LOOPS_SUMMARY")}
 
 
 def test_results_file_says_only_what_its_tables_say():

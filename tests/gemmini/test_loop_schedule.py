@@ -110,6 +110,38 @@ def test_tuned_programs_pass_on_spike(name, tmp_path):
     assert result.verified, result.output
 
 
+
+SPIKE_LOOP_LAYERS = {
+    "depthwise_packed": depthwise_conv2d("dw", C=32, H=10, W=10, R=3, S=3, padding=1),
+    "thin_conv": conv2d("thin", C=3, K=16, H=32, W=32, R=3, S=3, padding=1),
+    "thin_conv_stride2": conv2d("thin_s2", C=3, K=16, H=32, W=32, R=3, S=3, stride=2, padding=1),
+}
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("GEMMINI_SPIKE"),
+                    reason="GEMMINI_SPIKE (Spike with libgemmini) is not set")
+@pytest.mark.parametrize("name", sorted(SPIKE_LOOP_LAYERS))
+def test_loops_programs_with_the_mips_tiles_and_the_librarys_pass_on_spike(name, tmp_path):
+    """The loops style's program (cosa's calls with the MIP's tile arguments, even where the timing model
+    prefers the library's) and the library's own, each checking itself on Spike + libgemmini; a depthwise
+    layer runs as packed groups with block-diagonal weights."""
+    from gemmini.build import run_spike
+    from gemmini.chipyard import vendor_elf
+    from gemmini.loop_schedule import cosa_calls
+
+    wl = SPIKE_LOOP_LAYERS[name]
+    mapping = schedule(wl, ARCH, scheduler="cosa", time_limit_s=5, bound=False).mapping
+    ls = tune_tiles(wl, mapping, ARCH, budget=0, chooser=_mip_chooser)
+    chosen = next(t for t in ls.tried if t is not None)
+    library = from_workload(wl, scale=ls.vendor.layer["scale"]) if ls.tiles is not None else ls.vendor
+    mip = ls.vendor if ls.tiles is not None else cosa_calls(wl, library, scale=library.layer["scale"]) or library
+    if name == "depthwise_packed":
+        assert {c.fn for c in mip.calls} == {"tiled_conv_stride_auto"} and mip.layer["weights_layout"] == "block_diagonal"
+    for label, vendor, tiles in (("mip", mip, chosen), ("library", library, None)):
+        result = run_spike(vendor_elf(vendor, tmp_path / f"{name}_{label}.elf", tiles=tiles))
+        assert result.verified, f"{label}: {result.output}"
+        assert run_vendor(vendor, tiles=tiles).verified
+
 def test_the_streams_follow_the_hardwares_loop_conv_layout():
     import dataclasses
 
