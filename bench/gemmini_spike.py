@@ -130,7 +130,7 @@ def run_loops(args, console: Console) -> dict:
                 passed += row["verified"]
                 tiles = ",".join(map(str, case.tiles)) if case.tiles else "own"
                 table.add_row(label, case.choice, tiles, row["calls"], "yes" if case.runs else "", row["spike"],
-                              row["line"][-58:], f"{row['spike_s']:.1f}",
+                              row["line"].split(": ", 1)[-1][:60], f"{row['spike_s']:.2f}",
                               "bit-exact" if row["our_model_verified"] else f"MISMATCH ({row['our_model_mismatches']})")
                 rows.append(row)
                 print(f"{label} [{case.choice}]: {row['spike']} on Spike in {row['spike_s']:.1f} s", file=sys.stderr)
@@ -168,7 +168,7 @@ def main(argv=None) -> int:
     if not os.environ.get("GEMMINI_SPIKE"):
         print("gemmini_spike: set GEMMINI_SPIKE to a Spike built with the libgemmini extension", file=sys.stderr)
         return 2
-    console = Console(record=True, width=170)
+    console = Console(record=True, width=190 if args.loops else 170)
     date, machine = run_stamp()
     console.print(f"gemmini on spike, {date}; {machine}; {args.spike_version or 'Spike/libgemmini versions not given'}")
     data = (run_loops if args.loops else run)(args, console)
