@@ -34,12 +34,14 @@ from gemmini.vendor.calls import from_workload
 from gemmini.vendor.run import run_vendor
 
 #: Layers the loops section adds to ``gemmini_spike.SMALL``: thin-channel convolutions (an RGB input), a
-#: stride-2 1x1 convolution that resnet50.c runs through ``tiled_conv_downsample`` (named so), and full-size
-#: layers of the zoo.
-THIN = {
+#: stride-2 depthwise layer whose channels pack by 15 (not a power of two), a stride-2 1x1 convolution that
+#: resnet50.c runs through ``tiled_conv_downsample`` (named so); ``REAL``: full-size layers of the zoo.
+EXTRA = {
     "thin conv 3->16 32x32 3x3": workloads.conv2d("thin", C=3, K=16, H=32, W=32, R=3, S=3, padding=1),
     "thin conv 3->16 32x32 3x3 stride 2": workloads.conv2d("thin_s2", C=3, K=16, H=32, W=32, R=3, S=3, stride=2,
                                                            padding=1),
+    "depthwise 3x3 60 ch stride 2": workloads.depthwise_conv2d("dw60s2", C=60, H=14, W=14, R=3, S=3, stride=2,
+                                                               padding=1),
     "downsample 1x1 stride 2 32->64 12x12": workloads.conv2d("res4a_branch1", C=32, K=64, H=12, W=12, R=1, S=1,
                                                              stride=2),
 }
@@ -64,9 +66,9 @@ class LoopCase:
 
 
 def layers(small: dict, quick: bool) -> dict:
-    """label -> workload: ``small`` (gemmini_spike.SMALL) and ``THIN``, plus the ``REAL`` zoo layers unless
+    """label -> workload: ``small`` (gemmini_spike.SMALL) and ``EXTRA``, plus the ``REAL`` zoo layers unless
     ``quick`` (which keeps ``QUICK`` only)."""
-    out = dict(small) | THIN
+    out = dict(small) | EXTRA
     if quick:
         return {k: out[k] for k in QUICK}
     return out | {name: workloads.load_one(name) for name in REAL}
