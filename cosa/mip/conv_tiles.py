@@ -203,17 +203,21 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
     md.obj = pe.Objective(expr=md.T + fill, sense=pe.minimize)
     md.cuts = pe.ConstraintList()
 
-    found, solves = [], 0
+    found, solves, timed_out = [], 0, False
     while len(found) < alternatives and solves < MAX_CUTS:
         result = solve(md, time_limit_s=time_limit_s, mip_gap=1e-4, source=source)
         solves += 1
         if not result.has_solution:
+            timed_out = result.status == "time_limit"
             break
         picks = {d: max(range(len(keys)), key=lambda i, var=var: pe.value(var[i])) for d, (keys, var) in x.items()}
         md.cuts.add(sum(x[d][1][i] for d, i in picks.items()) <= len(picks) - 1)   # never this choice again
         tiles = _tiles({d: x[d][0][i] for d, i in picks.items()})
         if conv_fits(layer, tiles, m) is None:
             found.append((conv_cycles(layer, tiles, m), tiles))
+    if not found and timed_out:   # the solver stopped before its first tile: not a proof that none fits
+        raise SchedulingError(f"the MIP found no tile of {layer} within its time limit ({time_limit_s:g} s; a busy "
+                              "machine solves slower): give it more time", source=source, field="time_limit")
     if not found:
         raise SchedulingError(f"no tile of {layer} fits the library's halves of the scratchpad "
                               f"({m.sp_rows // 2} rows) and accumulator ({m.acc_rows // 2} rows)", source=source,

@@ -152,6 +152,9 @@ def choose_matmul_tiles(shape: tuple, machine: LoopMachine | None = None, *, tim
     md.t_bank_reuse = pe.Constraint(expr=md.T >= z["A"] + ex_first_j)
     md.obj = pe.Objective(expr=md.T + fill, sense=pe.minimize)
     result = solve(md, time_limit_s=time_limit_s, mip_gap=1e-4, source=source)
+    if not result.has_solution and result.status == "time_limit":
+        raise SchedulingError(f"the MIP found no tile of ({M}, {N}, {K}) within its time limit ({time_limit_s:g} s; a "
+                              "busy machine solves slower): give it more time", source=source, field="time_limit")
     if not result.has_solution:
         raise SchedulingError(f"no tile of ({M}, {N}, {K}) fits the library's halves of the scratchpad "
                               f"({half_sp} rows) and accumulator ({half_acc} rows)", source=source, field="tiles")

@@ -47,3 +47,19 @@ def test_a_fused_pool_is_in_the_mip(layer):
     assert conv_fits(layer, choice.tiles, LoopMachine()) is None
     assert choice.tiles[1] <= layer.PP and choice.tiles[2] <= layer.PQ
     assert choice.cost.cycles <= best.cycles * 1.002, (choice.tiles, tiles)
+
+
+def test_a_solver_stopped_by_its_time_limit_is_not_reported_as_no_tile_fitting(monkeypatch):
+    """On a loaded machine the solver can reach its time limit before its first tile (resnet50/conv1 with a
+    10 s limit did); the error names the time limit instead of claiming that no tile fits."""
+    import cosa.mip.conv_tiles as conv_tiles
+    from cosa.mip.solve import SolveResult
+    from cosa.schedule import SchedulingError
+
+    def timed_out(model, **kw):
+        return SolveResult("highs", "time_limit", False, None, None, None, kw["time_limit_s"])
+
+    monkeypatch.setattr(conv_tiles, "solve", timed_out)
+    with pytest.raises(SchedulingError, match=r"within its time limit \(0.5 s") as err:
+        choose_conv_tiles(ConvLayer(1, 28, 28, 3, 32, 7, 2, 3), time_limit_s=0.5)
+    assert "fits" not in str(err.value)

@@ -43,3 +43,17 @@ def test_bad_shape_is_refused():
 
     with pytest.raises(SchedulingError, match="positive"):
         choose_matmul_tiles((0, 16, 16))
+
+
+def test_a_solver_stopped_by_its_time_limit_is_not_reported_as_no_tile_fitting(monkeypatch):
+    import cosa.mip.loop_tiles as loop_tiles
+    from cosa.mip.solve import SolveResult
+    from cosa.schedule import SchedulingError
+
+    def timed_out(model, **kw):
+        return SolveResult("highs", "time_limit", False, None, None, None, kw["time_limit_s"])
+
+    monkeypatch.setattr(loop_tiles, "solve", timed_out)
+    with pytest.raises(SchedulingError, match=r"within its time limit \(0.5 s") as err:
+        choose_matmul_tiles((100, 200, 300), time_limit_s=0.5)
+    assert "fits" not in str(err.value)
