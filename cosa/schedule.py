@@ -86,6 +86,8 @@ class Schedule:
         returned = (self.extra or {}).get("returned")
         if returned not in (None, "mip"):
             text += f"; returned its start, the {returned} mapping, which the cost model ranks first"
+        elif how == "factor moves":
+            text += "; returned the mapping the cost model's prime-factor moves reached from that optimum (faster there)"
         elif how not in (None, "main"):
             text += (f"; returned the {how} mapping within {tolerance:.0%} of that optimum (ties: fewer DRAM bytes, "
                      "then less energy, in the cost model)")

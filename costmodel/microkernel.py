@@ -18,7 +18,9 @@ Issue cycles of one step (``step_cycles``), the slowest of three limits of the c
 * the load ports: ``loads / loads_per_cycle`` (a broadcast takes a load slot like a vector).
 
 A block's row that is narrower than the lanes still issues whole vectors (``ceil(ext_j / lanes)`` per
-row), and a kernel tile less than half a vector wide runs scalar code (one lane).  So the issue cycles
+row), and a kernel tile less than a quarter of a vector wide runs scalar code (one lane): a 7-wide row in
+16 lanes issues 7 MACs per vector FMA, 7 times what scalar code does (AVX-512 loads and stores its partial
+vectors masked).  So the issue cycles
 of the nest on one core = (vector FMAs per core) x step cycles / (FMAs per step), with the MACs shared
 evenly by the cores that the fan-outs above the kernel tile use.
 """
@@ -29,6 +31,9 @@ import math
 from dataclasses import dataclass
 
 from workloads.divisors import largest_divisor_at_most
+
+
+VECTOR_SHARE = 4  # a tile under 1 / VECTOR_SHARE of a vector wide along j runs scalar code
 
 
 @dataclass(frozen=True)
@@ -109,13 +114,13 @@ def contiguous_dim(workload) -> str | None:
 
 def block(workload, extents: dict, lanes: int, registers: int, scalar: bool = False) -> Block:
     """The register block of a kernel tile of ``extents`` (words per dim) on ``lanes``-wide vectors:
-    ``j`` the output's contiguous dim (a run of at least half a vector goes in (partial) vectors, else
+    ``j`` the output's contiguous dim (a run of at least a quarter of a vector goes in (partial) vectors, else
     scalar code, as with ``scalar``); ``i`` the largest other output-separable dim of the tile, one
     that some input does not depend on (its reuse) first; (mr, nv) from ``register_tile``."""
     dims = list(workload.dims)
     out, bounds = workload.output, workload.dims
     j = contiguous_dim(workload)
-    if j is None or scalar or 2 * extents[j] < lanes:
+    if j is None or scalar or VECTOR_SHARE * extents[j] < lanes:
         lanes = 1
         if j is None:
             cands = [d for d in dims if d in out.dims and separable(d, out, bounds)]

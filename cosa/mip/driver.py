@@ -13,6 +13,7 @@ from ..baselines.objective import TIE_TOLERANCE, TieSet, objective_value, within
 from ..schedule import Schedule, SchedulingError, SolverStats
 from .decode import add_capacity_cut, decode
 from .formulation import OBJECTIVES, CosaWeights, build
+from .factors import polish_factors
 from .polish import polish_orders
 from .predict import baseline_mappings, load_start
 from .problem import build_problem
@@ -249,6 +250,15 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
                 evaluated += n
                 polished = True
         costed = [(mapping, cost, "main", 0)]
+        if polish and objective == "latency" and cost is not None and arch.params.get("micro_kernel"):
+            # a CPU micro-kernel's issue cycles and its LRU caches are only bounded in the MIP: re-price the
+            # mappings one prime-factor move away with the cost model, descending while one is faster
+            other, other_cost, n = polish_factors(workload, arch, mapping, evaluate, objective, cost=cost)
+            if other is not mapping:
+                other, other_cost, n2 = polish_orders(workload, arch, other, evaluate, objective, cost=other_cost,
+                                                      tolerance=tie_tolerance)
+                n += n2
+            costed.append((other, other_cost, "factor moves", n))
         if (objective == "latency" and returned == "mip" and result.status == "optimal" and cost is not None
                 and form.cycles is not None and time.perf_counter() < deadline):
             # ties: the model prices some schedules alike that the cost model does not (its transfer terms
@@ -329,7 +339,7 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
                         gap=result.gap, objective=result.objective, build_s=build_s, solve_s=solve_s, cuts=cuts,
                         seed=seed, evaluated=evaluated, model="the MIP's linearised model")
     extra = {"objective": objective, "order_levels": list(problem.order_levels), "polished": polished,
-             "tie_broken": tie_break not in ("main", "start"), "tie_break": tie_break,
+             "tie_broken": tie_break not in ("main", "start", "factor moves"), "tie_break": tie_break,
              "tie_tolerance": tie_tolerance,
              "tie_solves": [{"what": w, "status": st, "seconds": sec} for w, st, sec in tie_solves],
              "rounds": rounds, "last_round_objective": objective_of_round,

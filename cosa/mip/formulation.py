@@ -77,6 +77,7 @@ from dataclasses import dataclass, field
 
 import pyomo.environ as pe
 
+from costmodel.microkernel import kernel_level
 from workloads.divisors import multiplicity
 from workloads.footprint import group_dims
 
@@ -326,7 +327,14 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
     form.order, form.reuse = order, reuse
 
     log_words = {}
+    blocked = micro_kernel_blocked(arch)
     for (t, p, c) in pairs:
+        if t.is_output and c == blocked:
+            # a CPU micro-kernel's output block: loaded, held across the kernel tile's loops, stored, at every
+            # run of the kernel tile (costmodel.evaluate.blocked_levels): the tile of the level above, once
+            # per temporal iteration outside it, with no reuse across any loop
+            log_words[t.name, c] = sum(log_t(k, d) for k in range(c - 1) for d in dims) + tile(t.name, c - 1)
+            continue
         log_words[t.name, c] = reload_log(m, problem, t, c, log_t, order, reuse, order_levels, nontrivial) + tile(
             t.name, c)
 
@@ -382,3 +390,13 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
     d0_units = max(d0 / 2.0 ** ideal_log, 1e-9)
     m.obj = pe.Objective(expr=energy / e0_units + cyc / d0_units, sense=pe.minimize)
     return form
+
+
+def micro_kernel_blocked(arch) -> int | None:
+    """The register level whose outputs move once per run of the kernel tile (``costmodel.evaluate.
+    blocked_levels``: a CPU arch with ``params["micro_kernel"]``, an outputs-only innermost level and no
+    fan-out at the level above it), or None."""
+    c = len(arch.levels) - 1
+    if not arch.params.get("micro_kernel") or c < 1 or kernel_level(arch) != c - 1:
+        return None
+    return c if arch.levels[c - 1].fanout == 1 else None

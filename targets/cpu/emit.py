@@ -275,6 +275,8 @@ class _Emitter:
         if vector and j in t.dims:
             g = self.gstride(t, j)
             if width and not (g == 1 and t.name in self.plan.packs):
+                if g == 1 and C_TYPES[dt] == self.ctype:
+                    return f"ldt({ptr}, {width})"  # the first lanes of a unit-stride row (masked on AVX-512)
                 return f"ldp_{dt}({ptr}, {g}, {width})"
             # a packed buffer has a vector of slack at its end: a partial vector is loaded whole, and its
             # extra lanes feed accumulator lanes that are never stored

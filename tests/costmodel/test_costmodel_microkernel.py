@@ -57,8 +57,10 @@ def test_partial_vectors_and_scalar_tiles_issue_whole_instructions():
     # one 16-lane vector per 14-wide row: MACs / 14 vector FMAs
     got = issue_cycles(conv, rows, 3, SPEC)
     assert got == pytest.approx(conv.macs / 14 * step_cycles(conv, blk, SPEC) / (blk.mr * blk.nv))
-    # a tile 7 wide (under half a vector) runs scalar: one FMA per MAC
-    assert block(conv, {**extents, "P": 7}, 16, 32).lanes == 1
+    # a tile 7 wide (7 of 16 lanes) still issues vectors; one 3 wide (under a quarter of a vector) runs
+    # scalar: one FMA per MAC
+    assert block(conv, {**extents, "P": 7}, 16, 32).lanes == 16
+    assert block(conv, {**extents, "P": 3}, 16, 32).lanes == 1
 
 
 def test_the_register_arch_counts_issue_cycles_and_not_operand_reads_at_l1():

@@ -215,3 +215,21 @@ def test_register_block_whose_row_equals_its_column_start():
                  LevelMapping(temporal={"M": 15, "N": 2, "K": 50}, spatial={"N": 15})])
     result = run(w, m, ARCH, threads=2, repeat=1)
     assert result.verified and result.max_abs_err < 1e-12, result.max_abs_err
+
+
+def test_a_row_under_half_a_vector_runs_in_partial_vectors_and_verifies():
+    """A 3x3 convolution on 7x7 (ResNet-50's res5 shape): the output rows are 7 wide, under half of an
+    AVX-512 vector; the kernel still issues vectors (the input window's rows load their first lanes only)."""
+    from targets.cpu import isa
+
+    w = workloads.conv2d("conv7", C=8, K=16, H=7, W=7, R=3, S=3, padding=1, bits=32)
+    m = Mapping((LevelMapping(temporal={"K": 2}), LevelMapping(), LevelMapping(),
+                 LevelMapping(temporal={"K": 8, "C": 8, "Q": 7, "R": 3, "S": 3}, spatial={"P": 7})))
+    k = compile_kernel(w, m, ARCH)
+    lanes = isa().vector_bytes // 4
+    if 4 * 7 >= lanes > 1:
+        assert k.plan.kernel.lanes == lanes
+    arrays = random_inputs(w, k.plan.dtypes, k.plan.shapes, 0)
+    out = k(arrays, threads=1)
+    ref = reference(w, arrays, k.plan.shapes, k.plan.compute_dtype)
+    assert np.allclose(out.reshape(ref.shape), ref, rtol=1e-5, atol=1e-4)

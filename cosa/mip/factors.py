@@ -1,0 +1,84 @@
+"""Tile-factor refinement of a decoded mapping under the exact cost model, for terms the MIP only bounds.
+
+On a CPU arch (``params["micro_kernel"]``) the cost model charges what the MIP's linear model does not
+price exactly: the micro-kernel's issue cycles, set by the register block the code generator picks from
+the kernel tile (FMA latency chains, load ports, partial vectors: the MIP counts temporal iterations, a
+lower bound of them), and the hardware-managed caches (``lru_caches``: a tile that returns while the data
+touched since still fits is a hit; the MIP counts a scratchpad's refills, an upper bound).  So the MIP's
+optimum is re-priced with the cost model and improved by local moves: one prime factor of one dim's
+temporal loop moved to another level's temporal loop (the moved loop goes innermost there), every move
+that leaves the mapping valid tried, the best kept, until no move helps or the budget is spent.  Spatial
+factors and bypass never change.  Deterministic, and never worse than the start under the schedulers'
+lexicographic rule (``cosa.baselines.objective``).
+"""
+
+from __future__ import annotations
+
+from mappings import LevelMapping, Mapping
+from mappings.validate import violations
+from workloads.divisors import prime_factor_counts
+
+from ..baselines.objective import objective_value
+
+MAX_EVALUATIONS = 600
+MIN_GAIN = 0.002  # a move must save more than this share of the objective
+
+
+def _moved(mapping: Mapping, dim: str, prime: int, src: int, dst: int) -> Mapping:
+    """``mapping`` with ``prime`` of ``dim``'s temporal factor moved from level ``src`` to level ``dst``."""
+    levels = list(mapping.levels)
+    a, b = levels[src], levels[dst]
+    ta = dict(a.temporal)
+    ta[dim] = ta[dim] // prime
+    if ta[dim] == 1:
+        del ta[dim]
+    tb = dict(b.temporal)
+    tb[dim] = tb.get(dim, 1) * prime
+    order_b = tuple(d for d in b.order if d != dim) + ((dim,) if b.order else ())
+    levels[src] = LevelMapping(ta, a.spatial, tuple(d for d in a.order if d in ta), a.bypass)
+    levels[dst] = LevelMapping(tb, b.spatial, order_b, b.bypass)
+    return Mapping(tuple(levels))
+
+
+def neighbours(workload, mapping: Mapping):
+    """Every mapping one prime-factor move away (see the module docstring), in a fixed order."""
+    n = len(mapping.levels)
+    for d in workload.dims:
+        for src in range(n):
+            factor = mapping.levels[src].temporal_factor(d)
+            if factor <= 1:
+                continue
+            for prime in sorted(prime_factor_counts(factor)):
+                for dst in range(n):
+                    if dst != src:
+                        yield _moved(mapping, d, prime, src, dst)
+
+
+def polish_factors(workload, arch, mapping: Mapping, evaluate, objective: str, cost=None,
+                   max_evaluations: int = MAX_EVALUATIONS, gain: float = MIN_GAIN):
+    """Steepest descent over single prime-factor moves under ``evaluate``; returns (mapping, cost, evaluations).
+
+    Each sweep prices every valid neighbour of the current best and moves to the one with the lowest
+    ``objective`` when that beats the current one by more than ``gain`` (relative), so the descent cannot
+    cycle; ties among neighbours go to the first in ``neighbours``' order."""
+    best = mapping
+    best_cost = cost if cost is not None else evaluate(workload, arch, mapping)
+    evaluations = 0 if cost is not None else 1
+    seen = {repr(best)}
+    while evaluations < max_evaluations:
+        step = None
+        for candidate in neighbours(workload, best):
+            if evaluations >= max_evaluations:
+                break
+            key = repr(candidate)
+            if key in seen or violations(candidate, workload, arch):
+                continue
+            seen.add(key)
+            got = evaluate(workload, arch, candidate)
+            evaluations += 1
+            if step is None or objective_value(got, objective) < objective_value(step[1], objective):
+                step = (candidate, got)
+        if step is None or objective_value(step[1], objective) >= (1 - gain) * objective_value(best_cost, objective):
+            break
+        best, best_cost = step
+    return best, best_cost, evaluations
