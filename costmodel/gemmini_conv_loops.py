@@ -95,6 +95,36 @@ def pixels_per_row(layer: ConvLayer, kchs: int, kcols: int, m: LoopMachine) -> i
     return 1 if layer.downsample or kchs > m.dim else min(m.dim // kchs, kcols)
 
 
+def _pooled_extent(layer: ConvLayer, n_conv: int, n_pooled: int, tile: int, start: int) -> int:
+    """Convolution outputs the pooled tile starting at pooled output ``start`` computes."""
+    ps, size, pad = layer.pool_stride, layer.pool_size, layer.pool_padding
+    first = start * ps - pad
+    last = first + min(tile, n_pooled - start) * ps + size - 1   # one past the window's last output
+    return min(last, n_conv) - max(first, 0)
+
+
+def conv_extent_classes(layer: ConvLayer, n_conv: int, n_pooled: int, tile: int) -> list[tuple[int, int]]:
+    """``conv_extents`` as (extent, tiles) pairs, largest extent first, in O(1) tiles' work (an image axis of
+    millions of outputs stays cheap): only the first two and last three tiles can meet an edge of the image."""
+    if not layer.pooled:
+        return sorted(tile_classes(n_conv, tile), reverse=True)
+    n = cdiv(n_pooled, tile)
+    edge = sorted({k for k in (0, 1, n - 3, n - 2, n - 1) if 0 <= k < n})
+    counts: dict = {}
+    for k in edge:
+        e = _pooled_extent(layer, n_conv, n_pooled, tile, k * tile)
+        counts[e] = counts.get(e, 0) + 1
+    if n > len(edge):                       # tiles 2 .. n-4: whole windows, unless the image clips them
+        full = tile * layer.pool_stride + layer.pool_size - 1
+        ends = (_pooled_extent(layer, n_conv, n_pooled, tile, 2 * tile),
+                _pooled_extent(layer, n_conv, n_pooled, tile, (n - 4) * tile))
+        if ends != (full, full):           # a window wider than the tiles (first and last are monotone in k)
+            extents = conv_extents(layer, n_conv, n_pooled, tile)
+            return sorted({e: extents.count(e) for e in extents}.items(), reverse=True)
+        counts[full] = counts.get(full, 0) + n - len(edge)
+    return sorted(counts.items(), reverse=True)
+
+
 def conv_extents(layer: ConvLayer, n_conv: int, n_pooled: int, tile: int) -> list[int]:
     """The convolution outputs each tile of ``tile`` pooled outputs computes along one image axis (``n_conv``
     convolution outputs pooled to ``n_pooled``), in tile order: ``tiled_conv``'s window of ``tile`` *
@@ -102,13 +132,7 @@ def conv_extents(layer: ConvLayer, n_conv: int, n_pooled: int, tile: int) -> lis
     one ragged)."""
     if not layer.pooled:
         return [min(tile, n_conv - start) for start in range(0, n_conv, tile)]
-    ps, size, pad = layer.pool_stride, layer.pool_size, layer.pool_padding
-    out = []
-    for start in range(0, n_pooled, tile):
-        first = start * ps - pad
-        last = first + min(tile, n_pooled - start) * ps + size - 1   # one past the window's last output
-        out.append(min(last, n_conv) - max(first, 0))
-    return out
+    return [_pooled_extent(layer, n_conv, n_pooled, tile, start) for start in range(0, n_pooled, tile)]
 
 
 def _window(layer: ConvLayer, n_conv: int, n_pooled: int, out_tile: int, k_tile: int) -> dict:
@@ -118,14 +142,18 @@ def _window(layer: ConvLayer, n_conv: int, n_pooled: int, out_tile: int, k_tile:
     as the library's fit test counts it: ``out_tile`` * pool_stride + pool_size - 1 outputs)."""
     ds = int(layer.downsample)
     span = lambda o, k: (o * layer.stride + k - 1) >> ds  # noqa: E731
-    extents = conv_extents(layer, n_conv, n_pooled, out_tile)
-    classes = sorted({e: extents.count(e) for e in extents}.items(), reverse=True)
+    classes = conv_extent_classes(layer, n_conv, n_pooled, out_tile)
+    n_out = cdiv(n_pooled, out_tile)
+    first_out = (_pooled_extent(layer, n_conv, n_pooled, out_tile, 0) if layer.pooled else min(out_tile, n_conv))
+    last_out = (_pooled_extent(layer, n_conv, n_pooled, out_tile, (n_out - 1) * out_tile) if layer.pooled
+                else n_conv - (n_out - 1) * out_tile)
     k0 = first_last(layer.R, k_tile)[0]
     full = out_tile * layer.pool_stride + layer.pool_size - 1
     return {"n_out": cdiv(n_pooled, out_tile), "n_k": cdiv(layer.R, k_tile),
             "inputs": sum(co * ck * span(o, k) for o, co in classes for k, ck in tile_classes(layer.R, k_tile)),
-            "first_inputs": span(extents[0], k0), "first_out": extents[0], "last_out": extents[-1],
-            "full_inputs": span(full, k_tile), "full_out": full, "out_sum": sum(extents), "classes": classes}
+            "first_inputs": span(first_out, k0), "first_out": first_out, "last_out": last_out,
+            "full_inputs": span(full, k_tile), "full_out": full, "out_sum": sum(e * c for e, c in classes),
+            "classes": classes}
 
 
 def rows_factors(layer: ConvLayer, porows: int, krows: int) -> dict:

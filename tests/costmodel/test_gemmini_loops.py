@@ -132,6 +132,31 @@ def test_a_pooled_tile_computes_its_pool_windows_convolution_outputs():
     assert not ConvLayer(1, 16, 16, 8, 8, 1, 2, 0, 2, 2, 0).downsample   # the library's path takes no pool
 
 
+def test_extent_classes_count_the_tiles_extents_without_walking_them():
+    """conv_extent_classes equals counting conv_extents (every pool geometry and tile of small axes), and an
+    axis of millions of outputs costs no more than a small one."""
+    import random
+    import time
+
+    from costmodel.gemmini_conv_loops import ConvLayer, conv_extent_classes, conv_extents
+
+    rng = random.Random(0)
+    for _ in range(400):
+        size, stride = rng.randint(1, 7), rng.randint(1, 3)
+        pad = rng.randint(0, size // 2)
+        n_conv = rng.randint(size, 90)
+        layer = ConvLayer(1, n_conv, n_conv, 16, 16, 1, 1, 0, size, stride, pad)
+        n_pooled = layer.PP
+        for tile in range(1, n_pooled + 1):
+            extents = conv_extents(layer, n_conv, n_pooled, tile)
+            assert conv_extent_classes(layer, n_conv, n_pooled, tile) == \
+                sorted({e: extents.count(e) for e in extents}.items(), reverse=True)
+    huge = ConvLayer(1, 1 << 24, 1 << 24, 16, 16, 3, 1, 1, 3, 2, 1)
+    start = time.perf_counter()
+    assert sum(c for _, c in conv_extent_classes(huge, huge.P, huge.PP, 1)) == huge.PP
+    assert time.perf_counter() - start < 0.5
+
+
 def test_the_pooled_fit_test_is_the_librarys():
     """``conv_fits`` with a fused pool refuses exactly the tiles the library's tiled_conv refuses."""
     from costmodel.gemmini_conv_loops import ConvLayer, conv_fits
