@@ -12,15 +12,34 @@ from __future__ import annotations
 import numpy as np
 
 
-def tiny_cnn(seed: int = 0):
-    """The float model (an ``onnx.ModelProto``; weights seeded)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+def _seeded_weights(seed: int):
+    """``weight(name, *shape)``: float32 initializers drawn in call order from one seeded generator."""
+    from onnx import numpy_helper
 
     rng = np.random.default_rng(seed)
 
     def weight(name, *shape):
         return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+    return weight
+
+
+def _model(nodes, inits, name: str, input_shape: list, classes: int = 10):
+    """The checked opset-13 model of ``nodes`` from input x (``input_shape``) to logits y [1, classes]."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, classes])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    return model
+
+
+def tiny_cnn(seed: int = 0):
+    """The float model (an ``onnx.ModelProto``; weights seeded)."""
+    from onnx import helper
+
+    weight = _seeded_weights(seed)
 
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
@@ -36,11 +55,7 @@ def tiny_cnn(seed: int = 0):
              helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="fc", transB=1)]
     inits = [weight("w1", 8, 3, 3, 3), weight("b1", 8), weight("w2", 8, 8, 3, 3), weight("b2", 8),
              weight("w3", 8, 1, 3, 3), weight("b3", 8), weight("wf", 10, 8), weight("bf", 10)]
-    graph = helper.make_graph(nodes, "tiny_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(model)
-    return model
+    return _model(nodes, inits, "tiny_cnn", [1, 3, 8, 8])
 
 
 def write_tiny_cnn(directory, seed: int = 0):
@@ -60,13 +75,9 @@ def depthwise_cnn(seed: int = 0):
     """conv 3->24 (3x3, pad 1) + ReLU, depthwise 3x3 stride 2 (pad 1) + ReLU, depthwise 3x3 stride 1 (pad 1),
     pointwise 24->8, global average pool, flatten, fully connected 8->10, on a 1x3x10x10 input: 24 channels
     pack as two groups of 12."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
-    rng = np.random.default_rng(seed)
-
-    def weight(name, *shape):
-        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+    weight = _seeded_weights(seed)
 
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
@@ -81,27 +92,16 @@ def depthwise_cnn(seed: int = 0):
     inits = [weight("w1", 24, 3, 3, 3), weight("b1", 24), weight("w2", 24, 1, 3, 3), weight("b2", 24),
              weight("w3", 24, 1, 3, 3), weight("b3", 24), weight("w4", 8, 24, 1, 1), weight("b4", 8),
              weight("wf", 10, 8), weight("bf", 10)]
-    graph = helper.make_graph(nodes, "depthwise_cnn",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 10])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(model)
-    return model
-
-
+    return _model(nodes, inits, "depthwise_cnn", [1, 3, 10, 10])
 
 
 def downsample_cnn(seed: int = 0):
     """conv 3->16 (3x3, pad 1) + ReLU, then ``res4a_branch1``: 1x1 stride 2, 16->32 (the name ``resnet50.c``
     runs through ``tiled_conv_downsample``), global average pool, flatten, fully connected 32->10, on a
     1x3x12x12 input."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
-    rng = np.random.default_rng(seed)
-
-    def weight(name, *shape):
-        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+    weight = _seeded_weights(seed)
 
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
@@ -111,12 +111,7 @@ def downsample_cnn(seed: int = 0):
              helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="fc", transB=1)]
     inits = [weight("w1", 16, 3, 3, 3), weight("b1", 16), weight("w2", 32, 16, 1, 1), weight("b2", 32),
              weight("wf", 10, 32), weight("bf", 10)]
-    graph = helper.make_graph(nodes, "downsample_cnn",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(model)
-    return model
+    return _model(nodes, inits, "downsample_cnn", [1, 3, 12, 12])
 
 
 def write_int8(model, directory, name: str, seed: int = 0):
