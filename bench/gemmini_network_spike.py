@@ -58,19 +58,20 @@ def run_network_on_spike(name: str, args, console) -> list[dict]:
         onnx.save(NETWORKS[name](args.resolution, args.classes, args.seed), str(float_path))
         quantize_model(float_path, int8_path, calibration=args.calibration, seed=args.seed)
         net = load_network(int8_path)
-    steps = plan(net)
-    distinct = distinct_layers(gemmini_layers(net, steps))
     arch = GemminiConfig().arch("ws")
     feeds = synthetic_inputs(input_specs(net.model, net.source), 1, args.seed)[0]
     reference = onnxruntime_values(net, feeds, compared_tensors(net))
     rows = []
-    for scheduler in args.schedulers.split(","):
+    for scheduler, style in runs(args):
+        steps = plan(net, store_pool=style == "loops")
+        distinct = distinct_layers(gemmini_layers(net, steps))
         t0 = time.perf_counter()
         options = {"objective": "latency", "solver": "highs", "time_limit": args.time_limit, "seed": args.seed,
-                   "budget": 0}
+                   "budget": 0, "style": style}
         tiles = schedule_network(distinct, arch, options, 1) if scheduler == "cosa" else {}
-        run = run_network(net, feeds, tiles, scheduler, steps)
-        program = network_program(net, steps, run.values, tiles, scheduler, name=f"{name}_{scheduler}")
+        run = run_network(net, feeds, tiles, scheduler, steps, style=style)
+        program = network_program(net, steps, run.values, tiles, scheduler, name=f"{name}_{scheduler}_{style}",
+                                  isa_layers=run.isa_layers)
         with tempfile.TemporaryDirectory(prefix="cosa-net-") as tmp:
             elf = build_network_elf(program, Path(tmp) / f"{name}.elf")
             build_s = time.perf_counter() - t0
@@ -84,22 +85,32 @@ def run_network_on_spike(name: str, args, console) -> list[dict]:
         top1 = same_shape and bool(np.array_equal(out.output.reshape(ref.shape[0], -1).argmax(-1),
                                                   ref.reshape(ref.shape[0], -1).argmax(-1)))
         host = sum(c for _, on, c in out.steps if on == "host")
-        rows.append({"network": name, "scheduler": scheduler, "steps": len(program.steps),
+        rows.append({"network": name, "scheduler": scheduler, "style": style, "steps": len(program.steps),
                      "gemmini_steps": sum(on == "gemmini" for _, on in program.steps), "distinct": len(distinct),
                      "build_s": build_s, "spike_s": spike_s, "passed": out.passed, "mismatches": out.mismatches,
                      "max_diff": diff, "top1_equal": top1, "timing_cycles": run.cycles, "host_instructions": host,
                      "constant_bytes": program.constant_bytes, "arena_bytes": program.arena_bytes,
                      "checksum": out.checksum})
-        console.print(f"{name} {scheduler}: {'PASS' if out.passed else 'FAIL'} on Spike in {spike_s:.1f} s "
+        console.print(f"{name} {scheduler} {style}: {'PASS' if out.passed else 'FAIL'} on Spike in {spike_s:.1f} s "
                       f"(built in {build_s:.0f} s), max |diff| vs ONNX Runtime {diff}, top-1 "
                       f"{'equal' if top1 else 'differs'}")
     return rows
+
+
+def runs(args) -> list[tuple]:
+    """(scheduler, style) pairs to run: every scheduler in the loops style, and cosa's mappings as explicit
+    commands when ``--styles`` names isa (the library's own tiles exist only as its loop instructions)."""
+    styles = args.styles.split(",")
+    out = [(s, "loops") for s in args.schedulers.split(",")] if "loops" in styles else []
+    return out + ([("cosa", "isa")] if "isa" in styles and "cosa" in args.schedulers.split(",") else [])
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", default="resnet50,mobilenet_v2")
     ap.add_argument("--schedulers", default=",".join(SCHEDULERS))
+    ap.add_argument("--styles", default="loops,isa",
+                    help="loops: the library's loop-instruction calls; isa: cosa's mappings as explicit commands")
     ap.add_argument("--resolution", type=int, default=224)
     ap.add_argument("--classes", type=int, default=1000)
     ap.add_argument("--calibration", type=int, default=2)
@@ -118,21 +129,24 @@ def main(argv=None) -> int:
     date, machine = run_stamp()
     rows = [r for name in args.networks.split(",") for r in run_network_on_spike(name, args, console)]
     table = Table(title=f"Whole networks at {args.resolution}x{args.resolution} on Spike + libgemmini, one program each")
-    for col in ("network", "scheduler", "steps (Gemmini)", "constants B", "arena B", "build s", "Spike s",
+    for col in ("network", "scheduler", "style", "steps (Gemmini)", "constants B", "arena B", "build s", "Spike s",
                 "program's check", "max |diff| vs ORT", "top-1", "host instr", "model cycles"):
-        table.add_column(col, justify="left" if col in ("network", "scheduler") else "right")
+        table.add_column(col, justify="left" if col in ("network", "scheduler", "style") else "right")
     for r in rows:
-        table.add_row(r["network"], r["scheduler"], f"{r['steps']} ({r['gemmini_steps']})", f"{r['constant_bytes']:,}",
+        table.add_row(r["network"], r["scheduler"], r["style"], f"{r['steps']} ({r['gemmini_steps']})", f"{r['constant_bytes']:,}",
                       f"{r['arena_bytes']:,}", f"{r['build_s']:.0f}", f"{r['spike_s']:.1f}",
                       "PASS" if r["passed"] else "FAIL", "-" if r["max_diff"] is None else str(r["max_diff"]),
                       "equal" if r["top1_equal"] else "differs", f"{r['host_instructions']:,}",
                       f"{r['timing_cycles']:,.0f}")
     console.print(table)
     command = (f"GEMMINI_SPIKE=... python bench/gemmini_network_spike.py --networks {args.networks} --schedulers "
-               f"{args.schedulers} --resolution {args.resolution} --classes {args.classes} --calibration "
+               f"{args.schedulers} --styles {args.styles} --resolution {args.resolution} --classes {args.classes} --calibration "
                f"{args.calibration} --seed {args.seed}")
     notes = ("Each row is one bare-metal program for the whole network (`cosa build gemmini MODEL.int8.onnx`), "
              "run once on Spike + libgemmini" + (f" ({args.spike_version})" if args.spike_version else "") + ".  "
+             "`style`: loops, every Gemmini layer the library's loop-instruction calls with the scheduler's tiles; "
+             "isa, every Gemmini layer the explicit-command program generated from cosa's mapping (max-pools on "
+             "the core, as that program has no store-side pooler).  "
              "`program's check`: its output equals our functional model's bit for bit.  `max |diff| vs ORT`: its "
              "printed int8 output against ONNX Runtime on the same input.  `constants B` / `arena B`: the program's constants blob and activation arena, bytes.  `build s`: scheduling, the functional and "
              "timing models' run of the network and the RISC-V build, on a machine shared with other jobs.  "

@@ -91,13 +91,18 @@ def add_quantize_command(sub) -> None:
 
 # --- cosa run gemmini MODEL.int8.onnx --------------------------------------------------------------------
 def _layer_tiles(layer, arch, options: dict):
-    """One distinct layer's tiles (runs in a worker process for --jobs > 1)."""
+    """One distinct layer's schedule (runs in a worker process for --jobs > 1): its tiles (``LayerTiles``), or
+    for --style isa its mapping (``LayerMapping``)."""
     from cosa.scheduler import schedule
     from gemmini.network_run import tiles_for
 
     mapping = schedule(layer.workload, arch, scheduler="cosa", objective=options["objective"],
                        solver=options["solver"], time_limit_s=options["time_limit"], seed=options["seed"],
                        bound=False).mapping
+    if options.get("style") == "isa":
+        from gemmini.network_isa import LayerMapping
+
+        return LayerMapping(mapping, arch)
     from cosa.mip import choose_loop_tiles
 
     return tiles_for(layer, mapping, arch, budget=options["budget"], seed=options["seed"], chooser=choose_loop_tiles)
@@ -129,9 +134,14 @@ def _prepare(args):
     if args.dataflow != "ws":
         raise FrameworkError("a network runs weight-stationary through the library's loop instructions",
                              field="--dataflow")
-    if args.style not in ("auto", "loops"):
-        raise FrameworkError(f"a network runs its layers as loop instructions (--style loops); --style {args.style} "
-                             "takes one layer", field="--style")
+    if args.style == "auto":
+        args.style = "loops"
+    if args.style not in ("loops", "isa"):
+        raise FrameworkError(f"a network runs its layers as loop instructions (--style loops) or explicit commands "
+                             f"(--style isa); --style {args.style} takes one layer", field="--style")
+    if args.style == "isa" and args.scheduler != "cosa":
+        raise FrameworkError("--style isa runs cosa's mappings as explicit commands; the library's own tiles run "
+                             "as its loop instructions (--style loops)", field="--scheduler")
     for flag, given in (("--mapping", args.mapping), ("--lower", getattr(args, "lower", False)),
                         ("--bits", args.bits)):
         if given:
@@ -142,21 +152,21 @@ def _prepare(args):
             raise FrameworkError(f"must be a positive integer, got {getattr(args, name)}", field=f"--{name}")
     require_onnxruntime()
     net = load_network(args.workload)
-    steps = plan(net)
+    steps = plan(net, store_pool=args.style == "loops")   # explicit-command programs have no pooler
     distinct = distinct_layers(gemmini_layers(net, steps))
     config = GemminiConfig(dim=args.dim) if args.dim else GemminiConfig()
     arch = config.arch("ws")
     options = {"objective": args.objective, "solver": args.solver, "time_limit": args.time_limit,
-               "seed": args.seed, "budget": args.tile_budget}
+               "seed": args.seed, "budget": args.tile_budget, "style": args.style}
     tiles = schedule_network(distinct, arch, options, args.jobs) if args.scheduler == "cosa" else {}
     return net, steps, distinct, tiles
 
 
-def _network_elf(net, steps, values, tiles, scheduler, output):
-    """Build the whole-network program for the graph inputs in ``values`` into ``output``."""
+def _network_elf(net, steps, run, tiles, scheduler, output):
+    """Build the whole-network program for the graph inputs of ``run`` (a ``NetworkRun``) into ``output``."""
     from gemmini.network_program import build_network_elf, network_program
 
-    program = network_program(net, steps, values, tiles, scheduler)
+    program = network_program(net, steps, run.values, tiles, scheduler, isa_layers=run.isa_layers)
     return program, build_network_elf(program, output)
 
 
@@ -168,11 +178,13 @@ def cmd_build_network(args) -> int:
 
     net, steps, distinct, tiles = _prepare(args)
     feeds = next(iter(synthetic_inputs(input_specs(net.model, net.source), 1, args.seed)))
-    run = run_network(net, feeds, tiles, args.scheduler, steps)
-    program, elf = _network_elf(net, steps, run.values, tiles, args.scheduler, args.output)
+    run = run_network(net, feeds, tiles, args.scheduler, steps, style=args.style)
+    program, elf = _network_elf(net, steps, run, tiles, args.scheduler, args.output)
     gem = sum(1 for _, on in program.steps if on == "gemmini")
+    how = (f"with {args.scheduler}'s tiles (loop instructions)" if args.style == "loops" else
+           "as explicit commands from cosa's mappings")
     print(f"wrote {elf}, {Path(elf).with_suffix('.c')} and {Path(elf).with_suffix('.bin')} ({len(program.steps)} "
-          f"steps, {gem} on Gemmini with {args.scheduler}'s tiles, {len(distinct)} distinct; constants "
+          f"steps, {gem} on Gemmini {how}, {len(distinct)} distinct; constants "
           f"{program.constant_bytes:,} bytes, arena {program.arena_bytes:,} bytes; exits 0 when its output "
           "matches the functional model's)", file=sys.stderr)
     return 0
@@ -187,7 +199,7 @@ def _spike_run(net, steps, feeds, tiles, args, run):
     from gemmini.network_program import parse_output
 
     with tempfile.TemporaryDirectory(prefix="cosa-net-") as tmp:
-        program, elf = _network_elf(net, steps, run.values, tiles, args.scheduler, Path(tmp) / "net.elf")
+        program, elf = _network_elf(net, steps, run, tiles, args.scheduler, Path(tmp) / "net.elf")
         start = time.perf_counter()
         result = run_spike(elf, timeout_s=SPIKE_TIMEOUT_S)
         seconds = time.perf_counter() - start
@@ -211,7 +223,7 @@ def cmd_run_network(args) -> int:
     tensors = compared_tensors(net)
     diff, top1, layers_ok, run, spike = 0, True, True, None, []
     for i, feeds in enumerate(synthetic_inputs(specs, args.inputs, args.seed)):
-        run = run_network(net, feeds, tiles, args.scheduler, steps)
+        run = run_network(net, feeds, tiles, args.scheduler, steps, style=args.style)
         reference = onnxruntime_values(net, feeds, tensors)
         c = compare(net, run, reference)
         layers_ok &= all(layer.layer_verified is not False for layer in run.layers)
@@ -230,10 +242,12 @@ def cmd_run_network(args) -> int:
         top1 &= c["top1_equal"]
     verified = layers_ok and top1 and diff <= TOLERANCE_LSB
     gem = [layer for layer in run.layers if layer.on == "gemmini"]
-    d = {"model": net.source, "sim": args.sim, "style": "loops", "scheduler": args.scheduler,
+    library = [r.library_cycles for r in gem]
+    d = {"model": net.source, "sim": args.sim, "style": args.style, "scheduler": args.scheduler,
          "layers": [r.to_dict() for r in run.layers],
          "cycles": run.cycles, "cycles_source": "timing model (Gemmini steps; host steps not counted)",
-         "library_cycles": (sum(r.library_cycles for r in gem) if args.scheduler == "cosa" else run.cycles),
+         "library_cycles": (run.cycles if args.scheduler != "cosa" else
+                            sum(library) if None not in library else None),
          "gemmini_layers": len(gem), "distinct_layers": len(distinct), "inputs": args.inputs, "seed": args.seed,
          "compared": tensors, "max_abs_diff_vs_onnxruntime": diff, "tolerance_lsb": TOLERANCE_LSB,
          "top1_equal": top1, "layers_verified": layers_ok, "verified": verified, "arena": run.arena.to_dict()}
@@ -252,7 +266,7 @@ def cmd_run_network(args) -> int:
                  f"Spike + libgemmini (one program per input, {sum(x['spike_s'] for x in spike):.1f} s)")
         print(f"{Path(net.source).name}: {'verified' if verified else 'MISMATCH'} on {where} against ONNX Runtime "
               f"on {args.inputs} input(s): max |diff| {diff} int8 LSB, top-1 {'equal' if top1 else 'differs'}; "
-              f"{run.cycles:,.0f} Gemmini cycles (timing model, {args.scheduler}, {len(gem)} layers, "
+              f"{run.cycles:,.0f} Gemmini cycles (timing model, {args.scheduler}, {args.style}, {len(gem)} layers, "
               f"{len(distinct)} distinct); arena {a.size_bytes:,} bytes (peak live {a.peak_bytes:,}, "
               f"sum {a.sum_bytes:,})")
     if not verified:

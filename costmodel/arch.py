@@ -27,7 +27,9 @@ class SpatialAxis:
     the input and the weight but not the output).  ``window_dims``: whether
     dims that share a tensor axis with another dim (P, R of a sliding window)
     may be unrolled here.  ``dims``: an explicit allow-list that overrides the
-    role rule when not empty.
+    role rule when not empty.  ``excluded``: dims never unrolled here, whatever
+    their roles (Gemmini's WS rows: a kernel's R and S, which its programs walk
+    in time even where they index no sliding window, as on a 1x1 image).
     """
 
     name: str
@@ -35,8 +37,11 @@ class SpatialAxis:
     roles: frozenset[str] = frozenset()
     window_dims: bool = False
     dims: frozenset[str] = frozenset()
+    excluded: frozenset[str] = frozenset()
 
     def admits(self, dim: str, workload) -> bool:
+        if dim in self.excluded:
+            return False
         if self.dims:
             return dim in self.dims
         if not self.window_dims and dim in workload.window_dims():

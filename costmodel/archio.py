@@ -26,7 +26,7 @@
           write_energy_pj_per_byte: 160.0
           fanout: 1                  # instances of the next level (or MAC units) per instance
           spatial_axes:              # optional shape of the fan-out
-            - {name: rows, size: 16, roles: [input, weight], window_dims: false, dims: []}
+            - {name: rows, size: 16, roles: [input, weight], window_dims: false, dims: [], excluded: [R, S]}
           double_buffered: false     # transfers overlap compute; capacity split in two
           multicast: true            # one read serves all children needing the word
           separate_channels: false   # reads and writes on their own channels at once (Timeloop); else one port
@@ -69,7 +69,7 @@ from .presets import list_presets, preset
 
 _LEVEL_FIELDS = {f.name for f in dataclasses.fields(Level)}
 _ARCH_FIELDS = {"name", "levels", "macs_per_cycle", "mac_energy_pj", "frequency_hz", "dataflow", "source", "params"}
-_AXIS_FIELDS = {"name", "size", "roles", "window_dims", "dims"}
+_AXIS_FIELDS = {"name", "size", "roles", "window_dims", "dims", "excluded"}
 
 
 def _parse_value(text: str):
@@ -280,15 +280,16 @@ def _axis(doc, j, source, where) -> SpatialAxis:
     unknown = set(doc) - _AXIS_FIELDS
     if unknown:
         raise ArchError(f"unknown field(s) {sorted(unknown)}", source=source, field=f"{where}.{sorted(unknown)[0]}")
-    dims = doc.get("dims") or []
-    if not isinstance(dims, list):
-        raise ArchError("expected a list of dims", source=source, field=f"{where}.dims")
+    dims, excluded = doc.get("dims") or [], doc.get("excluded") or []
+    for key, value in (("dims", dims), ("excluded", excluded)):
+        if not isinstance(value, list):
+            raise ArchError("expected a list of dims", source=source, field=f"{where}.{key}")
     window = doc.get("window_dims", False)
     if not isinstance(window, bool):
         raise ArchError(f"expected true or false, got {window!r}", source=source, field=f"{where}.window_dims")
     return SpatialAxis(str(doc["name"]), _num(doc["size"], int, source, f"{where}.size", False, 1),
                        _roles(doc.get("roles", []), source, f"{where}.roles"), window,
-                       frozenset(str(d) for d in dims))
+                       frozenset(str(d) for d in dims), frozenset(str(d) for d in excluded))
 
 
 def _level_to_dict(lv: Level) -> dict:
@@ -319,7 +320,8 @@ def _level_to_dict(lv: Level) -> dict:
         out["row_axes"] = dict(lv.row_axes)
     if lv.spatial_axes:
         out["spatial_axes"] = [{"name": a.name, "size": a.size, "roles": [r for r in ROLES if r in a.roles],
-                                "window_dims": a.window_dims, "dims": sorted(a.dims)} for a in lv.spatial_axes]
+                                "window_dims": a.window_dims, "dims": sorted(a.dims),
+                                **({"excluded": sorted(a.excluded)} if a.excluded else {})} for a in lv.spatial_axes]
     return out
 
 

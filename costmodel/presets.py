@@ -68,7 +68,10 @@ def gemmini(dim: int = 16, scratchpad_kib: int = 256, accumulator_kib: int = 64,
     sp_bytes, acc_bytes = scratchpad_kib * 1024, accumulator_kib * 1024
     stationary_bytes = 1 if ws else 4
     if ws:
-        rows = SpatialAxis("rows", dim, roles=frozenset({"input", "weight"}), window_dims=False)
+        # rows take reduction channels; a kernel's R and S are walked in time by Gemmini's programs (ours and
+        # the library's) even where they index no window (a 1x1 image), so the MIP never unrolls them there
+        rows = SpatialAxis("rows", dim, roles=frozenset({"input", "weight"}), window_dims=False,
+                           excluded=frozenset({"R", "S"}))
     else:
         rows = SpatialAxis("rows", dim, roles=frozenset({"input", "output"}), window_dims=True)
     cols = SpatialAxis("cols", dim, roles=frozenset({"weight", "output"}))

@@ -248,11 +248,11 @@ def _pool_after(net: Network, step: Step, last: str):
     return succ[0]
 
 
-def plan(net: Network) -> list[Step]:
+def plan(net: Network, store_pool: bool = True) -> list[Step]:
     """The network's steps in topological order (ties broken by the model's node order), fusions applied:
     a ReLU chain (``_fusable_relu``) into its producer, then a max-pool after a convolution into its store
-    path (``_store_pool``); a max-pool inside a ReLU chain that the pooler cannot take becomes an int8 host
-    step after the producer."""
+    path (``_store_pool``; ``store_pool`` False: never, as explicit-command programs have no pooler); a
+    max-pool inside a ReLU chain that the pooler cannot take becomes an int8 host step after the producer."""
     g = net.graph
     position = {name: i for i, name in enumerate(g.nodes)}
     order = list(nx.lexicographical_topological_sort(g, key=lambda n: position[n]))
@@ -279,7 +279,7 @@ def plan(net: Network) -> list[Step]:
                     step.output = g.nodes[pool_node]["outputs"][0]
                     folded.add(pool_node)
             if pool_node is not None:
-                step.pool = _store_pool(step, g.nodes[pool_node]["attrs"])
+                step.pool = _store_pool(step, g.nodes[pool_node]["attrs"]) if store_pool else None
                 if step.pool is not None:
                     step.fused.append(pool_node)
                 else:                               # the pool on the host, on the fused step's int8 output

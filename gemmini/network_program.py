@@ -57,6 +57,8 @@ class NetworkProgram:
     steps: tuple
     compared: str
     expected: np.ndarray
+    scratch_bytes: int = 0
+    """int32 partial sums shared by the explicit-command layers (the largest one's)."""
 
 
 @dataclass(frozen=True)
@@ -206,12 +208,15 @@ def _host_call(net: Network, s: Step, ptr) -> list[str]:
 
 
 def network_program(net: Network, steps: list[Step], values: dict, schedules: dict, scheduler: str = "cosa",
-                    name: str | None = None) -> NetworkProgram:
+                    name: str | None = None, isa_layers: dict | None = None) -> NetworkProgram:
     """The program for ``net`` run on the graph inputs and intermediate values of ``values`` (a
     ``NetworkRun.values``: the program embeds the inputs and checks the compared tensor against it);
-    ``schedules``: layer key -> ``LayerTiles`` (cosa's), unused for ``gemmini-default``."""
+    ``schedules``: layer key -> ``LayerTiles`` (cosa's), unused for ``gemmini-default``.  ``isa_layers``
+    (a ``NetworkRun.isa_layers`` of the explicit-command style): step name -> ``network_isa.IsaLayer``, each
+    Gemmini step then the C of its program (``codegen.c.layer_function``) instead of library calls."""
     from .chipyard import vendor_stream
-    from .codegen.c import stream_c
+    from .codegen.c import layer_function, stream_c
+    from .network_isa import partial_bytes
     from .network_run import compared_tensors, gemmini_layers, gemmini_operands
 
     name = _c_name(name or Path(net.source).stem)
@@ -232,11 +237,21 @@ def network_program(net: Network, steps: list[Step], values: dict, schedules: di
             raise CodegenError(f"tensor {t} has no place in the arena", source=net.source, field=t)
         return f"(cosa_net_arena + {arena.offsets[t]})"
 
-    functions, body, order = [], [], []
+    functions, body, order, scratch = [], [], [], 0
     for i, s in enumerate(run_steps):
         body.append(f"  /* step {i}: {s.op} {s.name}{' (+' + ', '.join(s.fused) + ')' if s.fused else ''} */")
         body.append("  t0 = cosa_net_rdcycle();")
-        if s.on == "gemmini":
+        if s.on == "gemmini" and isa_layers:
+            fn = f"cosa_net_layer_{i}_{_c_name(s.name)}"
+            compiled = isa_layers[s.name]
+            scratch = max(scratch, partial_bytes(compiled.program))
+            functions.append(layer_function(compiled.program, fn, partials="cosa_net_partials",
+                                            zeros="cosa_net_zeros"))
+            w, b = (blob.add(compiled.constants[k]) for k in ("weights", "bias"))
+            body.append(f"  {fn}((const elem_t *){ptr(s.inputs[0])}, (const elem_t *)(cosa_net_blob + {w}), "
+                        f"(const acc_t *)(cosa_net_blob + {b}), (elem_t *){ptr(s.output)});")
+            body.append("  gemmini_cosa_fence();")
+        elif s.on == "gemmini":
             layer = layers[s.name]
             sched = None if scheduler == "gemmini-default" else schedules[layer.key]
             vendor, operands = gemmini_operands(net, layer, values[s.inputs[0]], sched, scheduler)
@@ -269,31 +284,39 @@ def network_program(net: Network, steps: list[Step], values: dict, schedules: di
     expected = nhwc(values[out]).astype(np.int8)
     size = int(expected.size)
     expected_at = blob.add(expected)
-    source = _c_source(name, functions, body, arena.size_bytes, ptr(out), expected_at, size)
+    source = _c_source(name, functions, body, arena.size_bytes, ptr(out), expected_at, size, scratch,
+                       bool(isa_layers))
     program = NetworkProgram(name, source, blob.bytes(), int(arena.size_bytes), blob.size, tuple(order), out,
-                             expected)
+                             expected, scratch)
     check_memory(program, net.source)
     return program
 
 
 def check_memory(program: NetworkProgram, source: str) -> None:
     """Refuse a program whose constants and arena do not fit the runtime's memory, naming the sizes."""
-    need = program.constant_bytes + program.arena_bytes
+    need = program.constant_bytes + program.arena_bytes + program.scratch_bytes
     if need > MEMORY_BYTES - RESERVED_BYTES:
+        scratch = f" and {program.scratch_bytes:,} bytes of partial sums" if program.scratch_bytes else ""
         raise CodegenError(f"the program needs {program.constant_bytes:,} bytes of constants and a "
-                           f"{program.arena_bytes:,}-byte arena, more than the "
+                           f"{program.arena_bytes:,}-byte arena{scratch}, more than the "
                            f"{MEMORY_BYTES - RESERVED_BYTES:,} bytes the runtime's {MEMORY_BYTES >> 20} MiB leave "
                            "after code and stack", source=source, field="memory")
 
 
-def _c_source(name, functions, body, arena_bytes, out_ptr, expected_at, size) -> str:
+def _c_source(name, functions, body, arena_bytes, out_ptr, expected_at, size, scratch_bytes=0, zeros=False) -> str:
+    from .codegen import ZEROS_BYTES
+    from .codegen.c import PRELUDE
+
     head = [f"/* {name}: a whole int8 network on Gemmini (cosa build gemmini), self-checking. */",
-            "#include <stdint.h>", "#include <stdio.h>", "#include <string.h>", '#include "gemmini_cosa.h"',
-            '#include "gemmini_cosa_net.h"', "",
+            PRELUDE, "#include <stdio.h>", "#include <string.h>", '#include "gemmini_cosa_net.h"', "",
             "extern const uint8_t cosa_net_blob[];",
             '__asm__(".section .rodata\\n.balign 64\\n.global cosa_net_blob\\ncosa_net_blob:\\n'
             '.incbin \\"" COSA_NET_BLOB "\\"\\n.previous\\n");',
             f"static uint8_t cosa_net_arena[{max(arena_bytes, 64)}] __attribute__((aligned(64)));",
+            *([f"static acc_t cosa_net_partials[{scratch_bytes // 4}] __attribute__((aligned(64)));"]
+              if scratch_bytes else []),
+            *([f"static const elem_t cosa_net_zeros[{ZEROS_BYTES}] __attribute__((aligned(64))) = {{0}};"]
+              if zeros else []),
             "static inline unsigned long cosa_net_rdcycle(void) {",
             "  unsigned long c;", '  __asm__ volatile("rdcycle %0" : "=r"(c));', "  return c;", "}", ""]
     main = ["int main(void) {", "  unsigned long t0;", *body,

@@ -35,6 +35,7 @@ from .errors import CodegenError, SimulationError
 from .network import Network, Step, _scalar, arena_plan, plan
 
 SCHEDULERS = ("cosa", "gemmini-default")
+STYLES = ("loops", "isa")
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,14 @@ class LayerRun:
 @dataclass
 class NetworkRun:
     """values: every tensor computed (name -> array); layers: LayerRun per step; cycles: their sum
-    (Gemmini steps, timing model); arena: the activation arena's plan."""
+    (Gemmini steps, timing model); arena: the activation arena's plan; isa_layers: step name ->
+    ``network_isa.IsaLayer`` in the explicit-command style (else empty)."""
 
     values: dict
     layers: list
     cycles: float
     arena: object
+    isa_layers: dict = field(default_factory=dict)
 
 
 def _conv_layer(net: Network, step: Step) -> GemminiLayer:
@@ -298,26 +301,36 @@ def compile_layer(net: Network, layer: GemminiLayer, sched, scheduler: str) -> C
     ``LayerTiles``; cosa's own calls when ``sched.own_calls``)."""
     step = layer.step
     scale = float(_scale(net, step))
-    w = net.constants[step.inputs[3]]
-    at = _POSITIONS[step.op][1]
-    bias_name = step.inputs[at] if at is not None and at < len(step.inputs) else ""
+    w, bias = layer_constants(net, layer)
     vendor, tiles = library_calls(layer, relu=step.relu, scale=scale), None
     if scheduler != "gemmini-default":
         tiles = sched.tiles
         if sched.own_calls:
             vendor = cosa_layer_calls(layer, relu=step.relu, scale=scale)
     if layer.kind == "conv":
-        bias = net.constants[bias_name] if bias_name else np.zeros(w.shape[0], np.int32)
         if vendor.layer.get("weights_layout") == "block_diagonal":
             weights = block_diagonal(w, vendor.buffer("weights").shape[2])
         elif vendor.layer["kind"] == "depthwise":
             weights = w[:, 0]
         else:
             weights = np.transpose(w, (2, 3, 1, 0))
-        return CompiledLayer(vendor, tiles, {"weights": np.ascontiguousarray(weights), "bias": bias.astype(np.int32)})
-    b = w.T if step.op == "QGemm" and step.attrs.get("transB", 0) else w
-    bias = net.constants[bias_name] if bias_name else np.zeros(b.shape[1], np.int32)
-    return CompiledLayer(vendor, tiles, {"B": np.ascontiguousarray(b), "D": bias.astype(np.int32)})
+        return CompiledLayer(vendor, tiles, {"weights": np.ascontiguousarray(weights), "bias": bias})
+    return CompiledLayer(vendor, tiles, {"B": np.ascontiguousarray(w), "D": bias})
+
+
+def layer_constants(net: Network, layer: GemminiLayer) -> tuple:
+    """(weights, int32 bias) of ``layer`` from the model's constants: a convolution's weights as ONNX holds
+    them ([K, C/groups, KH, KW]), a matmul's as B [K, N] (a QGemm with transB transposed back); a missing
+    bias is zeros."""
+    step = layer.step
+    w = net.constants[step.inputs[3]]
+    at = _POSITIONS[step.op][1]
+    bias_name = step.inputs[at] if at is not None and at < len(step.inputs) else ""
+    if layer.kind != "conv" and step.op == "QGemm" and step.attrs.get("transB", 0):
+        w = w.T
+    width = w.shape[0] if layer.kind == "conv" else w.shape[1]
+    bias = net.constants[bias_name] if bias_name else np.zeros(width, np.int32)
+    return w, np.asarray(bias).astype(np.int32)
 
 
 def layer_inputs(layer: GemminiLayer, compiled: CompiledLayer, x: np.ndarray) -> dict:
@@ -376,14 +389,54 @@ def _run_host(net: Network, step: Step, values: dict) -> np.ndarray:
     raise CodegenError(f"no host operator {s.op}", source=f"{net.source}: node {s.name}", field="op")
 
 
+def _compile_isa(net: Network, layer: GemminiLayer, sched):
+    from .network_isa import isa_layer
+
+    src = f"{net.source}: node {layer.step.name}"
+    if layer.step.pool is not None:
+        raise CodegenError("a max-pool fused into the store path has no explicit-command form (plan the network "
+                           "with store_pool=False)", source=src, field="pool")
+    w, bias = layer_constants(net, layer)
+    return isa_layer(layer.workload, layer.kind, sched, scale=_scale(net, layer.step), relu=layer.step.relu,
+                     weights=w, bias=bias, source=src)
+
+
+def _gemmini_step_run(layer: GemminiLayer, compiled, sched, scheduler: str, style: str, values: dict) -> tuple:
+    """(output, LayerRun) of one Gemmini step."""
+    step = layer.step
+    if style == "isa":
+        from .network_isa import run_isa_layer
+
+        out, run = run_isa_layer(compiled, values[step.inputs[0]], layer.kind)
+        return out, LayerRun(step.name, step.op, "gemmini", scheduler, float(run.cycles), "timing model",
+                             layer_verified=bool(run.verified), fused=list(step.fused),
+                             calls=f"explicit commands ({len(compiled.program.commands):,})")
+    out, run, tiles = _run_gemmini(layer, compiled, values)
+    return out, LayerRun(step.name, step.op, "gemmini", scheduler, float(run.cycles), "timing model",
+                         list(tiles) if tiles else None,
+                         None if sched is None else float(sched.library_cycles), bool(run.verified),
+                         list(step.fused),
+                         [] if sched is None else [{"tiles": list(t), "mismatches": m}
+                                                   for t, m in sched.rejected.items()],
+                         None if sched is None else sched.note, calls_summary(compiled.vendor))
+
+
 def run_network(net: Network, feeds: dict, schedules: dict, scheduler: str = "cosa",
-                steps: list | None = None) -> NetworkRun:
-    """Run ``net`` on ``feeds`` (graph input -> float32 array).  schedules: layer key -> ``LoopSchedule``
-    (``tiles_for``; not needed for "gemmini-default", which runs the library's own tiles)."""
+                steps: list | None = None, style: str = "loops") -> NetworkRun:
+    """Run ``net`` on ``feeds`` (graph input -> float32 array).  ``style`` "loops": schedules: layer key ->
+    ``LayerTiles`` (``tiles_for``; not needed for "gemmini-default", which runs the library's own tiles);
+    "isa" (cosa only): layer key -> ``network_isa.LayerMapping``, every Gemmini step an explicit-command
+    program (kept in the run's ``isa_layers`` for the network program) and every max-pool on the host."""
     if scheduler not in SCHEDULERS:
         raise CodegenError(f"unknown scheduler {scheduler!r} (one of {', '.join(SCHEDULERS)})", source=net.source,
                            field="--scheduler")
-    steps = plan(net) if steps is None else steps
+    if style not in STYLES:
+        raise CodegenError(f"unknown style {style!r} (one of {', '.join(STYLES)})", source=net.source,
+                           field="--style")
+    if style == "isa" and scheduler != "cosa":
+        raise CodegenError("--style isa runs cosa's mappings as explicit commands; the library's own tiles are its "
+                           "loop instructions (--style loops)", source=net.source, field="--scheduler")
+    steps = plan(net, store_pool=style == "loops") if steps is None else steps
     layers = {layer.step.name: layer for layer in gemmini_layers(net, steps)}
     compiled = {}
     for name, layer in layers.items():     # calls, tiles and constant buffers, once before any input runs
@@ -391,22 +444,17 @@ def run_network(net: Network, feeds: dict, schedules: dict, scheduler: str = "co
         if scheduler != "gemmini-default" and sched is None:
             raise CodegenError("no schedule for this layer", source=f"{net.source}: node {name}",
                                field="schedules")
-        compiled[name] = compile_layer(net, layer, sched, scheduler)
+        compiled[name] = (_compile_isa(net, layer, sched) if style == "isa" else
+                          compile_layer(net, layer, sched, scheduler))
     values = {k: np.asarray(v) for k, v in feeds.items()}
     runs, total = [], 0.0
     for step in steps:
         if step.on == "gemmini":
             layer = layers[step.name]
-            sched = schedules.get(layer.key)
-            out, run, tiles = _run_gemmini(layer, compiled[step.name], values)
-            total += run.cycles
-            runs.append(LayerRun(step.name, step.op, "gemmini", scheduler, float(run.cycles), "timing model",
-                                 list(tiles) if tiles else None,
-                                 None if sched is None else float(sched.library_cycles), bool(run.verified),
-                                 list(step.fused),
-                                 [] if sched is None else [{"tiles": list(t), "mismatches": m}
-                                                           for t, m in sched.rejected.items()],
-                                 None if sched is None else sched.note, calls_summary(compiled[step.name].vendor)))
+            out, layer_run = _gemmini_step_run(layer, compiled[step.name], schedules.get(layer.key), scheduler,
+                                               style, values)
+            total += layer_run.cycles
+            runs.append(layer_run)
         else:
             out = _run_host(net, step, values)
             runs.append(LayerRun(step.name, step.op, "host", fused=list(step.fused)))
@@ -415,7 +463,7 @@ def run_network(net: Network, feeds: dict, schedules: dict, scheduler: str = "co
             raise SimulationError(f"computed shape {out.shape}, the model says {expected}",
                                   source=f"{net.source}: node {step.name}", field=step.output)
         values[step.output] = out
-    return NetworkRun(values, runs, total, arena_plan(net, steps))
+    return NetworkRun(values, runs, total, arena_plan(net, steps), compiled if style == "isa" else {})
 
 
 def compared_tensors(net: Network) -> list[str]:

@@ -54,7 +54,9 @@ def _array(values: np.ndarray, per_line: int = 24) -> str:
     return "{\n  " + ",\n  ".join(lines) + "\n}" if flat else "{0}"
 
 
-def _function(program: Program, fn: str) -> str:
+def _function(program: Program, fn: str, partials: str | None = None, zeros: str | None = None) -> str:
+    """``void fn(input, weights, bias, output)``; the partial sums and the zero row are the function's own
+    statics, or the buffers named ``partials`` / ``zeros`` declared elsewhere (``layer_function``)."""
     p = program.plan
     grouped = p.problem.grouped
     e = [{d: v for d, v in ext.items() if d != "g" or grouped} for ext in p.extents]
@@ -66,20 +68,35 @@ def _function(program: Program, fn: str) -> str:
         f" * scratchpad {'double' if p.sp_double else 'single'} buffered, accumulator "
         f"{'double' if p.acc_double else 'single'} buffered. */",
     ]
+    names = _buffer_names(program, fn)
     if "partials" in program.buffers:
-        buf = program.buffers["partials"]
-        lines.append(f"acc_t {fn}_partials[{int(np.prod(buf.shape))}];")
+        if partials is None:
+            buf = program.buffers["partials"]
+            lines.append(f"acc_t {fn}_partials[{int(np.prod(buf.shape))}];")
+        else:
+            names["partials"] = partials
     if "zeros" in program.buffers:
-        lines.append(f"const elem_t {fn}_zeros[{program.buffers['zeros'].shape[0]}] = {{0}};")
+        if zeros is None:
+            lines.append(f"const elem_t {fn}_zeros[{program.buffers['zeros'].shape[0]}] = {{0}};")
+        else:
+            names["zeros"] = zeros
     lines.append(f"void {fn}(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output) {{")
     if not program.bias:
         lines.append("  (void)bias; /* generated without bias */")
-    lines.append(c_body(program.statements, _buffer_names(program, fn)))
+    lines.append(c_body(program.statements, names))
     lines.append("}")
     return "\n".join(lines)
 
 
-_PRELUDE = """#include <stdint.h>
+def layer_function(program: Program, fn: str, *, partials: str, zeros: str) -> str:
+    """The C function ``void fn(input, weights, bias, output)`` of ``program`` (no prelude, no main) whose
+    partial sums (int32, ``program.buffers["partials"]``) and zero row (64 bytes) are the buffers named
+    ``partials`` and ``zeros``, declared once by the caller (a whole network shares them across layers)."""
+    return _function(program, c_name(program, fn), partials, zeros)
+
+
+#: What every emitted file starts with: the header, the element types, the min/max macros its C uses.
+PRELUDE = """#include <stdint.h>
 #include "gemmini_cosa.h"
 
 #ifndef GEMMINI_COSA_ELEM_TYPES
@@ -128,7 +145,7 @@ def emit_c(program: Program, *, with_main: bool = False, inputs: dict | None = N
     (``run.example_inputs(program, seed)`` when None) and the NumPy-expected output."""
     fn = c_name(program, name)
     parts = [f"/* Generated Gemmini program {program.name}: {program.kind}, dataflow {program.dataflow}. */",
-             _PRELUDE, _function(program, fn)]
+             PRELUDE, _function(program, fn)]
     if with_main:
         parts.append(_self_check_main(program, fn, inputs, seed))
     return "\n".join(parts) + "\n"

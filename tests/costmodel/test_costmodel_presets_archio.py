@@ -22,7 +22,8 @@ def test_gemmini_ws_structure():
     assert sp.capacity_bytes == 256 * 1024 and sp.holds == {"input", "weight"} and sp.word_bits == 8
     assert acc.capacity_bytes == 64 * 1024 and acc.holds == {"output"} and acc.word_bits == 32
     assert acc.fanout == 256
-    assert acc.spatial_axes == (SpatialAxis("rows", 16, frozenset({"input", "weight"}), False),
+    assert acc.spatial_axes == (SpatialAxis("rows", 16, frozenset({"input", "weight"}), False,
+                                            excluded=frozenset({"R", "S"})),
                                 SpatialAxis("cols", 16, frozenset({"weight", "output"})))
     assert regs.holds == {"weight"} and regs.capacity_bytes == 2  # two PE registers: preload overlaps compute
     assert arch.total_macs_per_cycle == 256
@@ -138,3 +139,24 @@ def test_our_form_minimal_and_dict():
                                                                          "holds": ["input"], "fanout": 2}]})
     assert arch.level("Buf").holds == {"input"} and arch.total_macs_per_cycle == 2
     assert arch_to_dict(arch)["levels"][1]["capacity_bytes"] == 64
+
+
+def test_gemmini_rows_never_take_a_kernel_dim_even_where_it_indexes_no_window():
+    """On a 1x1 image a 3x3 kernel's R and S index the input directly (no window), so the role rule alone would
+    put them on the WS rows; Gemmini's programs walk them in time, and the excluded list says so, through a
+    file round trip too."""
+    from workloads import conv2d
+
+    arch = preset("gemmini")
+    rows = arch.levels[2].spatial_axes[0]
+    one_pixel = conv2d("dw", N=1, C=64, K=64, H=1, W=1, R=3, S=3, padding=1, groups=64, bits=8)
+    dense = conv2d("c", N=1, C=64, K=64, H=1, W=1, R=3, S=3, padding=1, bits=8)
+    assert "R" not in one_pixel.window_dims() and not rows.admits("R", one_pixel)
+    assert rows.admits("C", dense) and not rows.admits("S", dense)
+    assert SpatialAxis("rows", 16, frozenset({"input", "weight"})).admits("R", dense)   # the rule without the list
+    again = arch_from_dict(arch_to_dict(arch))
+    assert again.levels[2].spatial_axes[0].excluded == frozenset({"R", "S"})
+    with pytest.raises(ArchError, match="excluded"):
+        d = arch_to_dict(arch)
+        d["levels"][2]["spatial_axes"][0]["excluded"] = "R"
+        arch_from_dict(d)
