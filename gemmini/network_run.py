@@ -78,7 +78,7 @@ class LayerRun:
 @dataclass
 class NetworkRun:
     """values: every tensor computed (name -> array); layers: LayerRun per step; cycles: their sum
-    (Gemmini steps, timing model); arena: the activation arena's plan; isa_layers: step name ->
+    (Gemmini steps, timing model; None when computed by the reference); arena: the activation arena's plan; isa_layers: step name ->
     ``network_isa.IsaLayer`` in the explicit-command style (else empty)."""
 
     values: dict
@@ -401,8 +401,27 @@ def _compile_isa(net: Network, layer: GemminiLayer, sched):
                      weights=w, bias=bias, source=src)
 
 
+def _reference_step(layer: GemminiLayer, compiled, scheduler: str, style: str, values: dict) -> tuple:
+    """(output, LayerRun) of one Gemmini step computed by the NumPy reference of its program or calls."""
+    x = values[layer.step.inputs[0]]
+    if style == "isa":
+        from .codegen.data import reference_output
+
+        nhwc_x = np.transpose(x, (0, 2, 3, 1)) if layer.kind == "conv" else x
+        out = reference_output(compiled.program, dict(compiled.constants, input=np.ascontiguousarray(nhwc_x)))
+    else:
+        from .vendor.run import reference
+
+        out = reference(compiled.vendor, layer_inputs(layer, compiled, x))
+    if layer.kind == "conv":
+        out = np.ascontiguousarray(np.transpose(out, (0, 3, 1, 2)))
+    step = layer.step
+    return out, LayerRun(step.name, step.op, "gemmini", scheduler, None, "none (NumPy reference)",
+                         fused=list(step.fused))
+
+
 def _gemmini_step_run(layer: GemminiLayer, compiled, sched, scheduler: str, style: str, values: dict) -> tuple:
-    """(output, LayerRun) of one Gemmini step."""
+    """(output, LayerRun) of one Gemmini step on the functional and timing models."""
     step = layer.step
     if style == "isa":
         from .network_isa import run_isa_layer
@@ -422,11 +441,18 @@ def _gemmini_step_run(layer: GemminiLayer, compiled, sched, scheduler: str, styl
 
 
 def run_network(net: Network, feeds: dict, schedules: dict, scheduler: str = "cosa",
-                steps: list | None = None, style: str = "loops") -> NetworkRun:
+                steps: list | None = None, style: str = "loops", compute: str = "simulate") -> NetworkRun:
     """Run ``net`` on ``feeds`` (graph input -> float32 array).  ``style`` "loops": schedules: layer key ->
     ``LayerTiles`` (``tiles_for``; not needed for "gemmini-default", which runs the library's own tiles);
     "isa" (cosa only): layer key -> ``network_isa.LayerMapping``, every Gemmini step an explicit-command
-    program (kept in the run's ``isa_layers`` for the network program) and every max-pool on the host."""
+    program (kept in the run's ``isa_layers`` for the network program) and every max-pool on the host.
+    ``compute`` "simulate": every Gemmini step on the functional and timing models (its cycles, its output
+    checked against its NumPy reference); "reference": by that NumPy reference alone (no cycles: the run's
+    ``cycles`` is None), seconds instead of minutes per input for a network, for accuracy over many inputs
+    (the integer semantics the simulated programs reproduce bit for bit)."""
+    if compute not in ("simulate", "reference"):
+        raise CodegenError(f"compute must be simulate or reference, got {compute!r}", source=net.source,
+                           field="compute")
     if scheduler not in SCHEDULERS:
         raise CodegenError(f"unknown scheduler {scheduler!r} (one of {', '.join(SCHEDULERS)})", source=net.source,
                            field="--scheduler")
@@ -451,9 +477,12 @@ def run_network(net: Network, feeds: dict, schedules: dict, scheduler: str = "co
     for step in steps:
         if step.on == "gemmini":
             layer = layers[step.name]
-            out, layer_run = _gemmini_step_run(layer, compiled[step.name], schedules.get(layer.key), scheduler,
-                                               style, values)
-            total += layer_run.cycles
+            if compute == "reference":
+                out, layer_run = _reference_step(layer, compiled[step.name], scheduler, style, values)
+            else:
+                out, layer_run = _gemmini_step_run(layer, compiled[step.name], schedules.get(layer.key),
+                                                   scheduler, style, values)
+                total += layer_run.cycles
             runs.append(layer_run)
         else:
             out = _run_host(net, step, values)
@@ -463,7 +492,8 @@ def run_network(net: Network, feeds: dict, schedules: dict, scheduler: str = "co
             raise SimulationError(f"computed shape {out.shape}, the model says {expected}",
                                   source=f"{net.source}: node {step.name}", field=step.output)
         values[step.output] = out
-    return NetworkRun(values, runs, total, arena_plan(net, steps), compiled if style == "isa" else {})
+    return NetworkRun(values, runs, total if compute == "simulate" else None, arena_plan(net, steps),
+                      compiled if style == "isa" else {})
 
 
 def compared_tensors(net: Network) -> list[str]:
