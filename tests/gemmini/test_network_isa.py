@@ -133,3 +133,20 @@ def test_explicit_command_network_on_spike_matches_onnxruntime(tmp_path, capsys)
     d = json.loads(capsys.readouterr().out)
     assert d["verified"] and d["max_abs_diff_vs_onnxruntime"] <= 1 and d["top1_equal"] and d["style"] == "isa"
     assert all(s["passed"] for s in d["spike"]) and len(d["spike"]) == 2
+
+
+@pytest.mark.parametrize("style", ["isa", "loops"])
+def test_the_reference_computes_what_the_simulated_programs_do(network, style):
+    net, steps, mappings, feeds, run = network
+    if style == "isa":
+        simulated, schedules, scheduler, on = run, mappings, "cosa", steps
+    else:
+        net = load_network(net.source)
+        on = plan(net)
+        simulated, schedules, scheduler = run_network(net, feeds, {}, "gemmini-default", on), {}, "gemmini-default"
+    ref = run_network(net, feeds, schedules, scheduler, on, style=style, compute="reference")
+    assert ref.cycles is None and all(r.cycles is None for r in ref.layers)
+    assert set(ref.values) == set(simulated.values)
+    assert all(np.array_equal(ref.values[t], simulated.values[t]) for t in ref.values)
+    with pytest.raises(CodegenError, match="compute"):
+        run_network(net, feeds, schedules, scheduler, on, style=style, compute="guess")
