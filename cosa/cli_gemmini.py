@@ -247,6 +247,14 @@ def cmd_build(args) -> int:
     return 0
 
 
+def _lowering_kind(program):
+    """The rewrite the program runs ("fold", "pack"), None for the layer as written."""
+    from gemmini.codegen.lowering import lowering_of
+
+    low = lowering_of(program.workload)
+    return low.kind if low is not None else None
+
+
 def _run_on_spike(args, program) -> dict:
     import tempfile
 
@@ -286,9 +294,6 @@ def cmd_run(args) -> int:
     status = cli_targets.integer_status(args)          # --exceptions: Gemmini's types are int8/int32
     if _resolve_style(args) == "loops":
         return _run_loops(args, status)
-    if getattr(args, "lower", False) and args.sim not in ("isa", "rtl"):
-        raise FrameworkError(f"--lower runs on --sim isa or rtl only: a lowered program has no C form yet "
-                             f"(--sim {args.sim} builds C)", field="--lower")
     program = _gemmini_program(args)
     name = program.name
     if args.sim == "spike":
@@ -296,6 +301,7 @@ def cmd_run(args) -> int:
 
         d = _run_on_spike(args, program)
         d["exception_status"] = status
+        d["lowering"] = _lowering_kind(program)
         if args.json:
             _print_json(d)
         else:
@@ -308,6 +314,7 @@ def cmd_run(args) -> int:
         return _run_on_chipyard(args, program)
     d = run_program(program, sim=args.sim, seed=args.seed).to_dict()
     d["exception_status"] = status
+    d["lowering"] = _lowering_kind(program)
     # what the cycles are: our timing model's on the functional model, our own RTL's (not Gemmini's) on rtl
     d["cycles_source"] = {"isa": "timing model", "rtl": "our RTL (not Gemmini's)"}.get(args.sim, args.sim)
     if args.json:
@@ -388,7 +395,7 @@ def _add_gemmini_parser(targets, name: str, func) -> None:
     else:
         p.add_argument("--lower", action="store_true",
                        help="also schedule the layer's rewrites (im2col folding of thin layers, packed "
-                            "groups: gemmini.codegen.lowering) and run the cheapest (--sim isa or rtl)")
+                            "groups: gemmini.codegen.lowering) and run the cheapest as explicit commands")
         p.add_argument("--sim", choices=["isa", "rtl", "spike", "chipyard"], default="isa",
                        help="isa: our functional and timing model (default); rtl: our RTL under Verilator; "
                             "spike: build the ELF and run it on GEMMINI_SPIKE (Spike + libgemmini); "

@@ -96,13 +96,15 @@ def _layer_tiles(layer, arch, options: dict):
     from cosa.scheduler import schedule
     from gemmini.network_run import tiles_for
 
-    mapping = schedule(layer.workload, arch, scheduler="cosa", objective=options["objective"],
-                       solver=options["solver"], time_limit_s=options["time_limit"], seed=options["seed"],
-                       bound=False).mapping
-    if options.get("style") == "isa":
+    mip = {"objective": options["objective"], "solver": options["solver"], "time_limit_s": options["time_limit"],
+           "seed": options["seed"], "bound": False}
+    if options.get("style") == "isa":   # the layer or its cheaper rewrite (im2col fold, packed groups)
+        from gemmini.codegen.choose_lowering import schedule as schedule_lowered
         from gemmini.network_isa import LayerMapping
 
-        return LayerMapping(mapping, arch)
+        sched = schedule_lowered(layer.workload, arch, schedule, scheduler="cosa", **mip)
+        return LayerMapping(sched.mapping, arch, None if sched.workload is layer.workload else sched.workload)
+    mapping = schedule(layer.workload, arch, scheduler="cosa", **mip).mapping
     from cosa.mip import choose_loop_tiles
 
     return tiles_for(layer, mapping, arch, budget=options["budget"], seed=options["seed"], chooser=choose_loop_tiles)

@@ -18,17 +18,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from .codegen import Program, generate
+from .codegen.data import user_shapes
 from .errors import CodegenError
 from .run import run_program
 
 
 @dataclass(frozen=True)
 class LayerMapping:
-    """A distinct layer's schedule in the explicit-command style: the MIP's ``mapping`` and the ``arch`` it was
-    made for (the Gemmini preset)."""
+    """A distinct layer's schedule in the explicit-command style: the MIP's ``mapping``, the ``arch`` it was
+    made for (the Gemmini preset) and the ``workload`` it maps: None for the layer as written, else the rewrite
+    the scheduler found cheaper (``codegen.choose_lowering``: an im2col fold or packed groups)."""
 
     mapping: object
     arch: object
+    workload: object = None
 
 
 @dataclass(frozen=True)
@@ -42,17 +45,19 @@ class IsaLayer:
 
 def isa_layer(workload, kind: str, schedule: LayerMapping, *, scale: float, relu: bool, weights: np.ndarray,
               bias: np.ndarray, source: str) -> IsaLayer:
-    """The program of one step (``kind`` "conv" or "matmul") under ``schedule``, with the float32 output
-    ``scale`` and ``relu`` in its mvout; ``weights`` as ONNX holds them ([K, C/groups, KH, KW]) or the matmul's
-    B [K, N]; ``bias`` int32."""
-    program = generate(workload, schedule.mapping, schedule.arch, bias=True, scale=float(np.float32(scale)),
-                       relu=bool(relu))
+    """The program of one step (``kind`` "conv" or "matmul") under ``schedule`` (of its rewrite, when the
+    schedule names one), with the float32 output ``scale`` and ``relu`` in its mvout; ``weights`` as ONNX holds
+    them ([K, C/groups, KH, KW]) or the matmul's B [K, N]; ``bias`` int32.  The constants keep the layer's own
+    layout (a rewrite's runner and C take theirs from it: ``codegen.c.device_inputs``)."""
+    program = generate(schedule.workload or workload, schedule.mapping, schedule.arch, bias=True,
+                       scale=float(np.float32(scale)), relu=bool(relu))
     if kind == "conv":
         weights = np.transpose(weights, (2, 3, 1, 0))
     constants = {"weights": np.ascontiguousarray(weights, dtype=np.int8),
                  "bias": np.ascontiguousarray(bias, dtype=np.int32)}
+    shapes = user_shapes(program)
     for name, data in constants.items():
-        want = tuple(program.buffers[name].shape)
+        want = tuple(shapes[name][0])
         if data.shape != want:
             raise CodegenError(f"operand {name} has shape {data.shape}, the program reads {want}", source=source,
                                field=name)
@@ -75,3 +80,9 @@ def partial_bytes(program: Program) -> int:
     """Bytes of the program's int32 partial-sum buffer (0 when its tiles never leave a reduction early)."""
     buf = program.buffers.get("partials")
     return 0 if buf is None else int(buf.nbytes)
+
+
+def bordered_bytes(program: Program) -> int:
+    """Bytes of the zero-bordered image copy an im2col fold with width padding keeps (its C function's own
+    global), else 0."""
+    return int(program.buffers["input"].nbytes) if "image" in program.buffers else 0

@@ -58,7 +58,8 @@ class NetworkProgram:
     compared: str
     expected: np.ndarray
     scratch_bytes: int = 0
-    """int32 partial sums shared by the explicit-command layers (the largest one's)."""
+    """The explicit-command layers' scratch: the int32 partial sums they share (the largest one's) and each
+    im2col fold's zero-bordered image copy."""
 
 
 @dataclass(frozen=True)
@@ -215,8 +216,8 @@ def network_program(net: Network, steps: list[Step], values: dict, schedules: di
     (a ``NetworkRun.isa_layers`` of the explicit-command style): step name -> ``network_isa.IsaLayer``, each
     Gemmini step then the C of its program (``codegen.c.layer_function``) instead of library calls."""
     from .chipyard import vendor_stream
-    from .codegen.c import layer_function, stream_c
-    from .network_isa import partial_bytes
+    from .codegen.c import device_inputs, layer_function, stream_c
+    from .network_isa import bordered_bytes, partial_bytes
     from .network_run import compared_tensors, gemmini_layers, gemmini_operands
 
     name = _c_name(name or Path(net.source).stem)
@@ -237,7 +238,7 @@ def network_program(net: Network, steps: list[Step], values: dict, schedules: di
             raise CodegenError(f"tensor {t} has no place in the arena", source=net.source, field=t)
         return f"(cosa_net_arena + {arena.offsets[t]})"
 
-    functions, body, order, scratch = [], [], [], 0
+    functions, body, order, scratch, bordered = [], [], [], 0, 0
     for i, s in enumerate(run_steps):
         body.append(f"  /* step {i}: {s.op} {s.name}{' (+' + ', '.join(s.fused) + ')' if s.fused else ''} */")
         body.append("  t0 = cosa_net_rdcycle();")
@@ -245,9 +246,11 @@ def network_program(net: Network, steps: list[Step], values: dict, schedules: di
             fn = f"cosa_net_layer_{i}_{_c_name(s.name)}"
             compiled = isa_layers[s.name]
             scratch = max(scratch, partial_bytes(compiled.program))
+            bordered += bordered_bytes(compiled.program)
             functions.append(layer_function(compiled.program, fn, partials="cosa_net_partials",
                                             zeros="cosa_net_zeros"))
-            w, b = (blob.add(compiled.constants[k]) for k in ("weights", "bias"))
+            device = device_inputs(compiled.program, compiled.constants)   # a rewrite's weights in its layout
+            w, b = (blob.add(device[k]) for k in ("weights", "bias"))
             body.append(f"  {fn}((const elem_t *){ptr(s.inputs[0])}, (const elem_t *)(cosa_net_blob + {w}), "
                         f"(const acc_t *)(cosa_net_blob + {b}), (elem_t *){ptr(s.output)});")
             body.append("  gemmini_cosa_fence();")
@@ -287,7 +290,7 @@ def network_program(net: Network, steps: list[Step], values: dict, schedules: di
     source = _c_source(name, functions, body, arena.size_bytes, ptr(out), expected_at, size, scratch,
                        bool(isa_layers))
     program = NetworkProgram(name, source, blob.bytes(), int(arena.size_bytes), blob.size, tuple(order), out,
-                             expected, scratch)
+                             expected, scratch + bordered)
     check_memory(program, net.source)
     return program
 
@@ -296,7 +299,8 @@ def check_memory(program: NetworkProgram, source: str) -> None:
     """Refuse a program whose constants and arena do not fit the runtime's memory, naming the sizes."""
     need = program.constant_bytes + program.arena_bytes + program.scratch_bytes
     if need > MEMORY_BYTES - RESERVED_BYTES:
-        scratch = f" and {program.scratch_bytes:,} bytes of partial sums" if program.scratch_bytes else ""
+        scratch = (f" and {program.scratch_bytes:,} bytes of partial sums and bordered images"
+                   if program.scratch_bytes else "")
         raise CodegenError(f"the program needs {program.constant_bytes:,} bytes of constants and a "
                            f"{program.arena_bytes:,}-byte arena{scratch}, more than the "
                            f"{MEMORY_BYTES - RESERVED_BYTES:,} bytes the runtime's {MEMORY_BYTES >> 20} MiB leave "

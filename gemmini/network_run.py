@@ -420,6 +420,15 @@ def _reference_step(layer: GemminiLayer, compiled, scheduler: str, style: str, v
                          fused=list(step.fused))
 
 
+def _isa_calls(program) -> str:
+    """What an explicit-command step runs: its command count and the rewrite, if any."""
+    from .codegen.lowering import lowering_of
+
+    low = lowering_of(program.workload)
+    what = {"fold": "im2col fold", "pack": f"packed groups of {low.m}" if low else ""}.get(low.kind) if low else None
+    return f"explicit commands ({len(program.commands):,})" + (f", {what}" if what else "")
+
+
 def _gemmini_step_run(layer: GemminiLayer, compiled, sched, scheduler: str, style: str, values: dict) -> tuple:
     """(output, LayerRun) of one Gemmini step on the functional and timing models."""
     step = layer.step
@@ -429,7 +438,7 @@ def _gemmini_step_run(layer: GemminiLayer, compiled, sched, scheduler: str, styl
         out, run = run_isa_layer(compiled, values[step.inputs[0]], layer.kind)
         return out, LayerRun(step.name, step.op, "gemmini", scheduler, float(run.cycles), "timing model",
                              layer_verified=bool(run.verified), fused=list(step.fused),
-                             calls=f"explicit commands ({len(compiled.program.commands):,})")
+                             calls=_isa_calls(compiled.program))
     out, run, tiles = _run_gemmini(layer, compiled, values)
     return out, LayerRun(step.name, step.op, "gemmini", scheduler, float(run.cycles), "timing model",
                          list(tiles) if tiles else None,

@@ -25,6 +25,7 @@ import numpy as np
 
 from .data import example_inputs, reference_output
 from .ir import c_body
+from .lowering import lowering_of
 from .program import Program
 from ..errors import CodegenError
 
@@ -42,10 +43,28 @@ def c_name(program: Program, name: str | None = None) -> str:
 
 
 def _buffer_names(program: Program, fn: str) -> dict:
+    """Buffer -> C name: the four parameters, the function's own globals (partial sums, the zero row, and for
+    an im2col fold with width padding the zero-bordered copy of the image, whose ``image`` is then the first
+    parameter)."""
     names = {n: n for n in _ARG_NAMES}
     names["partials"] = f"{fn}_partials"
     names["zeros"] = f"{fn}_zeros"
+    if "image" in program.buffers:
+        names["image"], names["input"] = "image", f"{fn}_input"
     return names
+
+
+def first_parameter(program: Program) -> str:
+    """The buffer the function's first parameter points to: ``image`` for an im2col fold with width padding
+    (the program copies it into its zero-bordered ``input``), else ``input``."""
+    return "image" if "image" in program.buffers else "input"
+
+
+def device_inputs(program: Program, inputs: dict) -> dict:
+    """Buffer name -> the array the function's parameters point to, from the layer's ``inputs`` (for a
+    lowered program, ``codegen.lowering``, the original layer's arrays: the weights in the rewrite's layout)."""
+    low = lowering_of(program.workload)
+    return low.device_arrays(dict(inputs)) if low is not None else dict(inputs)
 
 
 def _array(values: np.ndarray, per_line: int = 24) -> str:
@@ -69,6 +88,9 @@ def _function(program: Program, fn: str, partials: str | None = None, zeros: str
         f"{'double' if p.acc_double else 'single'} buffered. */",
     ]
     names = _buffer_names(program, fn)
+    first = first_parameter(program)
+    if first == "image":
+        lines.append(f"elem_t {fn}_input[{int(np.prod(program.buffers['input'].shape))}]; /* the bordered image */")
     if "partials" in program.buffers:
         if partials is None:
             buf = program.buffers["partials"]
@@ -80,7 +102,7 @@ def _function(program: Program, fn: str, partials: str | None = None, zeros: str
             lines.append(f"const elem_t {fn}_zeros[{program.buffers['zeros'].shape[0]}] = {{0}};")
         else:
             names["zeros"] = zeros
-    lines.append(f"void {fn}(const elem_t *input, const elem_t *weights, const acc_t *bias, elem_t *output) {{")
+    lines.append(f"void {fn}(const elem_t *{first}, const elem_t *weights, const acc_t *bias, elem_t *output) {{")
     if not program.bias:
         lines.append("  (void)bias; /* generated without bias */")
     lines.append(c_body(program.statements, names))
@@ -115,13 +137,14 @@ def _self_check_main(program: Program, fn: str, inputs: dict | None, seed: int) 
     ``FAIL``) and returns non-zero on a mismatch."""
     inputs = example_inputs(program, seed) if inputs is None else inputs
     expected = reference_output(program, inputs)
+    device = device_inputs(program, inputs)
     main = ["", "#ifndef GEMMINI_COSA_NO_MAIN", "#include <stdio.h>"]
-    for arg in ("input", "weights", "bias"):
+    for arg, buf_name in (("input", first_parameter(program)), ("weights", "weights"), ("bias", "bias")):
         if arg == "bias" and not program.bias:
             continue
-        buf = program.buffers[arg]
+        buf = program.buffers[buf_name]
         main.append(f"static const {_C_TYPES[buf.dtype]} {fn}_test_{arg}[{int(np.prod(buf.shape))}] = "
-                    f"{_array(np.asarray(inputs[arg], dtype=buf.dtype))};")
+                    f"{_array(np.asarray(device[buf_name], dtype=buf.dtype))};")
     size = int(np.prod(program.buffers["output"].shape))
     main.append(f"static const elem_t {fn}_expected[{size}] = {_array(expected)};")
     main.append(f"static elem_t {fn}_output[{size}];")
@@ -165,7 +188,10 @@ def host_logger_c(program: Program, *, name: str | None = None) -> str:
     for buf_name, buf in program.buffers.items():
         ctype = _C_TYPES[buf.dtype]
         count = int(np.prod(buf.shape))
-        if buf_name in _ARG_NAMES:
+        if buf_name == "input" and "image" in program.buffers:
+            decls.append(f"extern elem_t {fn}_input[{count}];")
+            sym = f"{fn}_input"
+        elif buf_name in _ARG_NAMES + ("image",):
             decls.append(f"static {ctype} buf_{buf_name}[{count}];")
             sym = f"buf_{buf_name}"
         elif buf_name == "partials":
@@ -180,7 +206,7 @@ def host_logger_c(program: Program, *, name: str | None = None) -> str:
     lines += decls
     lines.append("int main(void) {")
     lines += prints
-    lines.append(f"  {fn}(buf_input, buf_weights, buf_bias, buf_output);")
+    lines.append(f"  {fn}(buf_{first_parameter(program)}, buf_weights, buf_bias, buf_output);")
     lines.append("  return 0;")
     lines.append("}")
     return "\n".join(lines) + "\n"

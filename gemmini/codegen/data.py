@@ -20,7 +20,7 @@ from .program import Program
 def example_inputs(program: Program, seed: int = 0) -> dict:
     """Random int8 inputs/weights and int32 bias (in [-2^12, 2^12)) for ``program``, from ``seed``."""
     rng = np.random.default_rng(seed)
-    shapes = _user_shapes(program)
+    shapes = user_shapes(program)
     out = {}
     for name in ("input", "weights"):
         out[name] = rng.integers(-128, 128, size=shapes[name][0]).astype(np.int8)
@@ -29,7 +29,7 @@ def example_inputs(program: Program, seed: int = 0) -> dict:
     return out
 
 
-def _user_shapes(program: Program) -> dict:
+def user_shapes(program: Program) -> dict:
     """name -> (shape, dtype) of the arrays a caller gives: the buffers', or for a lowered workload
     (``gemmini.codegen.lowering``) the original layer's, which ``memory_image`` transforms into the buffers."""
     low = lowering_of(program.workload)
@@ -41,7 +41,7 @@ def _user_shapes(program: Program) -> dict:
 def _check_inputs(program: Program, inputs: dict) -> dict:
     src = f"inputs of program {program.name}"
     needed = ("input", "weights") + (("bias",) if program.bias else ())
-    shapes = _user_shapes(program)
+    shapes = user_shapes(program)
     arrays = {}
     for name in needed:
         if name not in inputs:

@@ -97,10 +97,11 @@ class Lowering:
         return out
 
     def device_arrays(self, arrays: dict) -> dict:
-        """Buffer name -> array placed in main memory, from the original layer's ``arrays``."""
+        """Buffer name -> array placed in main memory, from the original layer's ``arrays`` (the constants alone
+        when ``arrays`` has no input)."""
         out = dict(arrays)
         out["weights"] = self.device_weights(arrays["weights"])
-        if self.kind == "fold" and self.wp:
+        if self.kind == "fold" and self.wp and "input" in out:
             out["image"] = out.pop("input")  # the program copies it into the bordered ``input``
         return out
 

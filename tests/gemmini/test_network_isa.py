@@ -97,7 +97,7 @@ def test_isa_style_needs_cosa_mappings_and_no_store_pool(network, tmp_path):
 
 def test_partial_sums_count_against_the_memory():
     program = NetworkProgram("n", "", b"", 1 << 20, 1 << 20, (), "y", np.zeros(1, np.int8), 64 << 20)
-    with pytest.raises(CodegenError, match="67,108,864 bytes of partial sums"):
+    with pytest.raises(CodegenError, match="67,108,864 bytes of partial sums and bordered images"):
         check_memory(program, "net.onnx")
 
 
