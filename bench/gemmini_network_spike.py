@@ -100,9 +100,11 @@ def run_network_on_spike(name: str, args, console) -> list[dict]:
 def runs(args) -> list[tuple]:
     """(scheduler, style) pairs to run: every scheduler in the loops style, and cosa's mappings as explicit
     commands when ``--styles`` names isa (the library's own tiles exist only as its loop instructions)."""
-    styles = args.styles.split(",")
-    out = [(s, "loops") for s in args.schedulers.split(",")] if "loops" in styles else []
-    return out + ([("cosa", "isa")] if "isa" in styles and "cosa" in args.schedulers.split(",") else [])
+    schedulers, out = args.schedulers.split(","), []
+    for style in args.styles.split(","):      # in the order given
+        out += [(s, "loops") for s in schedulers] if style == "loops" else [("cosa", "isa")] if "cosa" in schedulers \
+            else []
+    return out
 
 
 def main(argv=None) -> int:
