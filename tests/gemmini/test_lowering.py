@@ -234,3 +234,17 @@ def test_a_lowered_programs_self_check_embeds_the_rewrites_weights():
     source = emit_c(program, with_main=True, inputs=inputs)
     n = int(np.prod(program.buffers["weights"].shape))
     assert f"_test_weights[{n}]" in source
+
+
+@pytest.mark.skipif(not __import__("shutil").which("riscv64-unknown-elf-gcc"), reason="no riscv64-unknown-elf-gcc")
+def test_a_folded_program_with_its_image_copy_builds_and_runs_on_spike(tmp_path):
+    import os
+
+    from gemmini.build import build_elf, run_spike
+
+    program, _ = _run(LOWERED_C["fold-bordered"]())
+    elf = build_elf(program, tmp_path / "fold.elf", seed=2)
+    assert elf.is_file() and "image" in elf.with_suffix(".c").read_text()
+    if os.environ.get("GEMMINI_SPIKE"):
+        result = run_spike(elf)
+        assert result.verified, result.output[-300:]

@@ -108,7 +108,10 @@ def test_cli_names_the_style_and_refuses_the_librarys_tiles_as_commands(tmp_path
     assert main(["run", "gemmini", model, "--style", "isa", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["style"] == "isa" and d["verified"] and d["library_cycles"] is None
-    assert all("explicit commands" in r["calls"] for r in d["layers"] if r["on"] == "gemmini")
+    calls = [r["calls"] for r in d["layers"] if r["on"] == "gemmini"]
+    assert all("explicit commands" in c for c in calls)
+    # the scheduler takes a rewrite where its model finds it cheaper: conv1 (3 channels) folded
+    assert any("im2col fold" in c or "packed groups" in c for c in calls)
     assert main(["run", "gemmini", model, "--style", "isa", "--scheduler", "gemmini-default"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--scheduler" in err[0] and "--style loops" in err[0]
