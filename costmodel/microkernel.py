@@ -3,7 +3,7 @@
 A CPU code generator (``targets.cpu.plan``) runs the innermost tile of a mapping (the *kernel tile*: the
 tile of the level above an outputs-only register level, with that level's loops inside) as an outer
 product: an ``mr`` x (``nv`` x lanes) block of outputs, rows along a dim ``i``, vector lanes along the
-output's contiguous dim ``j``, stays in vector registers while the tile's reduction loops run.  Each
+output's contiguous dim ``j`` (or an output dim that fills the vectors better, ``lane_dim``), stays in vector registers while the tile's reduction loops run.  Each
 reduction step of a block issues ``mr * nv`` vector FMAs, one per accumulator, and the loads of their
 operands: per input, ``nv`` vectors (an operand indexed by ``j``; ``mr * nv`` when it is indexed by
 ``i`` too, as a convolution's input row is) or one broadcast scalar (``mr`` when indexed by ``i``).
@@ -112,14 +112,42 @@ def contiguous_dim(workload) -> str | None:
     return None
 
 
-def block(workload, extents: dict, lanes: int, registers: int, scalar: bool = False) -> Block:
-    """The register block of a kernel tile of ``extents`` (words per dim) on ``lanes``-wide vectors:
-    ``j`` the output's contiguous dim (a run of at least a quarter of a vector goes in (partial) vectors, else
-    scalar code, as with ``scalar``); ``i`` the largest other output-separable dim of the tile, one
-    that some input does not depend on (its reuse) first; (mr, nv) from ``register_tile``."""
-    dims = list(workload.dims)
+def lane_use(extent: int, lanes: int) -> float:
+    """The share of vector lanes a run of ``extent`` words fills (7 in 16 lanes: 0.44; 32: 1)."""
+    return extent / (-(-extent // lanes) * lanes)
+
+
+#: Lanes go along another output dim than the contiguous one only when it fills this much more of the
+#: vectors (a 7-wide image row fills 44 % of 16 lanes, 16 output channels all of them).
+LANE_GAIN = 1.15
+
+
+def lane_dim(workload, extents: dict, lanes: int) -> str | None:
+    """The dim of the vector lanes: the output's contiguous dim, unless another output-separable dim that no
+    other output axis shares fills the vectors ``LANE_GAIN`` times better (a convolution's output channels
+    on a 7x7 image: its accumulators are then loaded and stored with the channel stride, once per block,
+    while the block's whole reduction runs in registers)."""
     out, bounds = workload.output, workload.dims
     j = contiguous_dim(workload)
+    if lanes <= 1 or not out.indices:
+        return j
+    alone = [e.dims[0] for e in out.indices if len(e.terms) == 1 and e.terms[0][1] == 1]
+    cands = [d for d in alone if d != j and separable(d, out, bounds) and extents.get(d, 1) >= lanes]
+    best = max(cands, key=lambda d: (lane_use(extents[d], lanes), extents[d]), default=None)
+    if best is None or (j is not None and lane_use(extents[best], lanes) <= LANE_GAIN * lane_use(extents[j], lanes)):
+        return j
+    return best
+
+
+def block(workload, extents: dict, lanes: int, registers: int, scalar: bool = False) -> Block:
+    """The register block of a kernel tile of ``extents`` (words per dim) on ``lanes``-wide vectors:
+    ``j`` the lane dim (``lane_dim``: the output's contiguous dim, or an output dim that fills the vectors
+    better; a run of at least a quarter of a vector goes in (partial) vectors, else scalar code, as with
+    ``scalar``); ``i`` the largest other output-separable dim of the tile, one that some input does not
+    depend on (its reuse) first; (mr, nv) from ``register_tile``."""
+    dims = list(workload.dims)
+    out, bounds = workload.output, workload.dims
+    j = contiguous_dim(workload) if scalar else lane_dim(workload, extents, lanes)
     if j is None or scalar or VECTOR_SHARE * extents[j] < lanes:
         lanes = 1
         if j is None:

@@ -166,6 +166,11 @@ class _Emitter:
         p(f"static inline void stt({ct} *p, vc_t v, int n) {{ memcpy(p, &v, n * sizeof({ct})); }}")
         if masked is not None:
             p("#endif")
+        # accumulators whose lanes run along a strided output dim (``costmodel.microkernel.lane_dim``): loaded
+        # and stored once per block, lane by lane
+        p(f"static inline vc_t ldgo(const {ct} *p, long s, int n) {{ vc_t x = {{0}}; "
+          "for (int q = 0; q < n; q++) x[q] = p[q * s]; return x; }")
+        p(f"static inline void stgo({ct} *p, vc_t v, long s, int n) {{ for (int q = 0; q < n; q++) p[q * s] = v[q]; }}")
 
     # --- packing -----------------------------------------------------------------------------
     def pack(self, name: str, level: int) -> None:
@@ -318,10 +323,13 @@ class _Emitter:
             return loc
 
         p.open("")
+        g = self.gstride(out, ker.j) if vector else 1   # lanes along a strided output dim: gathered
         for ii in range(mr):
             for v in range(nv):
                 at = self.offset(out, local(ii, v))
-                if vector and tail and v == nv - 1:
+                if vector and g != 1:
+                    p(f"vc_t c{ii}_{v} = ldgo(t{ko} + {at}, {g}, {tail if tail and v == nv - 1 else lanes});")
+                elif vector and tail and v == nv - 1:
                     p(f"vc_t c{ii}_{v} = ldt(t{ko} + {at}, {tail});")
                 elif vector:
                     p(f"vc_t c{ii}_{v}; memcpy(&c{ii}_{v}, t{ko} + {at}, sizeof c{ii}_{v});")
@@ -361,7 +369,9 @@ class _Emitter:
         for ii in range(mr):
             for v in range(nv):
                 at = self.offset(out, local(ii, v))
-                if vector and tail and v == nv - 1:
+                if vector and g != 1:
+                    p(f"stgo(t{ko} + {at}, c{ii}_{v}, {g}, {tail if tail and v == nv - 1 else lanes});")
+                elif vector and tail and v == nv - 1:
                     p(f"stt(t{ko} + {at}, c{ii}_{v}, {tail});")
                 elif vector:
                     p(f"memcpy(t{ko} + {at}, &c{ii}_{v}, sizeof c{ii}_{v});")

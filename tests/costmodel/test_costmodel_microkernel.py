@@ -108,3 +108,17 @@ def test_a_cache_refills_only_what_it_could_not_keep():
     assert {t: a.fills for t, a in kept.items() if t != "C"} == {"A": 64 * 64, "B": 64 * 64}
     scratch = replace(arch, params={**arch.params, "lru_caches": []})
     assert costmodel.evaluate(w, scratch, m).accesses["L2"]["B"].fills == 4 * 64 * 64  # B again for every M
+
+
+def test_lanes_go_where_they_fill_the_vectors():
+    from costmodel.microkernel import LANE_GAIN, lane_dim, lane_use
+
+    assert lane_use(7, 16) == pytest.approx(7 / 16) and lane_use(32, 16) == 1 and lane_use(24, 16) == 0.75
+    conv = workloads.conv2d("c", C=16, K=64, H=7, W=7, R=3, S=3, padding=1, bits=32)
+    tile = dict(conv.dims)
+    assert lane_dim(conv, tile, 16) == "K"                     # 64 channels fill 16 lanes, 7 columns 44 %
+    assert lane_dim(conv, {**tile, "K": 8}, 16) == "P"         # fewer channels than lanes: along the row (P)
+    wide = workloads.conv2d("w", C=16, K=64, H=14, W=14, R=3, S=3, padding=1, bits=32)
+    assert lane_use(14, 16) * LANE_GAIN >= 1 and lane_dim(wide, dict(wide.dims), 16) == "P"   # 88 %: kept
+    assert lane_dim(conv, tile, 1) == "P"                      # scalar code: the contiguous dim
+    assert block(conv, tile, 16, 32).j == "K"
