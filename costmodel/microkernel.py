@@ -22,7 +22,8 @@ row), and a kernel tile less than a quarter of a vector wide runs scalar code (o
 16 lanes issues 7 MACs per vector FMA, 7 times what scalar code does (AVX-512 loads and stores its partial
 vectors masked).  So the issue cycles
 of the nest on one core = (vector FMAs per core) x step cycles / (FMAs per step), with the MACs shared
-evenly by the cores that the fan-outs above the kernel tile use.
+evenly by the cores that the fan-outs above the kernel tile use; lanes along a strided output dim add, per
+block, the lane-by-lane load and store of its accumulators beyond whole-vector moves.
 """
 
 from __future__ import annotations
@@ -186,7 +187,14 @@ def issue_cycles(workload, mapping, kernel: int, spec: MicroKernelSpec) -> float
         vector_fmas = per_core / width * math.ceil(width / blk.lanes)
     else:
         vector_fmas = per_core
-    return vector_fmas * step_cycles(workload, blk, spec) / (blk.mr * blk.nv)
+    cycles = vector_fmas * step_cycles(workload, blk, spec) / (blk.mr * blk.nv)
+    if blk.j is not None and blk.lanes > 1 and blk.j != contiguous_dim(workload):
+        # accumulators along a strided output dim are loaded and stored lane by lane, once per block: what
+        # that adds over whole-vector moves, for the blocks of the kernel tile's reduction
+        steps = math.prod(extents[d] for d in workload.dims if d not in workload.output.dims)
+        blocks = vector_fmas / (blk.mr * blk.nv * max(1, steps))
+        cycles += blocks * 2 * blk.mr * blk.nv * (blk.lanes - 1) / spec.loads_per_cycle
+    return cycles
 
 
 def kernel_level(arch) -> int:

@@ -122,3 +122,19 @@ def test_lanes_go_where_they_fill_the_vectors():
     assert lane_use(14, 16) * LANE_GAIN >= 1 and lane_dim(wide, dict(wide.dims), 16) == "P"   # 88 %: kept
     assert lane_dim(conv, tile, 1) == "P"                      # scalar code: the contiguous dim
     assert block(conv, tile, 16, 32).j == "K"
+
+
+def test_strided_accumulators_cost_their_lane_by_lane_moves_once_per_block():
+    conv = workloads.conv2d("c", C=16, K=32, H=7, W=7, R=3, S=3, padding=1, bits=32)
+    short = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"C": 4}, order=("C",)),
+                     LevelMapping(temporal={"K": 32, "C": 4, "R": 3, "S": 3, "P": 7, "Q": 7})))
+    long_ = Mapping((LevelMapping(), LevelMapping(), LevelMapping(),
+                     LevelMapping(temporal={"K": 32, "C": 16, "R": 3, "S": 3, "P": 7, "Q": 7})))
+    blk = block(conv, long_.tile_extents(3, conv.dims), SPEC.lanes, SPEC.registers)
+    assert blk.j == "K"
+    fma_only = conv.macs / (blk.lanes * blk.mr * blk.nv) * step_cycles(conv, blk, SPEC)
+    got_long, got_short = issue_cycles(conv, long_, 3, SPEC), issue_cycles(conv, short, 3, SPEC)
+    blocks_long = conv.macs / (blk.lanes * blk.mr * blk.nv * 16 * 9)
+    assert got_long == pytest.approx(fma_only + blocks_long * 2 * blk.mr * blk.nv * (blk.lanes - 1)
+                                     / SPEC.loads_per_cycle)
+    assert got_short > got_long > fma_only   # a shorter reduction per block moves the accumulators more often
