@@ -262,6 +262,22 @@ SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the prin
 ]
 
 
+#: The summary of the TVM section as recorded (``--tvm-trials 64,256``): ``SUMMARY`` and ``tvm_summary((64, 256))``.
+TVM_SUMMARY = [
+    {"table": 0, "column": "ours/numpy", "rows": {"threads": "1"}, "what": "Ours over NumPy, one thread",
+     "stats": ["geomean", "min", "max", "above:1"]},
+    {"table": 0, "column": "ours/numpy", "rows": {"threads": "2"}, "what": "Ours over NumPy, two threads",
+     "stats": ["geomean", "min", "max", "above:1"]},
+    {"table": 0, "column": "ours/cache model", "what": "Ours over the cache model's mapping",
+     "stats": ["geomean", "min", "max"]},
+    {"table": 0, "column": "ours/naive", "what": "Ours over the naive loop", "stats": ["geomean", "min"]},
+    {"table": 0, "column": "ours/tvm64", "rows": {"threads": "1"}, "what": "Ours over TVM after 64 trials, one thread",
+     "stats": ["geomean", "min", "max"]},
+    {"table": 0, "column": "ours/tvm256", "rows": {"threads": "1"},
+     "what": "Ours over TVM after 256 trials, one thread", "stats": ["geomean", "min", "max"]},
+]
+
+
 def tvm_summary(trials_list) -> list[dict]:
     """``SUMMARY``'s entries for the TVM columns."""
     return [{"table": 0, "column": f"ours/tvm{t}", "rows": {"threads": "1"},
@@ -313,6 +329,8 @@ def main(argv=None) -> int:
                     help="also TVM MetaSchedule after these trial counts, one thread (the tvm extra; default none)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--results", default=None, help="record the tables in this results file")
+    ap.add_argument("--section", default=None,
+                    help="the results section's name (default cpu_kernels, or cpu_kernels_tvm with --tvm-trials)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         raise SystemExit("cpu_kernels: --repeat must be >= 1")
@@ -393,7 +411,9 @@ def main(argv=None) -> int:
         (f" --cases {args.cases}" if args.cases else "") + f" --threads {args.threads} --repeat {args.repeat}" + \
         (" --no-rank" if args.no_rank else "") + (f" --arch {args.arch}" if args.arch else "") + \
         (f" --tvm-trials {args.tvm_trials}" if tvm_trials else "")
-    save_outputs(name="cpu_kernels", title="Generated CPU kernels", command=command, date=date, machine=machine,
+    section = args.section or ("cpu_kernels_tvm" if tvm_trials else "cpu_kernels")
+    title = "Generated CPU kernels" + (" beside TVM's MetaSchedule" if tvm_trials else "")
+    save_outputs(name=section, title=f"{title} (`bench/cpu_kernels.py`)", command=command, date=date, machine=machine,
                  console=console, data={"args": vars(args), "rows": rows, "rank": studies, "arch": base.params,
                                             "load_average": {"before": load_before, "after": load_after}},
                  json_path=args.json, results_path=args.results,

@@ -19,7 +19,8 @@ import results_section as rs  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SCRIPTS = {"gemmini_chipyard_calibration": ("gemmini_chipyard", "CALIBRATION_SUMMARY"),
-           "gemmini_spike_loops": ("gemmini_spike", "LOOPS_SUMMARY")}
+           "gemmini_spike_loops": ("gemmini_spike", "LOOPS_SUMMARY"),
+           "cpu_kernels_tvm": ("cpu_kernels", "TVM_SUMMARY")}
 
 
 def test_results_file_says_only_what_its_tables_say():
@@ -154,3 +155,12 @@ def test_save_outputs_writes_a_section_and_sidecar_that_pass_the_check(tmp_path)
                     results_path=str(results), notes="About 37 cycles per command.", summary=spec)
     assert list(rs.sections(results.read_text())) == ["toy", "other"]
     assert [p for p in rs.check_file(results) if "'37'" in p]
+
+
+def test_the_recorded_tvm_summary_is_the_one_the_script_computes():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cpu_kernels_bench", ROOT / "bench" / "cpu_kernels.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.TVM_SUMMARY == mod.SUMMARY + mod.tvm_summary((64, 256))
