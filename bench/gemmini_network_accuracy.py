@@ -10,8 +10,7 @@ equal), the host operators with ``gemmini.network_ops``.  The compared int8 tens
 final DequantizeLinear) is checked against ONNX Runtime running the same int8 model on the host, as
 ``cosa run gemmini`` does: the largest difference in int8 LSBs and whether the top-1 class is the same.
 
-To name where differences come from, a second ONNX Runtime session returns every intermediate int8 tensor
-too (extra graph outputs can keep ONNX Runtime from fusing nodes, so this session is for attribution only),
+To name where differences come from, a second ONNX Runtime session returns every intermediate tensor too (extra graph outputs can keep ONNX Runtime from fusing nodes, so this session is for attribution only),
 and a step *introduces* a difference when its output differs from ONNX Runtime's while every input it reads
 was equal.
 
@@ -49,25 +48,30 @@ SUMMARY = [
 ]
 
 
-def _int8_step_outputs(net, steps) -> list[str]:
-    """Step outputs that are int8 tensors of the ONNX graph (not names the planner made, such as x/relu)."""
+def _graph_step_outputs(net, steps) -> list[str]:
+    """Step outputs that are tensors of the ONNX graph (not names the planner made, such as x/relu): int8 and
+    the float tensors the quantizer left between them."""
     graph_tensors = {o for n in net.graph.nodes for o in net.graph.nodes[n]["outputs"]}
-    return [s.output for s in steps if s.output in graph_tensors and np.dtype(net.dtypes[s.output]) == np.int8]
+    return [s.output for s in steps if s.output in graph_tensors]
 
 
 def _introduced(net, steps, values: dict, ort: dict) -> dict:
-    """op -> largest difference (LSB) of the steps whose output differs from ONNX Runtime's while every input
-    they read equals it."""
+    """op (name) -> largest difference of the steps whose output differs from ONNX Runtime's (bit for bit)
+    while every tensor they read equals it; a tensor ONNX Runtime was not asked for counts as equal when
+    everything its step read was."""
     out: dict = {}
-    equal = {t: np.array_equal(values[t], ort[t]) for t in ort}
+    equal = {t: True for t in net.inputs}
     for s in steps:
-        if s.output not in ort or equal[s.output]:
+        reads = [i for i in s.inputs if i in equal]
+        inputs_equal = all(equal[i] for i in reads)
+        if s.output not in ort:
+            equal[s.output] = inputs_equal
             continue
-        reads = [i for i in s.inputs if i in ort or i in net.inputs]
-        if all(equal.get(i, True) for i in reads):
-            d = int(np.max(np.abs(values[s.output].astype(np.int64) - ort[s.output].astype(np.int64))))
+        equal[s.output] = bool(np.array_equal(values[s.output], ort[s.output]))
+        if not equal[s.output] and inputs_equal:
+            diff = np.abs(values[s.output].astype(np.float64) - ort[s.output].astype(np.float64))
             key = f"{s.op} ({s.name})" if s.op not in ("QLinearConv", "QGemm") else s.op
-            out[key] = max(out.get(key, 0), d)
+            out[key] = max(out.get(key, 0.0), float(np.max(diff)))
     return out
 
 
@@ -79,7 +83,7 @@ def accuracy(name: str, args, console) -> dict:
         net = load_network(int8_path)
     steps = plan(net)
     compared = compared_tensors(net)
-    inner = _int8_step_outputs(net, steps)
+    inner = _graph_step_outputs(net, steps)
     feeds_all = synthetic_inputs(input_specs(net.model, net.source), args.inputs, args.seed)
     diffs, top1, introduced, mismatching = [], [], defaultdict(lambda: [0, 0]), []
     simulated_equal, simulate_s, reference_s = None, None, 0.0
@@ -140,11 +144,11 @@ def main(argv=None) -> int:
                       f"{r['reference_s_per_input']:.1f}")
     console.print(table)
     where = Table(title="Steps that introduce a difference from ONNX Runtime (every input they read equal)")
-    for col in ("network", "operator", "inputs where it does", "largest difference LSB"):
+    for col in ("network", "operator", "inputs where it does", "largest difference (LSB, or float)"):
         where.add_column(col, justify="left" if col in ("network", "operator") else "right")
     for r in rows:
         for op, (count, d) in sorted(r["introduced"].items()):
-            where.add_row(r["network"], op, str(count), str(d))
+            where.add_row(r["network"], op, str(count), f"{d:.3g}")
         if not r["introduced"]:
             where.add_row(r["network"], "none", "0", "0")
     console.print(where)
@@ -157,7 +161,8 @@ def main(argv=None) -> int:
              "model`: every tensor of the first input equal when every layer runs on the functional model "
              "instead.  `max |diff| LSB`: the compared int8 tensor (the logits before the final "
              "DequantizeLinear) against ONNX Runtime on the same int8 model.  The second table attributes "
-             "differences with an ONNX Runtime session that also returns every intermediate int8 tensor.")
+             "differences with an ONNX Runtime session that also returns every intermediate tensor (int8, "
+             "and float where the quantizer left float operators), compared bit for bit.")
     save_outputs(name="gemmini_network_accuracy", title="Whole int8 networks against ONNX Runtime on many inputs",
                  command=command, date=date, machine=machine, console=console, data={"rows": rows},
                  json_path=args.json, results_path=args.results, notes=notes, summary=SUMMARY,

@@ -5,12 +5,19 @@ Every requantization is float32 arithmetic rounded half to even, then saturated,
 
 * QuantizeLinear: ``saturate(rint(x / scale) + zero_point)`` (a float32 division);
 * DequantizeLinear: ``(q - zero_point) * scale`` in float32;
-* QLinearAdd (com.microsoft): ``rint(a * (sa / sc) + b * (sb / sc))`` with both ratios float32, then the
-  output zero point and saturation (zero points 0 here: ``cosa quantize`` makes them so);
+* QLinearAdd (com.microsoft), as MLAS's x86-64 AVX2 kernel computes it: with the float32 ratios
+  ``ra = sa / sc`` and ``rb = sb / sc``, ``rint(fma(a, ra, b * rb))``, the product ``b * rb`` rounded to
+  float32 and then fused with ``a * ra`` in one rounding, then the output zero point and saturation (zero
+  points 0 here: ``cosa quantize`` makes them so).  Its SSE2 kernel rounds ``a * ra`` first and its ARM
+  kernel works in fixed point, so on those hosts ONNX Runtime may differ from this by one LSB where a
+  sum falls next to a rounding boundary;
 * QLinearGlobalAveragePool (com.microsoft): the int32 sum of each channel times the float32
   ``x_scale / (y_scale * pixels)``, rounded half to even (``gemmini.numerics.scale_round``, Gemmini's own
   mvout rule, which is the same rule);
-* MaxPool on int8: the maximum over each window, padding never chosen (exact).
+* MaxPool on int8: the maximum over each window, padding never chosen (exact);
+* GlobalAveragePool on float32 (where the quantizer leaves it float, after a DequantizeLinear): the order
+  MLAS's global pooling kernel sums in (``global_average_pool``; on a float graph input ONNX Runtime runs
+  another kernel, which sums in plain order).
 """
 
 from __future__ import annotations
@@ -41,12 +48,32 @@ def dequantize_linear(q, scale, zero_point=0) -> np.ndarray:
     return (np.asarray(q, dtype=np.int32) - int(zero_point)).astype(np.float32) * np.float32(scale)
 
 
+def fused_add_f32(x, t) -> np.ndarray:
+    """float32 of the exact sum ``x + t`` of two float64 arrays, rounded once (half to even), as a fused
+    multiply-add rounds ``x = a * r`` (exact in float64 for an int8 ``a`` and a float32 ``r``) plus ``t``.
+
+    The float64 sum ``s`` is exact unless the two terms' bits span more than 53; its exact error ``e`` (Knuth's
+    two-sum) then decides the one case where rounding ``s`` to float32 differs from rounding ``x + t``: ``s``
+    exactly halfway between two float32 values while ``e`` is not 0."""
+    x, t = np.asarray(x, dtype=np.float64), np.asarray(t, dtype=np.float64)
+    s = x + t
+    back = s - x
+    e = (x - (s - back)) + (t - back)
+    y = s.astype(np.float32)
+    up, down = np.nextafter(y, np.float32(np.inf)), np.nextafter(y, np.float32(-np.inf))
+    y64 = y.astype(np.float64)
+    y = np.where((s == (y64 + up.astype(np.float64)) / 2) & (e > 0), up, y)
+    return np.where((s == (y64 + down.astype(np.float64)) / 2) & (e < 0), down, y)
+
+
 def qlinear_add(a, scale_a, b, scale_b, scale_out, zero_out=0, relu: bool = False, dtype=np.int8) -> np.ndarray:
-    """QLinearAdd of two int8 tensors with zero points 0 (broadcasting as NumPy); ``relu``: a fused ReLU
-    (exact: ``cosa quantize`` gives the sum the ReLU output's scale)."""
+    """QLinearAdd of two int8 tensors with zero points 0 (broadcasting as NumPy), as MLAS's AVX2 kernel:
+    ``rint(fma(a, ra, float32(b * rb)))``; ``relu``: a fused ReLU (exact: ``cosa quantize`` gives the sum the
+    ReLU output's scale)."""
     ratio_a = np.float32(scale_a) / np.float32(scale_out)
     ratio_b = np.float32(scale_b) / np.float32(scale_out)
-    value = np.asarray(a).astype(np.float32) * ratio_a + np.asarray(b).astype(np.float32) * ratio_b
+    part_b = np.asarray(b).astype(np.float32) * ratio_b
+    value = fused_add_f32(np.asarray(a).astype(np.float64) * np.float64(ratio_a), part_b)
     q = np.rint(value).astype(np.float64) + int(zero_out)
     out = _saturate(q, dtype)
     return np.maximum(out, np.asarray(zero_out, dtype=dtype)) if relu else out
@@ -105,15 +132,22 @@ def qlinear_global_average_pool(x, scale_in, scale_out, zero_in=0, zero_out=0) -
 
 
 def global_average_pool(x) -> np.ndarray:
-    """float32 GlobalAveragePool of an NCHW tensor: each channel's pixels summed in row-major order in
-    float32 (one after the other, as the network program's C does), divided by the pixels.  ONNX Runtime
-    sums in another order; the last bits of the mean may differ, and so, where its next QuantizeLinear
-    rounds at a tie-breaking boundary, can one int8 LSB after it."""
+    """float32 GlobalAveragePool of an NCHW tensor in the order MLAS's x86 global kernel sums (ONNX Runtime's
+    CPU provider): each channel's first ``4 * (n // 4)`` pixels (row-major) into four lanes, pixel ``i`` into
+    lane ``i % 4`` one after the other; the lanes as ``(l0 + l2) + (l1 + l3)``; the remaining pixels one
+    after the other; then divided by the pixel count ``n``, all in float32."""
     x = np.asarray(x, dtype=np.float32)
     n, c = x.shape[:2]
-    pixels = np.float32(x.shape[2] * x.shape[3])
-    sums = np.cumsum(x.reshape(n, c, -1), axis=2, dtype=np.float32)[:, :, -1]
-    return (sums / pixels).astype(np.float32).reshape(n, c, 1, 1)
+    flat = x.reshape(n, c, -1)
+    pixels = flat.shape[2]
+    body = pixels // 4 * 4
+    lanes = np.zeros((n, c, 4), np.float32)
+    if body:
+        lanes = np.add.accumulate(flat[:, :, :body].reshape(n, c, body // 4, 4), axis=2, dtype=np.float32)[:, :, -1]
+    total = (lanes[:, :, 0] + lanes[:, :, 2]) + (lanes[:, :, 1] + lanes[:, :, 3])
+    for i in range(body, pixels):
+        total = total + flat[:, :, i]
+    return (total / np.float32(pixels)).astype(np.float32).reshape(n, c, 1, 1)
 
 
 def flatten(x, axis: int = 1) -> np.ndarray:

@@ -51,13 +51,14 @@ static void cosa_net_relu_f32(const float *x, float *y, long count) {
   for (long i = 0; i < count; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-/* QLinearAdd with zero points 0: rint(a * ratio_a + b * ratio_b) + zero_out, saturated; relu: a fused ReLU. */
+/* QLinearAdd with zero points 0, as ONNX Runtime's x86-64 AVX2 kernel: rint(fma(a, ratio_a, float(b * ratio_b)))
+   + zero_out, saturated; relu: a fused ReLU. */
 static void cosa_net_qlinear_add(const int8_t *a, const int8_t *b, int8_t *y, long count, float ratio_a,
                                  float ratio_b, int zero_out, int relu) {
   for (long i = 0; i < count; i++) {
-    float pa = (float)a[i] * ratio_a;
-    float pb = (float)b[i] * ratio_b;
-    int8_t v = cosa_net_saturate8i((int64_t)cosa_net_rint(pa + pb) + zero_out);
+    float pb = (float)b[i] * ratio_b;                     /* rounded to float32 */
+    float sum = fmaf((float)a[i], ratio_a, pb);           /* a * ratio_a + pb, rounded once */
+    int8_t v = cosa_net_saturate8i((int64_t)cosa_net_rint(sum) + zero_out);
     y[i] = relu && v < zero_out ? (int8_t)zero_out : v;
   }
 }
@@ -98,13 +99,18 @@ static void cosa_net_qlinear_global_average_pool(const int8_t *x, int8_t *y, int
     }
 }
 
-/* float32 GlobalAveragePool of an NHWC tensor -> [n, c]: each channel's pixels summed in order, in float32,
- * then divided by the pixel count. */
+/* float32 GlobalAveragePool of an NHWC tensor -> [n, c] in the order ONNX Runtime's x86 kernel (MLAS) sums:
+ * pixel p of the first 4 * (pixels / 4) into lane p % 4, the lanes as (l0 + l2) + (l1 + l3), the rest one
+ * after the other, then divided by the pixel count; all float32. */
 static void cosa_net_global_average_pool(const float *x, float *y, int n, int c, long pixels) {
+  long body = pixels / 4 * 4;
   for (int b = 0; b < n; b++)
     for (int ch = 0; ch < c; ch++) {
-      float sum = 0.0f;
-      for (long p = 0; p < pixels; p++) sum += x[((long)b * pixels + p) * c + ch];
+      const float *at = x + (long)b * pixels * c + ch;
+      float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (long p = 0; p < body; p++) lane[p % 4] += at[p * c];
+      float sum = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+      for (long p = body; p < pixels; p++) sum += at[p * c];
       y[(long)b * c + ch] = sum / (float)pixels;
     }
 }
