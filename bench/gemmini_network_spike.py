@@ -122,6 +122,8 @@ def main(argv=None) -> int:
     ap.add_argument("--spike-version", default="", help="the Spike and libgemmini commits, for the report")
     ap.add_argument("--json")
     ap.add_argument("--results")
+    ap.add_argument("--section", default="gemmini_network_spike",
+                    help="the results section's name (one per set of styles recorded apart)")
     args = ap.parse_args(argv)
     if not os.environ.get("GEMMINI_SPIKE"):
         print("gemmini_network_spike: set GEMMINI_SPIKE to a Spike built with the libgemmini extension",
@@ -142,7 +144,7 @@ def main(argv=None) -> int:
                       f"{r['timing_cycles']:,.0f}")
     console.print(table)
     command = (f"GEMMINI_SPIKE=... python bench/gemmini_network_spike.py --networks {args.networks} --schedulers "
-               f"{args.schedulers} --styles {args.styles} --resolution {args.resolution} --classes {args.classes} --calibration "
+               f"{args.schedulers} --styles {args.styles} --section {args.section} --resolution {args.resolution} --classes {args.classes} --calibration "
                f"{args.calibration} --seed {args.seed}")
     notes = ("Each row is one bare-metal program for the whole network (`cosa build gemmini MODEL.int8.onnx`), "
              "run once on Spike + libgemmini" + (f" ({args.spike_version})" if args.spike_version else "") + ".  "
@@ -154,7 +156,9 @@ def main(argv=None) -> int:
              "timing models' run of the network and the RISC-V build, on a machine shared with other jobs.  "
              "`host instr`: Spike's rdcycle (instructions) summed over the steps the core runs.  "
              "`model cycles`: our timing model's Gemmini cycles for the same tiles (a model, not a measurement).")
-    save_outputs(name="gemmini_network_spike", title="Whole networks, one program each, on Spike + libgemmini",
+    title = "Whole networks, one program each, on Spike + libgemmini" + (
+        f" ({args.styles.replace(',', ' and ')} style)" if args.section != "gemmini_network_spike" else "")
+    save_outputs(name=args.section, title=f"{title} (`bench/gemmini_network_spike.py`)",
                  command=command, date=date, machine=machine, console=console, data={"rows": rows},
                  json_path=args.json, results_path=args.results, notes=notes, summary=SUMMARY,
                  packages=("numpy", "onnx", "onnxruntime", "highspy"))

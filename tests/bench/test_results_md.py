@@ -20,7 +20,8 @@ import results_section as rs  # noqa: E402
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SCRIPTS = {"gemmini_chipyard_calibration": ("gemmini_chipyard", "CALIBRATION_SUMMARY"),
            "gemmini_spike_loops": ("gemmini_spike", "LOOPS_SUMMARY"),
-           "cpu_kernels_tvm": ("cpu_kernels", "TVM_SUMMARY")}
+           "cpu_kernels_tvm": ("cpu_kernels", "TVM_SUMMARY"),
+           "gemmini_network_spike_isa": ("gemmini_network_spike", "SUMMARY")}
 
 
 def test_results_file_says_only_what_its_tables_say():
