@@ -106,7 +106,8 @@ def test_run_gemmini_verifies_bit_exact(capsys, tmp_path):
     assert code == 0
     doc = json.loads(out)
     assert set(doc) == {"verified", "mismatches", "cycles", "ideal_cycles", "utilization", "instructions", "dram_bytes",
-                        "busy", "exception_status", "cycles_source"}
+                        "busy", "exception_status", "cycles_source", "lowering"}
+    assert doc["lowering"] is None   # the layer as written
     assert doc["cycles_source"] == "timing model"
     assert doc["exception_status"]["code"] is None  # int8/int32: nothing to scan
     assert doc["verified"] and doc["mismatches"] == 0
@@ -125,12 +126,14 @@ def test_emit_gemmini_writes_self_checking_c(capsys, tmp_path):
     assert '#include "gemmini_cosa.h"' in source and "int main" in source
 
 
-def test_run_gemmini_lower_runs_the_cheapest_rewrite(capsys, tmp_path):
+def test_run_gemmini_lower_runs_the_cheapest_rewrite(capsys, tmp_path, monkeypatch):
     path = tmp_path / "thin.yaml"
     path.write_text("kind: conv2d\nname: thin\nC: 3\nK: 16\nH: 20\nW: 20\nR: 7\nS: 7\nstride: 2\npadding: 3\n")
     code, out, _ = run(capsys, "run", "gemmini", str(path), "--lower", "--scheduler", "gemmini-default", "--json")
     assert code == 0
     doc = json.loads(out)
-    assert doc["verified"] and doc["mismatches"] == 0
+    assert doc["verified"] and doc["mismatches"] == 0 and doc["lowering"] == "fold"
+    # a lowered program has its C form, so it runs on Spike too: here without one, a one-line error naming it
+    monkeypatch.setenv("GEMMINI_SPIKE", str(tmp_path / "no-spike"))
     code, out, err = run(capsys, "run", "gemmini", str(path), "--lower", "--sim", "spike")
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "--lower" in err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "GEMMINI_SPIKE" in err
