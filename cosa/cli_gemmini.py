@@ -227,12 +227,28 @@ def cmd_emit(args) -> int:
     return 0
 
 
+def _tools_first(args, command: str) -> None:
+    """The outside tools the command will need, looked up before any scheduling (a missing one is a one-line
+    error in a second, not after minutes of work): the RISC-V compiler for an ELF, Spike for --sim spike,
+    the user's gemmini-rocc-tests for --style gemmini-h."""
+    from gemmini.build import find_gcc, find_spike, rocc_tests_dir
+
+    sim = getattr(args, "sim", None)
+    if command == "build" or sim in ("spike", "chipyard"):
+        find_gcc()
+    if sim == "spike":
+        find_spike()
+    if getattr(args, "style", None) == "gemmini-h" and (command == "build" or sim in ("spike", "chipyard")):
+        rocc_tests_dir(getattr(args, "rocc_tests", None))
+
+
 def cmd_build(args) -> int:
     from gemmini.build import build_elf
 
     if cli_network.is_network(args.workload):
         return cli_network.cmd_build_network(args)
     cli_network.refuse_float_network(args)
+    _tools_first(args, "build")
     if _resolve_style(args) == "loops":
         ls = _loop_schedule(args)
         elf = _loops_elf(args, ls, args.output)
@@ -292,6 +308,7 @@ def cmd_run(args) -> int:
     from gemmini.run import run_program
 
     status = cli_targets.integer_status(args)          # --exceptions: Gemmini's types are int8/int32
+    _tools_first(args, "run")
     if _resolve_style(args) == "loops":
         return _run_loops(args, status)
     program = _gemmini_program(args)

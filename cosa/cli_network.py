@@ -178,6 +178,9 @@ def cmd_build_network(args) -> int:
     from gemmini.network_run import run_network
     from gemmini.onnx_quantize import input_specs, synthetic_inputs
 
+    from gemmini.build import find_gcc
+
+    find_gcc()   # before scheduling
     net, steps, distinct, tiles = _prepare(args)
     feeds = next(iter(synthetic_inputs(input_specs(net.model, net.source), 1, args.seed)))
     run = run_network(net, feeds, tiles, args.scheduler, steps, style=args.style)
@@ -217,9 +220,9 @@ def cmd_run_network(args) -> int:
         raise FrameworkError(f"a whole network runs on --sim isa (our functional and timing models) or spike "
                              f"(one program on Spike + libgemmini); --sim {args.sim} takes one layer", field="--sim")
     if args.sim == "spike":
-        from gemmini.build import find_spike
+        from gemmini.build import find_gcc, find_spike
 
-        find_spike()  # before scheduling
+        find_gcc(), find_spike()  # before scheduling
     net, steps, distinct, tiles = _prepare(args)
     specs = input_specs(net.model, net.source)
     tensors = compared_tensors(net)
