@@ -424,9 +424,11 @@ def _isa_calls(program) -> str:
     """What an explicit-command step runs: its command count and the rewrite, if any."""
     from .codegen.lowering import lowering_of
 
+    text = f"explicit commands ({len(program.commands):,})"
     low = lowering_of(program.workload)
-    what = {"fold": "im2col fold", "pack": f"packed groups of {low.m}" if low else ""}.get(low.kind) if low else None
-    return f"explicit commands ({len(program.commands):,})" + (f", {what}" if what else "")
+    if low is None:
+        return text
+    return text + (", im2col fold" if low.kind == "fold" else f", packed groups of {low.m}")
 
 
 def _gemmini_step_run(layer: GemminiLayer, compiled, sched, scheduler: str, style: str, values: dict) -> tuple:
