@@ -84,15 +84,20 @@ def test_the_network_program_calls_each_layers_own_function(network):
             assert data.tobytes() in program.blob
 
 
-def test_isa_style_needs_cosa_mappings_and_no_store_pool(network, tmp_path):
+def test_isa_style_needs_cosa_mappings(network):
     net, steps, mappings, feeds, run = network
     with pytest.raises(CodegenError, match="explicit commands"):
         run_network(net, feeds, {}, "gemmini-default", style="isa")
     with pytest.raises(CodegenError, match="unknown style"):
         run_network(net, feeds, mappings, "cosa", steps, style="vliw")
+
+
+def test_a_max_pool_in_the_store_path_has_no_explicit_command_form(tmp_path):
     pooled = load_network(write_tiny_cnn(tmp_path)[1])
+    steps = plan(pooled)
+    feeds = next(iter(synthetic_inputs(input_specs(pooled.model, pooled.source), 1, 5)))
     with pytest.raises(CodegenError, match="store path"):
-        run_network(pooled, feeds, _mappings(pooled, plan(pooled)), "cosa", plan(pooled), style="isa")
+        run_network(pooled, feeds, _mappings(pooled, steps), "cosa", steps, style="isa")
 
 
 def test_partial_sums_count_against_the_memory():
