@@ -21,7 +21,9 @@ by the cores with ``fanout`` = cores, private caches, the innermost level fannin
   level above it: that level's tile, with the register level's loops inside, is the micro-kernel;
 * the innermost level's tile (temporal and spatial factors together: the SIMD lanes) is the
   micro-kernel: an ``mr`` x (``nv`` x lanes) block of outputs (rows along dim ``i``, lanes along the
-  output's contiguous dim ``j``; sized to the vector registers by ``register_tile``) is held in vector
+  output's contiguous dim ``j``, or along an output dim that fills the vectors better, a small image's
+  output channels, whose accumulators then move with their stride once per block:
+  ``costmodel.microkernel.lane_dim``; sized to the vector registers by ``register_tile``) is held in vector
   registers while the tile's reduction loops (the whole K panel) run inside it in the innermost level's
   order, the innermost one unrolled, the next part of each packed panel prefetched.  So each output
   element is accumulated in the order of the reduction loops of the whole nest, outer to inner (one
