@@ -154,6 +154,29 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
+#: Seconds of quiet before each timed call when several threads run.  OpenBLAS's worker threads spin for
+#: about 2^28 cycles (~0.1 s here) after each call before they sleep, and libgomp's spin after a parallel
+#: region: a kernel timed right after another library's call shares its cores with those spinners (our
+#: GEMM 2048 on two threads ran 139 GFLOP/s right after NumPy and 192 after our own kernel).
+SETTLE_S = 0.25
+
+
+def interleaved(calls: dict, repeat: int, threads: int) -> dict:
+    """name -> seconds of each of ``repeat`` rounds.  Every round times each call once, the order rotated
+    by one each round so that no call always follows the same other.  On more than one thread each timed
+    call comes after ``SETTLE_S`` of quiet (the previous library's threads parked) and one untimed call of
+    itself (its own threads awake, as in back-to-back calls of one library)."""
+    names = list(calls)
+    times = {n: [] for n in names}
+    for r in range(repeat):
+        for n in names[r % len(names):] + names[:r % len(names)]:
+            if threads > 1:
+                time.sleep(SETTLE_S)
+                calls[n]()
+            times[n].append(_timed(calls[n]))
+    return times
+
+
 def mip_mapping(w, arch, time_limit):
     from cosa.scheduler import schedule
 
@@ -186,7 +209,10 @@ def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs, tvm_
     from threadpoolctl import threadpool_limits
 
     arch = register_arch(w, base)
-    kernel = compile_kernel(w, mip_mapping(w, arch, time_limit), arch)
+    t0 = time.perf_counter()
+    mapping = mip_mapping(w, arch, time_limit)
+    mip_s = time.perf_counter() - t0
+    kernel = compile_kernel(w, mapping, arch)
     cache_arch = arch_for(w, base)
     cache_kernel = compile_kernel(w, mip_mapping(w, cache_arch, time_limit), cache_arch)
     arrays = random_inputs(w, kernel.plan.dtypes, kernel.plan.shapes, 0)
@@ -202,26 +228,23 @@ def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs, tvm_
     ptrs = [arrays[t.name].ctypes.data for t in w.inputs] + [nout.ctypes.data]
     rows = []
     for th in threads_list:
-        ours, cache, blas, slow = [], [], [], []
-        tvm_times = {t: [] for t in tvms} if th == 1 else {}  # TVM's kernels are compiled for one core
+        tvm_calls = {f"tvm{t}": tvms[t][0] for t in tvms} if th == 1 else {}  # compiled for one core
         base_fn = numpy_baseline(w, arrays)
         with threadpool_limits(th):
             kernel(arrays, out, th), cache_kernel(arrays, cout, th), base_fn()  # warm-up round, not timed
-            for t in tvm_times:
-                tvms[t][0]()
-            for r in range(repeat):  # interleaved rounds
-                ours.append(_timed(lambda: kernel(arrays, out, th)))
-                cache.append(_timed(lambda: cache_kernel(arrays, cout, th)))
-                blas.append(_timed(base_fn))
-                for t, times in tvm_times.items():
-                    times.append(_timed(tvms[t][0]))
-                if naive is not None and r < 1:
-                    slow.append(_timed(lambda: naive(*ptrs, th)))
+            for call in tvm_calls.values():
+                call()
+            calls = {"ours": lambda: kernel(arrays, out, th), "cache": lambda: cache_kernel(arrays, cout, th),
+                     "numpy": base_fn, **tvm_calls}
+            times = interleaved(calls, repeat, th)
+            slow = [_timed(lambda: naive(*ptrs, th))] if naive is not None else []
+        ours, cache, blas = times["ours"], times["cache"], times["numpy"]
+        tvm_times = {t: times[f"tvm{t}"] for t in tvms if f"tvm{t}" in times}
         flops = 2 * w.macs
         t_ours, t_cache, t_blas = min(ours), min(cache), min(blas)
         t_naive = min(slow) if slow else None
         per_round = [b / o for b, o in zip(blas, ours)]
-        rows.append({"case": w.name, "threads": th, "ours_gflops": flops / t_ours / 1e9,
+        rows.append({"case": w.name, "threads": th, "mip_s": mip_s, "ours_gflops": flops / t_ours / 1e9,
                      "cache_model_gflops": flops / t_cache / 1e9, "numpy_gflops": flops / t_blas / 1e9,
                      "naive_gflops": flops / t_naive / 1e9 if t_naive else None,
                      "ours_over_numpy": t_blas / t_ours, "ratio_range": (min(per_round), max(per_round)),
@@ -238,8 +261,9 @@ def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs, tvm_
 def _tvm_cells(row, trials, fmt) -> list[str]:
     got = row.get("tvm", {}).get(trials)
     if got is None:
-        return ["-", "-", "-"]
-    return [fmt(got["gflops"], "{:.1f}"), fmt(got["tuning_s"], "{:.0f}"), fmt(got["ours_over_tvm"])]
+        return ["-", "-", "-", "-"]
+    return [fmt(got["gflops"], "{:.1f}"), fmt(got["tuning_s"], "{:.0f}"), fmt(got["ours_over_tvm"]),
+            fmt(got["tuning_s"] / row["mip_s"], "{:.0f}")]
 
 
 def openblas_kernels() -> str:
@@ -262,21 +286,36 @@ SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the prin
 ]
 
 
+#: The scaling table's summary, in sections that ran one thread and all (``--threads 1,all``).
+SCALING = [
+    {"title": "over one thread", "column": "ours", "what": "Ours on all threads over ours on one",
+     "stats": ["min", "max"]},
+    {"title": "over one thread", "column": "numpy", "what": "NumPy on all threads over NumPy on one",
+     "stats": ["min", "max"]},
+]
+
+
 #: The TVM columns' summary of the section as recorded (``--tvm-trials 64,256``): ``tvm_summary((64, 256))``, the
 #: section's summary being ``SUMMARY`` and these.
 TVM_COLUMNS = [
     {"table": 0, "column": "ours/tvm64", "rows": {"threads": "1"}, "what": "Ours over TVM after 64 trials, one thread",
      "stats": ["geomean", "min", "max"]},
+    {"table": 0, "column": "tvm64 tune/MIP", "rows": {"threads": "1"},
+     "what": "TVM's tuning seconds (64 trials) over the MIP's", "stats": ["min", "max"]},
     {"table": 0, "column": "ours/tvm256", "rows": {"threads": "1"},
      "what": "Ours over TVM after 256 trials, one thread", "stats": ["geomean", "min", "max"]},
+    {"table": 0, "column": "tvm256 tune/MIP", "rows": {"threads": "1"},
+     "what": "TVM's tuning seconds (256 trials) over the MIP's", "stats": ["min", "max"]},
 ]
 
 
 def tvm_summary(trials_list) -> list[dict]:
     """``SUMMARY``'s entries for the TVM columns."""
-    return [{"table": 0, "column": f"ours/tvm{t}", "rows": {"threads": "1"},
-             "what": f"Ours over TVM after {t} trials, one thread", "stats": ["geomean", "min", "max"]}
-            for t in trials_list]
+    return [entry for t in trials_list for entry in (
+        {"table": 0, "column": f"ours/tvm{t}", "rows": {"threads": "1"},
+         "what": f"Ours over TVM after {t} trials, one thread", "stats": ["geomean", "min", "max"]},
+        {"table": 0, "column": f"tvm{t} tune/MIP", "rows": {"threads": "1"},
+         "what": f"TVM's tuning seconds ({t} trials) over the MIP's", "stats": ["min", "max"]})]
 
 
 def _trials(text: str | None) -> list[int]:
@@ -369,21 +408,23 @@ def main(argv=None) -> int:
         console.print(f"  {w.name}: measured; micro-kernel tile / register block: ours {rows[-1]['tile']}, "
                       f"cache model {rows[-1]['cache_model_tile']}", style="dim")
     table = Table(title="Generated kernels vs NumPy (OpenBLAS) and a naive loop: GFLOP/s and ratios")
-    for col in ("case", "threads", "ours GF/s", "cache model GF/s", "numpy GF/s", "naive GF/s", "ours/numpy",
+    for col in ("case", "threads", "MIP s", "ours GF/s", "cache model GF/s", "numpy GF/s", "naive GF/s", "ours/numpy",
                 "per-round range", "ours/cache model", "ours/naive", "rel err",
-                *[c for t in tvm_trials for c in (f"tvm{t} GF/s", f"tvm{t} tune s", f"ours/tvm{t}")]):
+                *[c for t in tvm_trials for c in (f"tvm{t} GF/s", f"tvm{t} tune s", f"ours/tvm{t}",
+                                                       f"tvm{t} tune/MIP")]):
         table.add_column(col, justify="right" if col != "case" else "left")
     fmt = lambda v, f="{:.2f}": "-" if v is None else f.format(v)
     for r in rows:
         lo, hi = r["ratio_range"]
-        table.add_row(r["case"], str(r["threads"]), fmt(r["ours_gflops"], "{:.1f}"),
+        table.add_row(r["case"], str(r["threads"]), fmt(r["mip_s"], "{:.1f}"), fmt(r["ours_gflops"], "{:.1f}"),
                       fmt(r["cache_model_gflops"], "{:.1f}"), fmt(r["numpy_gflops"], "{:.1f}"),
                       fmt(r["naive_gflops"], "{:.2f}"), fmt(r["ours_over_numpy"]), f"{lo:.2f}-{hi:.2f}",
                       fmt(r["ours_over_cache_model"]), fmt(r["ours_over_naive"], "{:.1f}"), f"{r['rel_err']:.1e}",
                       *[c for t in tvm_trials for c in _tvm_cells(r, t, fmt)])
     console.print(table)
     by = {(r["case"], r["threads"]): r for r in rows}
-    if cores > 1 and 1 in threads_list and cores in threads_list:
+    scaled = cores > 1 and 1 in threads_list and cores in threads_list
+    if scaled:
         scaling = Table(title=f"All threads ({cores}) over one thread")
         for col in ("case", "ours", "numpy"):
             scaling.add_column(col)
@@ -414,7 +455,7 @@ def main(argv=None) -> int:
                  notes=f"Arch: {base.params}.  Ratios > 1 mean ours is faster.  Load average (1, 5, 15 min) "
                        f"before {tuple(round(x, 1) for x in load_before)}, after "
                        f"{tuple(round(x, 1) for x in load_after)} on {cores} cores: other jobs shared the machine.",
-                 summary=SUMMARY + tvm_summary(tvm_trials))
+                 summary=SUMMARY + (SCALING if scaled else []) + tvm_summary(tvm_trials))
     return 0
 
 

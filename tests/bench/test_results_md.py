@@ -21,6 +21,7 @@ RESULTS = ROOT / "bench" / "RESULTS.md"
 SCRIPTS = {"gemmini_chipyard_calibration": ("gemmini_chipyard", "CALIBRATION_SUMMARY"),
            "gemmini_spike_loops": ("gemmini_spike", "LOOPS_SUMMARY"),
            "cpu_kernels_tvm": ("cpu_kernels", ("SUMMARY", "TVM_COLUMNS")),
+           "cpu_kernels_threads": ("cpu_kernels", ("SUMMARY", "SCALING")),
            "gemmini_network_spike_isa": ("gemmini_network_spike", "SUMMARY")}
 
 
