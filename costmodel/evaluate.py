@@ -108,8 +108,11 @@ CPU micro-kernel (an arch with ``params["micro_kernel"]``: ``targets.cpu.plan.ar
 register file as its innermost level): compute cycles are the cycles one core takes to issue the
 micro-kernel's vector FMAs and operand loads (``costmodel.microkernel``: the register block the code
 generator picks, bounded by the FMA pipes, the FMA latency and the load ports, partial vectors and
-scalar tiles counted as whole instructions), and the operand reads at a tensor's innermost holder
-(those loads) are not charged again at its bandwidth.  The register level's outputs move once per run
+scalar tiles counted as whole instructions, with each block's accumulator loads and stores) plus its
+copies of the inputs into packed tiles (``costmodel.packing``), and the operand reads at a tensor's
+innermost holder (those loads) are not charged again at its bandwidth.  An input packed as micro-kernel
+panels is one sequential stream the prefetchers fetch ahead: its transfers at every level overlap
+compute (they enter the max above), the other tensors' stall.  The register level's outputs move once per run
 of the kernel tile (the level above it, with the register level's loops inside), at every run
 (``blocked_levels``): the code loads each output block, holds it across the tile's reduction loops and
 stores it back.
@@ -131,7 +134,8 @@ from mappings.validate import assign_to_axes, tile_rows
 from .compute_runs import compute_runs, compute_work
 from .cost import Access, Cost, PartialSums
 from .energy import table_energy
-from .microkernel import issue_cycles, kernel_level, spec_of
+from .microkernel import block, issue_cycles, kernel_level, spec_of
+from .packing import pack_cycles, streamed_inputs
 from .tiling import NestLoop, TileCounts, nest_loops, tile_counts
 
 
@@ -462,15 +466,20 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
     tensors = {t.name: t for t in workload.tensors}
     runs = compute_runs(workload, arch, mapping)
     spec = spec_of(arch)
-    if spec is not None:  # a CPU micro-kernel: the cycles its FMAs and loads take to issue on one core
-        compute_cycles = math.ceil(issue_cycles(workload, mapping, kernel_level(arch), spec))
+    streamed = frozenset()
+    if spec is not None:  # a CPU micro-kernel: the cycles its FMAs and loads take to issue on one core,
+        kernel = kernel_level(arch)  # and its copies into packed tiles (costmodel.packing)
+        compute_cycles = math.ceil(issue_cycles(workload, mapping, kernel, spec)
+                                   + pack_cycles(workload, mapping, arch, kernel, spec.pack_cycles_per_word))
+        blk = block(workload, mapping.tile_extents(kernel, workload.dims), spec.lanes, spec.registers)
+        streamed = streamed_inputs(workload, mapping, arch, kernel, blk)
     else:
         compute_cycles = math.ceil(compute_work(arch, mapping, runs) / arch.macs_per_cycle)
     extra_read, extra_write = calibration_bytes(workload, arch, mapping, psums)
     row_extra, rows_moved = transfer_rows(workload, arch, mapping, accesses, psums)
 
     transfer, overlapped, energy = {}, {}, {}
-    level_bytes = {}
+    level_bytes, streams = {}, {}
     for i, lv in enumerate(arch.levels):
         moved = lambda n: lv.bytes_per_word(tensors[n]) * tensors[n].density  # nonzeros of a sparse tensor
         read_bytes = sum(a.reads * moved(n) for n, a in accesses[i].items()) + extra_read[i]
@@ -478,9 +487,14 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
         level_bytes[i] = read_bytes + write_bytes
         per_instance = arch.instances(i)
         # a micro-kernel's operand loads are counted in its issue cycles (the load ports), not here
-        issued = sum(w * moved(n) for n, w in operand_reads.get(i, {}).items()) if spec is not None else 0.0
-        cycles = lv.transfer_cycles((read_bytes - issued) / per_instance, write_bytes / per_instance)
-        cycles += row_extra[i] / per_instance
+        issued = {n: w * moved(n) for n, w in operand_reads.get(i, {}).items()} if spec is not None else {}
+        # panel streams' fills overlap the FMAs (costmodel.packing): priced apart, hidden below
+        s_read = sum(a.reads * moved(n) - issued.get(n, 0.0) for n, a in accesses[i].items() if n in streamed)
+        s_write = sum(a.writes * moved(n) for n, a in accesses[i].items() if n in streamed)
+        streams[lv.name] = lv.transfer_cycles(s_read / per_instance, s_write / per_instance) if streamed else 0.0
+        cycles = lv.transfer_cycles((read_bytes - sum(issued.values()) - s_read) / per_instance,
+                                    (write_bytes - s_write) / per_instance)
+        cycles += row_extra[i] / per_instance + streams[lv.name]
         transfer[lv.name] = cycles
         overlapped[lv.name] = bool(lv.double_buffered)
         energy[lv.name] = read_bytes * lv.read_energy_pj_per_byte + write_bytes * lv.write_energy_pj_per_byte
@@ -489,8 +503,9 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
         energy = table_energy(arch.params["energy_table"], {arch.levels[i].name: per for i, per in accesses.items()},
                               workload.macs, arch.level_names, source=f"arch {arch.name}")
 
-    hidden = max([compute_cycles] + [c for n, c in transfer.items() if overlapped[n]])
-    cycles = hidden + sum(c for n, c in transfer.items() if not overlapped[n])
+    hidden = max([compute_cycles] + [c for n, c in transfer.items() if overlapped[n]]
+                 + [streams[n] for n in transfer if not overlapped[n]])
+    cycles = hidden + sum(c - streams[n] for n, c in transfer.items() if not overlapped[n])
     terms = {"compute": float(compute_cycles)}
     terms.update({f"{n} bandwidth": c for n, c in transfer.items()})
     bound_by = max(terms, key=lambda k: (terms[k], k == "compute"))

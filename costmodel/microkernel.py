@@ -22,8 +22,8 @@ row), and a kernel tile less than a quarter of a vector wide runs scalar code (o
 16 lanes issues 7 MACs per vector FMA, 7 times what scalar code does (AVX-512 loads and stores its partial
 vectors masked).  So the issue cycles
 of the nest on one core = (vector FMAs per core) x step cycles / (FMAs per step), with the MACs shared
-evenly by the cores that the fan-outs above the kernel tile use; lanes along a strided output dim add, per
-block, the lane-by-lane load and store of its accumulators beyond whole-vector moves.
+evenly by the cores that the fan-outs above the kernel tile use, plus, per block, the load and store of
+its ``mr * nv`` accumulators (whole vectors; lane by lane along a strided output dim).
 """
 
 from __future__ import annotations
@@ -43,13 +43,15 @@ class MicroKernelSpec:
 
     lanes: words per vector of the compute type; registers: vector registers; fma_per_cycle: vector
     FMAs issued per cycle; fma_chains: independent FMA chains that reach that rate (latency x pipes);
-    loads_per_cycle: vector or broadcast loads per cycle from the L1 cache."""
+    loads_per_cycle: vector or broadcast loads per cycle from the L1 cache; pack_cycles_per_word: cycles
+    one word of a packing copy takes (``costmodel.packing``; 0: copies not priced)."""
 
     lanes: int
     registers: int
     fma_per_cycle: float = 1.0
     fma_chains: int = 4
     loads_per_cycle: float = 1.0
+    pack_cycles_per_word: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -188,12 +190,12 @@ def issue_cycles(workload, mapping, kernel: int, spec: MicroKernelSpec) -> float
     else:
         vector_fmas = per_core
     cycles = vector_fmas * step_cycles(workload, blk, spec) / (blk.mr * blk.nv)
-    if blk.j is not None and blk.lanes > 1 and blk.j != contiguous_dim(workload):
-        # accumulators along a strided output dim are loaded and stored lane by lane, once per block: what
-        # that adds over whole-vector moves, for the blocks of the kernel tile's reduction
-        steps = math.prod(extents[d] for d in workload.dims if d not in workload.output.dims)
-        blocks = vector_fmas / (blk.mr * blk.nv * max(1, steps))
-        cycles += blocks * 2 * blk.mr * blk.nv * (blk.lanes - 1) / spec.loads_per_cycle
+    # each block loads its accumulators before its reduction and stores them after, through the load and
+    # store ports: one whole vector each, or, along a strided output dim, lane by lane
+    steps = math.prod(extents[d] for d in workload.dims if d not in workload.output.dims)
+    blocks = vector_fmas / (blk.mr * blk.nv * max(1, steps))
+    strided = blk.j is not None and blk.lanes > 1 and blk.j != contiguous_dim(workload)
+    cycles += blocks * 2 * blk.mr * blk.nv * (blk.lanes if strided else 1) / spec.loads_per_cycle
     return cycles
 
 

@@ -2,7 +2,8 @@
 
 Caches (size, line, which cores share them) from sysfs (``lscpu -C`` when sysfs has none), cores from
 the affinity mask, SIMD width from the compiler's ``-march=native`` macros, peak FLOP/s per core from
-a probe of independent vector FMA chains, and read/write bandwidth per level from a STREAM-like probe
+a probe of independent vector FMA chains, the cycles per word of the code generator's packing copies
+(``pack_cycles_per_word``), and read/write bandwidth per level from a STREAM-like probe
 (sum / fill of a buffer that fits the level, repeated; private levels with one thread, the shared
 cache and DRAM with all cores).  The result has the ``cpu`` preset's shape (DRAM, a shared cache
 fanning out to the cores, private caches, the L1 fanning out to the lanes) with measured numbers;
@@ -24,6 +25,7 @@ from .build import build, isa
 
 _PROBE = r"""
 #include <stddef.h>
+#include <string.h>
 typedef float v_t __attribute__((vector_size(%(vb)d), aligned(4)));  /* NumPy buffers need not be aligned */
 #define L %(lanes)d
 double fma_probe(long iters) {
@@ -64,6 +66,23 @@ double read_probe(const float *buf, long n, long reps, int nthreads) {
         for (int k = 0; k < L; k++) total += s[k];
     }
     return total;
+}
+/* the packing copies of targets.cpu.emit: a box copied row by row (memcpy of runs of `run` words), and
+   panels of `width` positions innermost, read along the source rows (contiguous) or across them */
+void rows_pack(float *restrict dst, const float *restrict src, long words, long run, long ld, long reps) {
+    for (long k = 0; k < reps; k++)
+        for (long r = 0; r < words / run; r++) memcpy(dst + r * run, src + r * ld, run * sizeof(float));
+}
+void panel_pack(float *restrict dst, const float *restrict src, long words, long width, long ld, int across,
+                long reps) {
+    long len = 256, panels = words / (len * width);
+    for (long k = 0; k < reps; k++)
+        for (long pn = 0; pn < panels; pn++)
+            for (long a = 0; a < len; a++) {
+                float *d = dst + pn * len * width + a * width;
+                if (across) for (long w = 0; w < width; w++) d[w] = src[(pn * width + w) * ld + a];
+                else for (long w = 0; w < width; w++) d[w] = src[a * ld + pn * width + w];
+            }
 }
 void write_probe(float *buf, long n, long reps, int nthreads) {
     #pragma omp parallel num_threads(nthreads)
@@ -139,6 +158,10 @@ def _probes():
     lib.read_probe.restype = ctypes.c_double
     lib.write_probe.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_int]
     lib.write_probe.restype = None
+    lib.rows_pack.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_long] * 4
+    lib.rows_pack.restype = None
+    lib.panel_pack.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_long] * 3 + [ctypes.c_int, ctypes.c_long]
+    lib.panel_pack.restype = None
     return lib, lanes
 
 
@@ -185,6 +208,33 @@ def bandwidth(lib, size_bytes: int, threads: int, quick: bool = False) -> tuple[
     return n * 4 * reps / read_s, n * 4 * reps / write_s
 
 
+#: The copies ``pack_cycles_per_word`` averages: rows of 14, 56 and 256 words (a small image's, a
+#: larger one's and a GEMM's rows), panels of 16, 32, 64 words read along the source rows (B panels)
+#: and of 4, 8, 16 read across them (A panels).
+PACK_SHAPES = [("rows", 14), ("rows", 56), ("rows", 256), ("along", 16), ("along", 32), ("along", 64),
+               ("across", 4), ("across", 8), ("across", 16)]
+
+
+def pack_cycles_per_word(lib, hz: float, quick: bool = False) -> float:
+    """Cycles per word of the code generator's packing copies (``costmodel.packing``): the mean over
+    ``PACK_SHAPES`` of 32 Ki words copied 16 times from an L2-resident source, the best of several tries."""
+    import numpy as np
+
+    words, reps = 32768, 16
+    src = np.ones(words * 4, dtype=np.float32)  # rows 264 (across) or 512 words (along, rows) apart
+    dst = np.zeros(words, dtype=np.float32)
+    costs = []
+    for kind, size in PACK_SHAPES:
+        if kind == "rows":
+            args = (lib.rows_pack, size, size + 8)
+        else:
+            args = (lib.panel_pack, size, 264 if kind == "across" else 512, int(kind == "across"))
+        call = lambda: args[0](dst.ctypes.data, src.ctypes.data, words, *args[1:], reps)  # noqa: E731
+        call()
+        costs.append(_best(call, 5 if quick else 20) * hz / (words * reps))
+    return round(sum(costs) / len(costs), 3)
+
+
 def shared_bandwidth(lib, size_bytes: int, cores: int, quick: bool = False) -> tuple[float, float]:
     """(read, write) bytes/s of a level the cores share: the better of all ``cores`` together and one
     core alone, each way.  One core alone is a lower bound on what the level serves; the all-core
@@ -215,6 +265,7 @@ def calibrate(quick: bool = False):
     # the reported clock is often the base clock while the probe runs boosted: round down
     fma_per_cycle = max(1, int(flops / (2 * lanes * hz)))
     chains = fma_chains(lib, quick)
+    pack = pack_cycles_per_word(lib, hz, quick)
     bw = {
         "L1": bandwidth(lib, l1["size_bytes"] // 2, 1, quick),
         "L2": bandwidth(lib, l2["size_bytes"] // 2, 1, quick),
@@ -229,7 +280,7 @@ def calibrate(quick: bool = False):
     for lv in arch.levels:
         read, write = bw[lv.name]
         levels.append(replace(lv, read_bandwidth=round(read / hz, 2), write_bandwidth=round(write / hz, 2)))
-    params = {**arch.params, "fma_chains": chains, "loads_per_cycle": loads, "isa": isa().name, "line_bytes": l1["line_bytes"], "frequency_hz": hz,
+    params = {**arch.params, "fma_chains": chains, "loads_per_cycle": loads, "pack_cycles_per_word": pack, "isa": isa().name, "line_bytes": l1["line_bytes"], "frequency_hz": hz,
               "peak_gflops_per_core": round(flops / 1e9, 2),
               "bandwidth_gb_s": {k: {"read": round(r / 1e9, 2), "write": round(w / 1e9, 2)} for k, (r, w) in bw.items()}}
     return replace(arch, name="cpu-calibrated", levels=tuple(levels), frequency_hz=hz, params=params,

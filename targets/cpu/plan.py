@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from costmodel.microkernel import block, register_tile
 from costmodel.microkernel import separable as output_separable
+from costmodel.packing import pack_box, pack_level, panel_axis, parallel_level
 from mappings import Mapping, validate
 from workloads import LoopNest, resolve_dtype
 
@@ -172,8 +173,7 @@ def _band_loops(mapping: Mapping, workload: LoopNest, inner: int) -> tuple[list[
     for lp in loops:
         remaining[lp.dim] //= lp.factor
         steps.append(remaining[lp.dim])
-    par_level = next((lp.level for lp in loops if lp.spatial and lp.level < inner
-                      and output_separable(lp.dim, out, workload.dims)), None)
+    par_level = parallel_level(mapping, workload, inner)
     result = []
     for n, (lp, step) in enumerate(zip(loops, steps)):
         if lp.level >= inner:
@@ -189,16 +189,14 @@ def _band_loops(mapping: Mapping, workload: LoopNest, inner: int) -> tuple[list[
     return result, par_level
 
 
-def _packs(mapping, workload, arch, par_level, shapes, inner) -> dict:
-    first = 1 if par_level is None else par_level + 1
+def _packs(mapping, workload, arch, shapes, inner) -> dict:
     packs = {}
     for t in workload.inputs:
-        level = next((lv for lv in range(first, inner + 1) if mapping.stores(lv, t, arch)), None)
+        level = pack_level(mapping, workload, arch, t, inner)
         if level is None:
             continue
-        extents = mapping.tile_extents(level, workload.dims)
-        box = tuple(expr.extent(extents) for expr in t.indices)
-        assert math.prod(box) >= t.tile_words(extents)
+        box = pack_box(mapping, workload, t, level)
+        assert math.prod(box) >= t.tile_words(mapping.tile_extents(level, workload.dims))
         packs[t.name] = Pack(t.name, level, box, needs_guard(t, workload.dims, shapes[t.name]))
     return packs
 
@@ -245,7 +243,7 @@ def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int =
                           field=f"tensors.{out.name}.shape")
     inner = kernel_level(mapping, arch)
     loops, par_level = _band_loops(mapping, workload, inner)
-    packs = _packs(mapping, workload, arch, par_level, shapes, inner)
+    packs = _packs(mapping, workload, arch, shapes, inner)
     guarded = frozenset(t.name for t in workload.inputs
                         if t.name not in packs and needs_guard(t, workload.dims, shapes[t.name]))
     kernel = _micro_kernel(mapping, workload, inner, vector_bytes, registers, WORD_BYTES[dtypes[out.name]],
@@ -255,27 +253,11 @@ def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int =
 
 
 def _with_panel(pack: Pack, tensor, kernel: MicroKernel, bounds: dict) -> Pack:
-    """``pack`` stored as micro-kernel panels (``Pack.panel``) where the micro-kernel's blocks tile the box
-    exactly: along ``j`` (width ``nv`` x lanes; vectors are loaded from within one panel) for a tensor
-    indexed by ``j`` alone on one axis, else along ``i`` (width ``mr``) likewise for a tensor not indexed by
-    ``j`` (one that is, a convolution's input rows, would have its vectors gathered a panel width apart:
-    measured 8-10x slower on a 1x1 convolution); otherwise as it is."""
+    """``pack`` stored as micro-kernel panels (``Pack.panel``) where ``costmodel.packing.panel_axis`` says so."""
     from dataclasses import replace
 
-    for d, width in ((kernel.j, kernel.nv * kernel.lanes), (kernel.i, kernel.mr)):
-        if d is None or width <= 1 or kernel.extents[d] % width:
-            continue
-        if d == kernel.i and kernel.j in tensor.dims:
-            break  # the kernel loads this tensor as vectors along j: rows panelled along i would gather them
-        axes = [a for a, e in enumerate(tensor.indices) if d in e.dims]
-        # the axis moves with d alone (other dims on it have bound 1, as a 1x1 convolution's R): then the
-        # blocks start on panel boundaries, so no vector straddles two panels
-        if len(axes) != 1 or [(d2, c) for d2, c in tensor.indices[axes[0]].terms if bounds[d2] > 1] != [(d, 1)]:
-            continue
-        if pack.box[axes[0]] % width == 0:
-            return replace(pack, panel=(axes[0], width))
-        return pack
-    return pack
+    panel = panel_axis(tensor, kernel, kernel.extents, pack.box, bounds)
+    return pack if panel is None else replace(pack, panel=panel)
 
 
 REGISTER_LEVEL = "Registers"
@@ -311,7 +293,8 @@ def register_level(arch, registers: int, vector_bytes: int, row_words: int | Non
     # model counts the micro-kernel's issue cycles from the core's facts (costmodel.microkernel)
     core = {"lanes": lanes, "registers": registers, "fma_per_cycle": float(arch.params.get("fma_per_cycle", 1)),
             "fma_chains": int(arch.params.get("fma_chains", 4)),
-            "loads_per_cycle": float(arch.params.get("loads_per_cycle", 1))}
+            "loads_per_cycle": float(arch.params.get("loads_per_cycle", 1)),
+            "pack_cycles_per_word": float(arch.params.get("pack_cycles_per_word", 0.0))}
     return replace(arch, levels=tuple(levels) + (regs,), macs_per_cycle=arch.macs_per_cycle / nv,
                    params={**arch.params, "micro_kernel": core})
 

@@ -8,6 +8,7 @@ import pytest
 import costmodel
 import workloads
 from costmodel.microkernel import Block, MicroKernelSpec, block, issue_cycles, spec_of, step_cycles
+from costmodel.packing import pack_cycles
 from mappings import LevelMapping, Mapping
 
 SPEC = MicroKernelSpec(lanes=16, registers=32, fma_per_cycle=1.0, fma_chains=4, loads_per_cycle=1.0)
@@ -56,7 +57,10 @@ def test_partial_vectors_and_scalar_tiles_issue_whole_instructions():
     assert blk.lanes == 16 and blk.j == "P"
     # one 16-lane vector per 14-wide row: MACs / 14 vector FMAs
     got = issue_cycles(conv, rows, 3, SPEC)
-    assert got == pytest.approx(conv.macs / 14 * step_cycles(conv, blk, SPEC) / (blk.mr * blk.nv))
+    vector_fmas = conv.macs / 14
+    blocks = vector_fmas / (blk.mr * blk.nv * 4)  # C = 4 reduction steps per block
+    assert got == pytest.approx(vector_fmas * step_cycles(conv, blk, SPEC) / (blk.mr * blk.nv)
+                                + blocks * 2 * blk.mr * blk.nv / SPEC.loads_per_cycle)  # accumulators in, out
     # a tile 7 wide (7 of 16 lanes) still issues vectors; one 3 wide (under a quarter of a vector) runs
     # scalar: one FMA per MAC
     assert block(conv, {**extents, "P": 7}, 16, 32).lanes == 16
@@ -70,7 +74,10 @@ def test_the_register_arch_counts_issue_cycles_and_not_operand_reads_at_l1():
     m = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"M": 16, "K": 2}, order=("M", "K")),
                  LevelMapping(temporal={"K": 32}), LevelMapping(temporal={"M": 4}, spatial={"N": 64})))
     cost = costmodel.evaluate(w, arch, m)
-    assert cost.compute_cycles == math.ceil(issue_cycles(w, m, 3, spec_of(arch)))
+    spec = spec_of(arch)
+    packing = pack_cycles(w, m, arch, 3, spec.pack_cycles_per_word)
+    assert spec.pack_cycles_per_word > 0 and packing > 0
+    assert cost.compute_cycles == math.ceil(issue_cycles(w, m, 3, spec) + packing)
     l1 = arch.levels[3]
     # L1 holds B only: its transfer cycles are B's fills, not the reads the micro-kernel issues
     b_fill = cost.accesses["L1"]["B"].writes * 4
@@ -135,6 +142,6 @@ def test_strided_accumulators_cost_their_lane_by_lane_moves_once_per_block():
     fma_only = conv.macs / (blk.lanes * blk.mr * blk.nv) * step_cycles(conv, blk, SPEC)
     got_long, got_short = issue_cycles(conv, long_, 3, SPEC), issue_cycles(conv, short, 3, SPEC)
     blocks_long = conv.macs / (blk.lanes * blk.mr * blk.nv * 16 * 9)
-    assert got_long == pytest.approx(fma_only + blocks_long * 2 * blk.mr * blk.nv * (blk.lanes - 1)
+    assert got_long == pytest.approx(fma_only + blocks_long * 2 * blk.mr * blk.nv * blk.lanes
                                      / SPEC.loads_per_cycle)
     assert got_short > got_long > fma_only   # a shorter reduction per block moves the accumulators more often

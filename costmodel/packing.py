@@ -1,0 +1,103 @@
+"""Where a CPU mapping's inputs are packed, how often, and what the copies cost one core.
+
+The CPU code generator (``targets.cpu.plan``) copies each input's tile into a contiguous private buffer
+at the *pack level*: the outermost level below the cores' fan-out (the parallel level: the first level
+with a spatial loop over a dim that separates the output) that stores the tensor.  The copy sits at the
+top of that level's loop band and runs again only when the tile's origin has moved since the thread's
+last copy.  So the copies are a software cost, paid whatever the caches hold: a tile that an LRU cache
+still has (``Cost`` counts no fill for it) is copied again when a loop between two of its uses moves it.
+
+Copies per core = the iterations, per core, of the loops above the pack level from the outermost down to
+the innermost one whose dim indexes the tensor (loops inside that one leave the origin where it is; a
+parallel loop's iterations are shared by the cores).  Words per copy = the tile's box (halo included:
+``AffineExpr.extent`` per axis).  Cycles = words x ``pack_cycles_per_word`` (``MicroKernelSpec``: what
+``cosa arch calibrate cpu`` measures on copies shaped as the generator's, row and panel copies alike).
+
+A tile stored as micro-kernel *panels* (``panel_axis``: the blocks' rows or vectors contiguous, as a
+BLAS packs A and B) is read by the micro-kernel as one sequential stream, which the core's prefetchers
+fetch ahead of use: its fills from the outer caches overlap the FMAs (``streamed_inputs``;
+``costmodel.evaluate``).  A sliding window's rows, read a row apart, are not.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .microkernel import separable
+
+
+def parallel_level(mapping, workload, kernel: int) -> int | None:
+    """The level whose spatial loops the threads share: the first above the kernel level with a spatial
+    loop over an output-separable dim (``microkernel.separable``), or None."""
+    out = workload.output
+    return next((lp.level for lp in mapping.loops(list(workload.dims))
+                 if lp.spatial and lp.level < kernel and separable(lp.dim, out, workload.dims)), None)
+
+
+def pack_level(mapping, workload, arch, tensor, kernel: int) -> int | None:
+    """The level at which ``tensor`` (an input) is packed, or None when no level below the cores stores it."""
+    par = parallel_level(mapping, workload, kernel)
+    first = 1 if par is None else par + 1
+    return next((lv for lv in range(first, kernel + 1) if mapping.stores(lv, tensor, arch)), None)
+
+
+def pack_box(mapping, workload, tensor, level: int) -> tuple[int, ...]:
+    """Words per axis of ``tensor``'s packed tile at ``level`` (the range of each index over the tile)."""
+    extents = mapping.tile_extents(level, workload.dims)
+    return tuple(expr.extent(extents) for expr in tensor.indices)
+
+
+def copies_per_core(mapping, workload, tensor, level: int, kernel: int) -> int:
+    """How many times one core copies ``tensor``'s tile at ``level`` (see the module docstring)."""
+    dims = list(workload.dims)
+    out = workload.output
+    par = parallel_level(mapping, workload, kernel)
+    # a parallel loop gives each core one of its iterations: it never moves a core's origin
+    above = [lp for lp in mapping.loops(dims) if lp.level < level
+             and not (lp.spatial and lp.level == par and separable(lp.dim, out, workload.dims))]
+    relevant = [k for k, lp in enumerate(above) if lp.dim in tensor.dims]
+    return math.prod(lp.factor for lp in above[:relevant[-1] + 1]) if relevant else 1
+
+
+def pack_cycles(workload, mapping, arch, kernel: int, per_word: float) -> float:
+    """Cycles one core spends copying its inputs into their packed tiles over the whole nest."""
+    total = 0.0
+    for t in workload.inputs:
+        level = pack_level(mapping, workload, arch, t, kernel)
+        if level is not None:
+            words = math.prod(pack_box(mapping, workload, t, level))
+            total += copies_per_core(mapping, workload, t, level, kernel) * words * per_word
+    return total
+
+
+def panel_axis(tensor, blk, extents: dict, box: tuple, bounds: dict) -> tuple[int, int] | None:
+    """(axis, width) when ``tensor``'s packed ``box`` is stored as panels of the micro-kernel's register
+    block ``blk`` (``microkernel.Block``; ``extents``: the kernel tile's), else None.  Panels go along
+    ``j`` (width ``nv`` x lanes) for a tensor indexed by ``j`` alone on one axis, else along ``i`` (width
+    ``mr``) likewise for a tensor not indexed by ``j`` (one that is, a convolution's input rows, would have
+    its vectors gathered a panel width apart: measured 8-10x slower on a 1x1 convolution), where the
+    blocks tile the box exactly."""
+    for d, width in ((blk.j, blk.nv * blk.lanes), (blk.i, blk.mr)):
+        if d is None or width <= 1 or extents[d] % width:
+            continue
+        if d == blk.i and blk.j in tensor.dims:
+            return None  # the kernel loads this tensor as vectors along j: rows panelled along i would gather them
+        axes = [a for a, e in enumerate(tensor.indices) if d in e.dims]
+        # the axis moves with d alone (other dims on it have bound 1, as a 1x1 convolution's R): then the
+        # blocks start on panel boundaries, so no vector straddles two panels
+        if len(axes) != 1 or [(d2, c) for d2, c in tensor.indices[axes[0]].terms if bounds[d2] > 1] != [(d, 1)]:
+            continue
+        return (axes[0], width) if box[axes[0]] % width == 0 else None
+    return None
+
+
+def streamed_inputs(workload, mapping, arch, kernel: int, blk) -> frozenset[str]:
+    """The inputs packed as panels of ``blk``: the streams whose cache fills overlap the FMAs."""
+    extents = mapping.tile_extents(kernel, workload.dims)
+    out = set()
+    for t in workload.inputs:
+        level = pack_level(mapping, workload, arch, t, kernel)
+        if level is not None and panel_axis(t, blk, extents, pack_box(mapping, workload, t, level),
+                                            workload.dims) is not None:
+            out.add(t.name)
+    return frozenset(out)

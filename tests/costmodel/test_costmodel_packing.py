@@ -1,0 +1,116 @@
+"""costmodel.packing: where a CPU mapping's inputs are packed, how many copies each core makes (against a
+literal walk of the loops), what they cost, and which packed inputs stream under the FMAs."""
+
+import itertools
+import math
+import random
+
+import pytest
+
+import costmodel
+import workloads
+from costmodel.microkernel import block, kernel_level, spec_of
+from costmodel.packing import copies_per_core, pack_box, pack_cycles, pack_level, parallel_level, streamed_inputs
+from mappings import LevelMapping as L
+from mappings import Mapping
+
+
+def _reg_arch(w, cores=8):
+    from targets.cpu.plan import arch_for
+
+    return arch_for(w, costmodel.preset("cpu", cores=cores), registers=(32, 64))
+
+
+def _walked_copies(mapping, workload, tensor, level, kernel) -> int:
+    """Copies thread 0 makes: walk every iteration of the loops above ``level`` in order (thread 0's share of
+    the parallel loops) and count the moves of the tile's origin, as the generated code's check does."""
+    dims = list(workload.dims)
+    loops = [lp for lp in mapping.loops(dims) if lp.level < level]
+    par = parallel_level(mapping, workload, kernel)
+    step, remaining = [], {d: mapping.factor(d) for d in dims}
+    for lp in loops:
+        remaining[lp.dim] //= lp.factor
+        step.append(remaining[lp.dim])
+    ranges = [range(1) if lp.spatial and lp.level == par and lp.dim in workload.output.dims else range(lp.factor)
+              for lp in loops]
+    last, copies = None, 0
+    for idx in itertools.product(*ranges):
+        at = {d: 0 for d in dims}
+        for lp, s, i in zip(loops, step, idx):
+            at[lp.dim] += i * s
+        origin = tuple(e.evaluate(at) for e in tensor.indices)
+        if origin != last:
+            copies, last = copies + 1, origin
+    return copies
+
+
+@pytest.mark.parametrize("name", ["gemm", "conv"])
+def test_copies_per_core_match_a_walk_of_the_loops(name):
+    from cosa.baselines.mapspace import MapSpace, random_mapping
+
+    w = (workloads.matmul("g", M=32, N=32, K=32, bits=32) if name == "gemm" else
+         workloads.conv2d("c", C=8, K=16, H=8, W=8, R=3, S=3, padding=1, bits=32))
+    arch = _reg_arch(w, cores=2)
+    kernel = kernel_level(arch)
+    space, rng = MapSpace(w, arch), random.Random(0)
+    checked = 0
+    for _ in range(40):
+        m = random_mapping(w, arch, rng, space=space)
+        for t in w.inputs:
+            level = pack_level(m, w, arch, t, kernel)
+            if level is None:
+                continue
+            assert copies_per_core(m, w, t, level, kernel) == _walked_copies(m, w, t, level, kernel), (t.name, m)
+            checked += 1
+    assert checked >= 40
+
+
+def test_a_tile_the_cache_keeps_is_copied_again_when_its_origin_moves():
+    """K outside M at DRAM: B's L3 tile changes with every K step and A's with every (K, M) step; the L3
+    (LRU) keeps all of A and B (one fill each), but the code copies each tile into its buffer again."""
+    w = workloads.matmul("g", M=64, N=64, K=64, bits=32)
+    arch = _reg_arch(w, cores=1)
+    m = Mapping((L(temporal={"K": 4, "M": 2}, order=("K", "M")), L(), L(temporal={"M": 8, "K": 2}, order=("M", "K")),
+                 L(temporal={"K": 8}), L(temporal={"M": 4}, spatial={"N": 64})))
+    kernel = kernel_level(arch)
+    cost = costmodel.evaluate(w, arch, m)
+    assert cost.accesses["L3"]["A"].fills == 64 * 64 and cost.accesses["L3"]["B"].fills == 64 * 64
+    a, b = w.tensor("A"), w.tensor("B")
+    assert pack_level(m, w, arch, a, kernel) == 1
+    assert copies_per_core(m, w, a, 1, kernel) == 8 and copies_per_core(m, w, b, 1, kernel) == 4
+    words = 8 * math.prod(pack_box(m, w, a, 1)) + 4 * math.prod(pack_box(m, w, b, 1))
+    assert words == 2 * 64 * 64
+    assert pack_cycles(w, m, arch, kernel, 0.5) == pytest.approx(0.5 * words)
+
+
+def test_streamed_panels_hide_their_fills_while_the_fmas_bound():
+    """Two loop orders of one GEMM tile: the second refills the panels less, so its L2 and L1 transfer
+    cycles are lower, but both panels (A as rows of the block, B as its vectors) stream under the FMAs:
+    the same cycles."""
+    w = workloads.matmul("g", M=64, N=64, K=64, bits=32)
+    arch = _reg_arch(w)
+    kernel = kernel_level(arch)
+    spec = spec_of(arch)
+    costs = []
+    for order in (("M", "K"), ("K", "M")):
+        m = Mapping((L(), L(), L(temporal={"M": 16, "K": 2}, order=order), L(temporal={"K": 32}),
+                     L(temporal={"M": 4}, spatial={"N": 64})))
+        blk = block(w, m.tile_extents(kernel, w.dims), spec.lanes, spec.registers)
+        assert streamed_inputs(w, m, arch, kernel, blk) == {"A", "B"}
+        costs.append(costmodel.evaluate(w, arch, m))
+    assert costs[0].transfer_cycles["L2"] > costs[1].transfer_cycles["L2"]
+    assert costs[0].transfer_cycles["L1"] > costs[1].transfer_cycles["L1"]
+    assert costs[0].bound_by == "compute" and costs[0].cycles == costs[1].cycles
+
+
+def test_a_sliding_window_is_not_a_stream():
+    """A 3x3 convolution's input rows are read a row apart by the micro-kernel: not panels, so their
+    fills stall; the weights, panelled along the block's rows, stream."""
+    w = workloads.conv2d("c", C=16, K=64, H=14, W=14, R=3, S=3, padding=1, bits=32)
+    arch = _reg_arch(w, cores=1)
+    kernel = kernel_level(arch)
+    spec = spec_of(arch)
+    m = Mapping((L(temporal={"K": 4}), L(), L(temporal={"C": 4}), L(temporal={"K": 16, "C": 4, "R": 3, "S": 3, "Q": 14}),
+                 L(spatial={"P": 14})))
+    blk = block(w, m.tile_extents(kernel, w.dims), spec.lanes, spec.registers)
+    assert streamed_inputs(w, m, arch, kernel, blk) == {"Weights"}
