@@ -161,6 +161,8 @@ def _check_params(params: dict, source: str) -> None:
             _num(params[key], float, source, f"params.{key}", positive=True)
     if "compute_overhead_cycles" in params:
         _num(params["compute_overhead_cycles"], int, source, "params.compute_overhead_cycles", minimum=0)
+    if "pack_cycles_per_word" in params:
+        _num(params["pack_cycles_per_word"], float, source, "params.pack_cycles_per_word", minimum=0)
     if "dataflow" in params and params["dataflow"] not in ("ws", "os"):
         raise ArchError(f"must be 'ws' or 'os', got {params['dataflow']!r}", source=source, field="params.dataflow")
     if "pipelined" in params and not isinstance(params["pipelined"], bool):

@@ -114,3 +114,15 @@ def test_a_sliding_window_is_not_a_stream():
                  L(spatial={"P": 14})))
     blk = block(w, m.tile_extents(kernel, w.dims), spec.lanes, spec.registers)
     assert streamed_inputs(w, m, arch, kernel, blk) == {"Weights"}
+
+
+def test_the_copy_cost_round_trips_through_an_arch_file_and_a_negative_one_is_refused():
+    from costmodel.archio import arch_from_dict, arch_to_dict
+    from costmodel.arch import ArchError
+
+    arch = costmodel.preset("cpu")
+    doc = arch_to_dict(arch)
+    assert arch_from_dict(doc).params["pack_cycles_per_word"] == arch.params["pack_cycles_per_word"] > 0
+    doc["params"]["pack_cycles_per_word"] = -1
+    with pytest.raises(ArchError, match="params.pack_cycles_per_word"):
+        arch_from_dict(doc)
