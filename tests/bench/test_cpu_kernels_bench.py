@@ -1,0 +1,34 @@
+"""bench/cpu_kernels.py: interleaved rounds rotate their order, and on several threads every timed call
+starts after a quiet pause and an untimed call of itself (another library's spinning threads parked)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import bench.cpu_kernels as ck  # noqa: E402
+
+
+def _recording(monkeypatch):
+    log = []
+    monkeypatch.setattr(ck.time, "sleep", lambda s: log.append(("sleep", s)))
+    calls = {name: (lambda name=name: log.append(("call", name))) for name in ("ours", "cache", "numpy")}
+    return log, calls
+
+
+def test_each_round_times_every_call_once_and_no_call_always_follows_the_same_other(monkeypatch):
+    log, calls = _recording(monkeypatch)
+    times = ck.interleaved(calls, repeat=3, threads=1)
+    assert {n: len(t) for n, t in times.items()} == {"ours": 3, "cache": 3, "numpy": 3}
+    order = [name for kind, name in log if kind == "call"]
+    assert order == ["ours", "cache", "numpy", "cache", "numpy", "ours", "numpy", "ours", "cache"]
+    assert not [e for e in log if e[0] == "sleep"]  # one thread: nothing spins beside the timed call
+
+
+def test_on_several_threads_a_timed_call_follows_a_pause_and_its_own_untimed_call(monkeypatch):
+    log, calls = _recording(monkeypatch)
+    ck.interleaved(calls, repeat=2, threads=2)
+    assert len(log) == 2 * 3 * 3
+    for k in range(0, len(log), 3):
+        (kind0, pause), (kind1, warm), (kind2, timed) = log[k:k + 3]
+        assert (kind0, kind1, kind2) == ("sleep", "call", "call") and pause == ck.SETTLE_S and warm == timed
