@@ -42,7 +42,7 @@ def _timed(fn):
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def run_layer(workload, arch, settings: list[str], time_limit_s: float) -> dict:
+def run_layer(workload, arch, settings: list[str], time_limit_s: float, pad: float = 0.0) -> dict:
     """One layer on one arch: cosa and LOMA in both models (numbers) or the reason it was skipped."""
     from cosa import SchedulingError, schedule
     from cosa.baselines.zigzag_compare import count_differences, explain
@@ -58,20 +58,21 @@ def run_layer(workload, arch, settings: list[str], time_limit_s: float) -> dict:
         return row
     try:
         sched, wall, cpu = _timed(lambda: schedule(workload, arch, scheduler="cosa", time_limit_s=time_limit_s,
-                                                   bound=False))
+                                                   bound=False, **({"pad": pad} if pad else {})))
     except SchedulingError as err:
         row["skip"] = f"cosa found no schedule: {err}"
         return row
     try:
-        theirs = zigzag_evaluate(workload, arch, sched.mapping)
+        theirs = zigzag_evaluate(sched.workload, arch, sched.mapping)
     except Exception as err:  # a ZigZag failure is a row with its reason, never a traceback
         row["skip"] = f"ZigZag cannot price cosa's mapping: {type(err).__name__}: {str(err).splitlines()[0]}"
         return row
     row["cosa"] = {"cycles": sched.cost.cycles, "energy_pj": sched.cost.energy_pj, "zigzag_cycles": theirs.cycles,
                    "zigzag_energy_pj": theirs.energy_pj, "wall_s": wall, "cpu_s": cpu, "zigzag": theirs.to_dict(),
-                   "why": explain(workload, arch, sched.mapping, sched.cost, theirs, hw),
-                   "differences": [d.to_dict() for d in count_differences(workload, arch, sched.mapping, sched.cost,
-                                                                          theirs, hw)]}
+                   "padded": sched.extra.get("padded", {}),
+                   "why": explain(sched.workload, arch, sched.mapping, sched.cost, theirs, hw),
+                   "differences": [d.to_dict() for d in count_differences(sched.workload, arch, sched.mapping,
+                                                                          sched.cost, theirs, hw)]}
     for setting in settings:
         try:
             got = loma(workload, arch, setting=setting)
@@ -80,15 +81,32 @@ def run_layer(workload, arch, settings: list[str], time_limit_s: float) -> dict:
             continue
         row[setting] = {"zigzag_cycles": got.zigzag.cycles, "zigzag_energy_pj": got.zigzag.energy_pj,
                         "wall_s": got.wall_s, "cpu_s": got.cpu_s, "exact": got.mapping is not None and not got.moved,
-                        "moved_loops": list(got.moved), "readback_error": got.readback_error}
+                        "moved_loops": list(got.moved), "readback_error": got.readback_error,
+                        "padded": {x: list(v) for x, v in got.padded.items()},
+                        "level_order": [] if got.arch is arch else list(got.arch.level_names)}
         if got.mapping is not None:
-            cost = evaluate(workload, arch, got.mapping)
+            cost = evaluate(got.workload, got.arch, got.mapping)
             row[setting].update(cycles=cost.cycles, energy_pj=cost.energy_pj)
+            if got.moved:  # how far the nearest mapping is from LOMA's in ZigZag's own model
+                near = zigzag_evaluate(got.workload, got.arch, got.mapping)
+                row[setting].update(adapted_zigzag_cycles=near.cycles, adapted_zigzag_energy_pj=near.energy_pj)
     return row
 
 
 def _n(x, digits: int = 0) -> str:
     return f"{x:,.{digits}f}"
+
+
+NEAR = 0.01
+"""A nearest mapping stands for LOMA's in our model when ZigZag prices its cycles within this of LOMA's own."""
+
+
+def _readback_notes(z: dict) -> str:
+    """How an exact read-back is stated: the dims ZigZag padded and the sibling-level order it needed."""
+    notes = [f"{x} {b} padded to {c}" for x, (b, c) in z.get("padded", {}).items()]
+    if z.get("level_order"):
+        notes.append("levels as " + " > ".join(z["level_order"][1:]))
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def schedule_table(rows: list[dict], arch: str, setting: str, what: str) -> str:
@@ -98,34 +116,39 @@ def schedule_table(rows: list[dict], arch: str, setting: str, what: str) -> str:
     title = f"{what.capitalize()} on {arch}, LOMA {setting}: each tool's schedule in each model"
     lines = [title,
              f"| layer | cosa, ours{unit} | LOMA, ours{unit} | LOMA/cosa ours | cosa, ZigZag{unit} | "
-             f"LOMA, ZigZag{unit} | cosa/LOMA ZigZag | LOMA read back |" + (" cosa CPU s | LOMA CPU s | LOMA s / cosa s |"
-                                                      if what == "cycles" else ""),
-             "|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|" if what == "cycles" else "")]
+             f"LOMA, ZigZag{unit} | cosa/LOMA ZigZag | LOMA read back |" + (" cosa CPU s | LOMA CPU s | LOMA s / cosa s | "
+                                                      "cosa padded |" if what == "cycles" else ""),
+             "|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|---|" if what == "cycles" else "")]
     for r in rows:
         if r["arch"] != arch:
             continue
         if "skip" in r:
-            lines.append(f"| {r['layer']} | skipped: {r['skip']} |" + " - |" * (6 + (3 if what == "cycles" else 0)))
+            lines.append(f"| {r['layer']} | skipped: {r['skip']} |" + " - |" * (6 + (4 if what == "cycles" else 0)))
             continue
         c, z = r["cosa"], r.get(setting, {})
         if "error" in z:
             cells = ["-", "-", _n(c[zkey] * scale), "-", "-", f"failed: {z['error']}"]
         else:
-            exact = z["exact"]
-            ours = _n(z[key] * scale) if exact else "-"
-            ratio = f"{z[key] / c[key]:.3f}" if exact else "-"
-            if exact:
-                back = "exact"
+            # LOMA's mapping in our model: the one read back, exactly, or the nearest where ZigZag prices that
+            # within NEAR of LOMA's own (else it is another schedule, shown in the read-back column only)
+            priced = key in z and (z["exact"] or abs(z["adapted_zigzag_cycles"] / z["zigzag_cycles"] - 1) <= NEAR)
+            ours = _n(z[key] * scale) if priced else "-"
+            ratio = f"{z[key] / c[key]:.3f}" if priced else "-"
+            if z["exact"]:
+                back = "exact" + _readback_notes(z)
             elif z["readback_error"]:
                 back = f"not expressible: {z['readback_error']}"
             else:
-                back = f"adapted ({len(z['moved_loops'])} loops moved: {_n(z[key] * scale)})"
+                near = z["adapted_" + zkey] / z[zkey]
+                back = (f"nearest: {len(z['moved_loops'])} loop(s) moved, which ZigZag prices at {near:.3f}x LOMA's "
+                        f"own" + ("" if priced else f"; ours {_n(z[key] * scale)}") + _readback_notes(z))
             cells = [ours, ratio, _n(c[zkey] * scale), _n(z[zkey] * scale), f"{c[zkey] / z[zkey]:.3f}", back]
         line = f"| {r['layer']} | {_n(c[key] * scale)} | " + " | ".join(cells) + " |"
         if what == "cycles":
             loma_cpu = "-" if "error" in z else f"{z['cpu_s']:.1f}"
             speed = "-" if "error" in z else f"{z['cpu_s'] / c['cpu_s']:.1f}"
-            line += f" {c['cpu_s']:.1f} | {loma_cpu} | {speed} |"
+            pads = "; ".join(f"{x} {b} to {p}" for x, (b, p) in c.get("padded", {}).items()) or "-"
+            line += f" {c['cpu_s']:.1f} | {loma_cpu} | {speed} | {pads} |"
         lines.append(line)
     return "\n".join(lines) + "\n"
 
@@ -174,12 +197,18 @@ def report(rows: list[dict], settings: list[str], archs: list[str]) -> str:
 
 NOTES = ("Both searches minimise latency.  `ours` prices a mapping with `costmodel.evaluate`, `ZigZag` with "
          "ZigZag's cost model on the converted inputs (`cosa.baselines.zigzag_io`).  `LOMA/cosa ours` > 1 and "
-         "`cosa/LOMA ZigZag` < 1 favour cosa.  `LOMA read back`: `exact` when our levels place every loop where "
-         "ZigZag does; `adapted` when ZigZag keeps a loop inside one operand's tile and outside another's where "
-         "our levels nest those memories the other way round (its loops moved outwards: the figure in brackets is "
-         "that adapted mapping in our model, not LOMA's).  Seconds are CPU seconds of one run each, in one "
-         "process, on a machine shared with other jobs; cosa's include building the MIP.  `why` lists ZigZag's "
-         "cycle terms and the access counts that differ most in energy, with the mechanism "
+         "`cosa/LOMA ZigZag` < 1 favour cosa.  cosa may pad a dim by up to `--pad` of its bound where the padded "
+         "factors fill the array better (`cosa.mip.padding`, `cosa padded`); ZigZag pads as it needs, and both "
+         "tools' padded mappings are priced, in both models, on the padded layer (extra iterations on idle units; "
+         "our model then also moves the padded outputs and counts the padded MACs' energy, which biases the "
+         "energy against whoever pads).  `LOMA read back`: `exact` when one of our level orders places every loop "
+         "where ZigZag does (`levels as`: an order of the arch's sibling levels other than the preset's, "
+         "`costmodel.arch.sibling_orders`, the same hardware listed another way); `nearest` when ZigZag keeps a "
+         "loop inside one operand's tile and outside another's in a memory our levels give both (its loops "
+         "moved), shown in our model only when ZigZag prices that nearest mapping within 1 % of LOMA's own; "
+         "`not expressible` with the reason.  Seconds are CPU seconds of one run each, in one process, on a "
+         "machine shared with other jobs; cosa's include building the MIP and its padded solves.  `why` lists "
+         "ZigZag's cycle terms and the access counts that differ most in energy, with the mechanism "
          "(`cosa.baselines.zigzag_compare.MECHANISMS`).")
 
 
@@ -201,7 +230,7 @@ def main(args) -> int:
     for arch_name in archs:
         arch = preset(arch_name)
         for w in _layers(args):
-            rows.append(run_layer(w, arch, settings, args.time_limit))
+            rows.append(run_layer(w, arch, settings, args.time_limit, args.pad))
             r = rows[-1]
             print(f"{arch_name:8s} {w.name:24s} " + (f"skipped: {r['skip']}" if "skip" in r else
                   f"cosa {r['cosa']['cycles']:>12,.0f} ({r['cosa']['cpu_s']:.1f} s)  " + "  ".join(
@@ -217,7 +246,7 @@ def main(args) -> int:
         date, machine = run_stamp()
         command = ("python bench/peers.py zigzag" + (" --quick" if args.quick else "")
                    + (f" --layers {args.layers}" if args.layers else "") + f" --archs {args.archs} --settings "
-                   f"{args.settings} --time-limit {args.time_limit:g}")
+                   f"{args.settings} --time-limit {args.time_limit:g} --pad {args.pad:g}")
         save_outputs(name="peers_zigzag", title="ZigZag peers: cosa against ZigZag's LOMA, in both cost models "
                      "(`bench/peers.py zigzag`)", date=date, machine=machine, command=command, console=text,
                      data=data, json_path=args.json, results_path=args.results, notes=NOTES, summary=SUMMARY,
@@ -233,6 +262,8 @@ def add_parser(sub) -> None:
     p.add_argument("--archs", default=",".join(ARCHS))
     p.add_argument("--settings", default="default", help="LOMA settings, comma-separated: default, large")
     p.add_argument("--time-limit", type=float, default=30.0, help="cosa's MIP time limit per layer (s)")
+    p.add_argument("--pad", type=float, default=0.125,
+                   help="cosa may pad a dim by up to this fraction to fill the array (0: never; ZigZag pads as it needs)")
     p.add_argument("--json")
     p.add_argument("--results", help="record the tables in this results file (bench/RESULTS.md)")
     p.set_defaults(func=main)

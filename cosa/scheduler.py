@@ -33,7 +33,9 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     objective "cosa"), ``order_levels`` ("outer", the default: the loop order
     is a decision at the DRAM level only, as in CoSA; "all"; or level indices),
     ``polish`` (loop-order refinement by the cost model, default True),
-    ``min_utilization``, ``warm_start``: default True, every solve starts from the best valid mapping
+    ``min_utilization``, ``pad`` (a fraction: a dim may be padded by up to this much where its factors then
+    fill the spatial fan-out better, ``cosa.mip.padding``; the Schedule is then of the padded layer, with
+    ``extra["padded"]``: analysis only, the code generators take unpadded schedules), ``warm_start``: default True, every solve starts from the best valid mapping
     known, at first a baseline's (the vendor's on a Gemmini preset); ``extra["warm_start"]`` says which
     start was used and whether the schedule returned is that start), "cosa-cold" (the MIP without a
     start: what it finds on its own), "gemmini-default" (the vendor's tiling),
@@ -57,13 +59,23 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     if scheduler == "cosa":
         from .mip import mip_schedule
 
-        allowed = {"weights", "order_levels", "polish", "min_utilization", "warm_start", "tie_tolerance"}
+        allowed = {"weights", "order_levels", "polish", "min_utilization", "warm_start", "tie_tolerance", "pad"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'cosa'; known: {sorted(allowed)}",
                                   source=src, field="options")
-        result = mip_schedule(workload, arch, objective=objective, solver=solver, time_limit_s=time_limit_s,
-                              mip_gap=mip_gap, seed=seed, **options)
+        pad = options.pop("pad", None)
+        if pad is not None and (isinstance(pad, bool) or not isinstance(pad, (int, float)) or not 0 <= pad <= 1):
+            raise SchedulingError(f"pad must be a fraction in [0, 1] (how much a dim may grow), got {pad!r}",
+                                  source=src, field="pad")
+        mip_options = dict(objective=objective, solver=solver, time_limit_s=time_limit_s, mip_gap=mip_gap,
+                           seed=seed, **options)
+        if pad:
+            from .mip.padding import padded_schedule
+
+            result = padded_schedule(workload, arch, pad, **mip_options)
+        else:
+            result = mip_schedule(workload, arch, **mip_options)
     elif scheduler == "gemmini-default":
         from .baselines import gemmini_default
 

@@ -346,3 +346,53 @@ def _check_row_transfer(lv: Level, src: str) -> None:
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
         raise ArchError(f"must be a positive integer or None, got {cap!r}", source=src,
                         field=f"{lv.name}.max_transfer_row_bytes")
+
+
+_NEIGHBOUR_FIELDS = ("partial_sum_bits", "init_fill_bits", "compute_rows", "row_bytes", "row_axes",
+                     "max_transfer_row_bytes")
+"""Level fields whose meaning depends on the levels next to it: such a level keeps its place."""
+
+
+def sibling_runs(arch: Arch) -> list[tuple[int, int]]:
+    """Runs of sibling levels: (first, last) index ranges of two or more consecutive levels below the outermost
+    whose every level but the last has a fan-out of 1 (so each has one instance per instance of the run's
+    first) and whose held roles are disjoint, none of them setting a field tied to its neighbours
+    (``_NEIGHBOUR_FIELDS``, ``compute_quantum``).  Such levels keep different tensors side by side in one
+    unit (Eyeriss's per-PE filter, input and psum scratchpads): their nesting order is a convention of the
+    level list, not a property of the hardware."""
+    def movable(lv: Level) -> bool:
+        return lv.compute_quantum == 1 and not any(getattr(lv, f) for f in _NEIGHBOUR_FIELDS)
+
+    runs, i, n = [], 1, len(arch.levels)
+    while i < n:
+        j, held = i, set(arch.levels[i].holds)
+        while (j + 1 < n and arch.levels[j].fanout == 1 and movable(arch.levels[j]) and movable(arch.levels[j + 1])
+               and not held & arch.levels[j + 1].holds):
+            j += 1
+            held |= arch.levels[j].holds
+        if j > i:
+            runs.append((i, j))
+        i = j + 1
+    return runs
+
+
+def sibling_orders(arch: Arch) -> list[Arch]:
+    """``arch`` and every architecture that differs from it only in the order of its sibling levels
+    (``sibling_runs``): the same hardware listed another way, ``arch`` first.  A run's fan-out (``fanout``,
+    ``spatial_axes``, ``multicast``) stays with its innermost position; every other field moves with its
+    level."""
+    from itertools import permutations, product
+
+    runs = sibling_runs(arch)
+    per_run = [list(permutations(range(a, b + 1))) for a, b in runs]
+    out = []
+    for choice in product(*per_run):
+        levels = list(arch.levels)
+        for (a, b), order in zip(runs, choice):
+            last = arch.levels[b]
+            for k, src in enumerate(order):
+                lv = arch.levels[src]
+                fan = last if a + k == b else Level("_", fanout=1)
+                levels[a + k] = replace(lv, fanout=fan.fanout, spatial_axes=fan.spatial_axes, multicast=fan.multicast)
+        out.append(arch if levels == list(arch.levels) else replace(arch, levels=tuple(levels)))
+    return out

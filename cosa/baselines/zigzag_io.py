@@ -19,13 +19,18 @@ How the two descriptions line up:
   (``Level.word_bits``) are kept by scaling the memory's sizes, bandwidths and per-access energies so that
   one of ZigZag's words is one of ours (ZigZag has one precision per operand); per-byte energies become
   per-access energies of the full port width, with a 1-bit minimum width so that ZigZag does not round
-  accesses up.  An unlimited bandwidth (None) becomes one word per cycle for every MAC unit the memory
-  serves (ZigZag counts whole port-width accesses per operand, level and direction, rounded down, so a port
-  much wider than the traffic would lose it).
+  accesses up.  A level whose bandwidths are unlimited (None) gets one port per operand and direction,
+  each a word per cycle for every MAC unit the memory serves: ZigZag serialises the transfers that share a
+  port (one shared port made a psum scratchpad that is read and written every cycle stall three cycles in
+  four), and counts accesses of the full port width, the total rounded down, so a port far wider than the
+  traffic would lose energy.  A level with a bandwidth keeps one shared port, or a read and a write port
+  with ``separate_channels``, as our model shares it.
 * Mappings: a temporal loop of our level ``l`` sits, for each operand, in the memory of the deepest level at
   or above ``l`` that stores it.  Reading back needs one level for each loop that agrees for every operand;
   ZigZag can place a loop inside one operand's inner tile and outside another's where our levels nest them
-  the other way round, and such a mapping is reported as not expressible (``ZigZagConversionError``).
+  the other way round (the caller may then try the arch's ``sibling_orders``, or take the nearest mapping),
+  and ZigZag pads a dim to fill an array dimension (``pad``: the mapping is then of the padded layer,
+  ``padded_layer``).
 """
 
 from __future__ import annotations
@@ -258,6 +263,10 @@ def _ports(lv, ops: list[str], scale: float, unlimited: int) -> list[dict]:
 
     reads = [f"{MEM_OPERAND[op]}, {d}" for op in ops for d in (("tl", "th") if op == "O" else ("tl",))]
     writes = [f"{MEM_OPERAND[op]}, {d}" for op in ops for d in (("fh", "fl") if op == "O" else ("fh",))]
+    if lv.read_bandwidth is None and lv.write_bandwidth is None:
+        return [{"name": f"{kind[0]}_port_{k + 1}", "type": kind, "bandwidth_min": 1, "bandwidth_max": unlimited,
+                 "allocation": [link]}
+                for kind, links in (("read", reads), ("write", writes)) for k, link in enumerate(links)]
     if lv.separate_channels or lv.read_bandwidth != lv.write_bandwidth:
         return [{"name": "r_port_1", "type": "read", "bandwidth_min": 1, "bandwidth_max": bits(lv.read_bandwidth),
                  "allocation": reads},
@@ -334,7 +343,7 @@ def from_zigzag_loops(temporal: dict[str, list[Loops]], spatial: dict[str, dict[
 
 
 def nearest_mapping(temporal: dict[str, list[Loops]], spatial: dict[str, dict[str, int]], workload, arch,
-                    zz_layer: ZigZagLayer, zz_arch: ZigZagArch, inward: bool = False):
+                    zz_layer: ZigZagLayer, zz_arch: ZigZagArch, inward: bool = False, pad: bool = False):
     """ZigZag's loops as our Mapping and the loops it had to move: (mapping, [one line per moved loop]).
 
     Each temporal loop goes to a level that puts it in the memory ZigZag chose for every operand; where none
@@ -343,7 +352,9 @@ def nearest_mapping(temporal: dict[str, list[Loops]], spatial: dict[str, dict[st
     ZigZag keeps it outside of (every tile is ZigZag's or smaller, so the mapping fits wherever ZigZag's does),
     or with ``inward`` to the level of the innermost memory ZigZag puts it in (ZigZag's reuse for that operand
     kept, other tiles grown: the caller checks the capacity).  Loop order, factors and spatial unrolling are
-    ZigZag's.  Raises ZigZagConversionError for fractional or ragged factors."""
+    ZigZag's.  Raises ZigZagConversionError for fractional factors, and for ragged ones (factors whose
+    product exceeds the dim: ZigZag pads a dim to fill an array dimension) unless ``pad``: the mapping is then
+    of the layer padded to those products (``padded_dims``)."""
     from mappings import LevelMapping, Mapping
 
     src = f"ZigZag mapping of {workload.name} on {arch.name}"
@@ -395,7 +406,22 @@ def nearest_mapping(temporal: dict[str, list[Loops]], spatial: dict[str, dict[st
     mapping = Mapping(tuple(LevelMapping(temporal_levels[i], spatial_levels[i], tuple(orders[i]))
                             for i in range(n)))
     for x, bound in workload.dims.items():
-        if mapping.factor(x) != bound:
+        if mapping.factor(x) != bound and not (pad and mapping.factor(x) > bound):
             raise _fail(f"ZigZag covers {x}={bound} with factors multiplying to {mapping.factor(x)} (a ragged "
                         "tiling, which our Mapping does not state)", src, "mapping")
     return mapping, moved
+
+
+def padded_dims(mapping, workload) -> dict[str, tuple[int, int]]:
+    """The dims a (ZigZag) mapping covers beyond their bounds: {dim: (bound, covered)}."""
+    return {x: (bound, mapping.factor(x)) for x, bound in workload.dims.items() if mapping.factor(x) > bound}
+
+
+def padded_layer(workload, padded: dict[str, tuple[int, int]]):
+    """``workload`` with its ``padded`` dims (``padded_dims``) at their covered extents: the layer a ragged
+    mapping runs, its extra iterations on idle units.  Stored tensor shapes stay, so a window that reaches
+    past its input reads nothing there; the padded outputs are written (an upper bound on what a ragged
+    execution moves)."""
+    if not padded:
+        return workload
+    return workload.with_dims(**{x: covered for x, (_, covered) in padded.items()})

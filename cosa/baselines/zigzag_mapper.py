@@ -17,11 +17,11 @@ import contextlib
 import io
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..schedule import Schedule, SchedulingError, SolverStats
-from .zigzag_io import (MEM_OPERAND, ZigZagConversionError, nearest_mapping, to_zigzag_loops, zigzag_accelerator,
-                        zigzag_layer, zigzag_mapping_entry)
+from .zigzag_io import (MEM_OPERAND, ZigZagConversionError, nearest_mapping, padded_dims, padded_layer,
+                        to_zigzag_loops, zigzag_accelerator, zigzag_layer, zigzag_mapping_entry)
 
 EXTRA = "pip install cosa-framework[zigzag]"
 SETTINGS = {
@@ -195,9 +195,11 @@ def zigzag_evaluate(workload, arch, mapping) -> ZigZagCost:
 @dataclass(frozen=True)
 class LomaResult:
     """LOMA's search on one layer: ZigZag's cost of its best mapping (``zigzag``); that mapping read back
-    (``mapping``: exact when ``moved`` is empty, else the nearest that fits, ``nearest_mapping`` inward, else
-    outward; None with ``readback_error`` when it cannot be stated, e.g. a ragged tiling); the search's wall
-    and CPU seconds."""
+    (``mapping``, on ``arch``: the layer's arch or one of its ``sibling_orders``, the one that places every
+    loop where ZigZag does when there is one; exact when ``moved`` is empty, else the nearest that fits,
+    ``nearest_mapping`` inward, else outward; None with ``readback_error`` when it cannot be stated);
+    ``padded``: {dim: (bound, covered)} where ZigZag pads a dim to fill an array dimension, so the mapping is
+    of ``workload`` (the layer padded so, ``padded_layer``); the search's wall and CPU seconds."""
 
     setting: str
     zigzag: ZigZagCost
@@ -207,13 +209,40 @@ class LomaResult:
     wall_s: float
     cpu_s: float
     version: str
+    arch: object = None
+    workload: object = None
+    padded: dict = field(default_factory=dict)
+
+
+def read_back(temporal: dict, spatial: dict, workload, arch, layer) -> tuple:
+    """ZigZag's loops as one of our mappings: (mapping, moved loops, arch it is on, padded layer, padded dims,
+    error).  Tries ``arch`` and its ``sibling_orders`` for an exact placement, each loop where ZigZag puts it;
+    failing that the nearest mapping on ``arch`` (inward where the grown tiles fit, else outward)."""
+    from costmodel.arch import sibling_orders
+    from mappings import MappingError, validate
+
+    error = None
+    for exact in (True, False):
+        for candidate in (sibling_orders(arch) if exact else [arch]):
+            hw = zigzag_accelerator(candidate, workload)
+            for inward in ((True,) if exact else (True, False)):
+                try:
+                    mapping, moved = nearest_mapping(temporal, spatial, workload, candidate, layer, hw,
+                                                     inward=inward, pad=True)
+                    if exact and moved:
+                        continue
+                    padded = padded_dims(mapping, workload)
+                    target = padded_layer(workload, padded)
+                    validate(mapping, target, candidate)
+                    return mapping, moved, candidate, target, padded, None
+                except (ZigZagConversionError, MappingError) as err:
+                    error = str(err)
+    return None, [], arch, workload, {}, error
 
 
 def loma(workload, arch, objective: str = "latency", setting: str = "default") -> LomaResult:
-    """Run LOMA (``SETTINGS[setting]``) and read its best mapping back; SchedulingError for bad input
-    (exit 2) and for ZigZag's own failure (one line naming the layer, exit 1)."""
-    from mappings import MappingError, validate
-
+    """Run LOMA (``SETTINGS[setting]``) and read its best mapping back (``read_back``); SchedulingError for
+    bad input (exit 2) and for ZigZag's own failure (one line naming the layer, exit 1)."""
     src = f"zigzag on {workload.name}"
     version = require_zigzag(src)
     if setting not in SETTINGS:
@@ -231,17 +260,9 @@ def loma(workload, arch, objective: str = "latency", setting: str = "default") -
         raise SchedulingError(f"ZigZag failed on layer {workload.name}: {type(err).__name__}: {first}".rstrip(": "),
                               source=src, field="scheduler", exit_code=1) from None
     temporal, spatial = loops_of(cme, layer)
-    theirs = zigzag_cost_of(cme, hw)
-    mapping, moved, error = None, [], None
-    for inward in (True, False):  # ZigZag's reuse kept where the grown tiles fit, else loops moved outwards
-        try:
-            mapping, moved = nearest_mapping(temporal, spatial, workload, arch, layer, hw, inward=inward)
-            validate(mapping, workload, arch)
-            error = None
-            break
-        except (ZigZagConversionError, MappingError) as err:
-            mapping, moved, error = None, [], str(err)
-    return LomaResult(setting, theirs, mapping, tuple(moved), error, seconds, cpu_s, version)
+    mapping, moved, on, target, padded, error = read_back(temporal, spatial, workload, arch, layer)
+    return LomaResult(setting, zigzag_cost_of(cme, hw), mapping, tuple(moved), error, seconds, cpu_s, version,
+                      on, target, padded)
 
 
 def zigzag_schedule(workload, arch, objective: str = "latency", time_limit_s: float = 60.0, seed: int = 0,
@@ -250,7 +271,9 @@ def zigzag_schedule(workload, arch, objective: str = "latency", time_limit_s: fl
 
     ``setting``: a key of ``SETTINGS``.  ``time_limit_s`` is recorded only: LOMA enumerates its space.
     ``extra``: ZigZag's own cycles and energy, its seconds and setting, whether the mapping read back is
-    LOMA's (``exact``) or the nearest one (``moved_loops``, with ZigZag's cost of it)."""
+    LOMA's (``exact``) or the nearest one (``moved_loops``, with ZigZag's cost of it), the dims ZigZag padded
+    (``padded``: the Schedule's workload is the layer padded so) and the order of the levels it is stated on
+    (``level_order``: the Schedule's arch, the layer's or one of its ``sibling_orders``)."""
     from costmodel import evaluate
 
     got = loma(workload, arch, objective, setting)
@@ -258,16 +281,17 @@ def zigzag_schedule(workload, arch, objective: str = "latency", time_limit_s: fl
         raise ZigZagConversionError(f"ZigZag's best mapping of layer {workload.name} cannot be read back: "
                                     f"{got.readback_error}", source=f"zigzag on {workload.name}", field="mapping",
                                     exit_code=1)
-    cost = evaluate(workload, arch, got.mapping)
+    cost = evaluate(got.workload, got.arch, got.mapping)
     stats = SolverStats(solver=f"zigzag-loma {got.version}", status="adapted" if got.moved else "ok",
                         solve_s=got.wall_s, seed=seed)
     extra = {"zigzag_cycles": got.zigzag.cycles, "zigzag_energy_pj": got.zigzag.energy_pj, "mapper_s": got.wall_s,
              "mapper_cpu_s": got.cpu_s, "zigzag": got.zigzag.to_dict(), "setting": setting, **SETTINGS[setting],
-             "zigzag_version": got.version, "exact": not got.moved, "moved_loops": list(got.moved)}
+             "zigzag_version": got.version, "exact": not got.moved, "moved_loops": list(got.moved),
+             "padded": {x: list(v) for x, v in got.padded.items()}, "level_order": list(got.arch.level_names)}
     if got.moved:  # what ZigZag's model says of the mapping we price
-        adapted = zigzag_evaluate(workload, arch, got.mapping)
+        adapted = zigzag_evaluate(got.workload, got.arch, got.mapping)
         extra.update(adapted_zigzag_cycles=adapted.cycles, adapted_zigzag_energy_pj=adapted.energy_pj)
-    return Schedule(workload, arch, got.mapping, cost, "zigzag", stats, extra)
+    return Schedule(got.workload, got.arch, got.mapping, cost, "zigzag", stats, extra)
 
 
 def zigzag_price_extra(workload, arch, mapping) -> dict:

@@ -23,7 +23,16 @@ ROWS = [
                  "cpu_s": 20.0, "exact": True, "moved_loops": [], "readback_error": None}},
     {"layer": "b", "arch": "simba", "cosa": COSA,
      "default": {"cycles": 300.0, "energy_pj": 3e6, "zigzag_cycles": 90.0, "zigzag_energy_pj": 1.9e6, "cpu_s": 9.0,
-                 "exact": False, "moved_loops": ["loop K=2 sits ..."], "readback_error": None}},
+                 "exact": False, "moved_loops": ["loop K=2 sits ..."], "readback_error": None,
+                 "adapted_zigzag_cycles": 200.0, "adapted_zigzag_energy_pj": 2.5e6}},
+    {"layer": "b2", "arch": "simba", "cosa": {**COSA, "padded": {"K": [512, 513]}},
+     "default": {"cycles": 150.0, "energy_pj": 3e6, "zigzag_cycles": 90.0, "zigzag_energy_pj": 1.9e6, "cpu_s": 9.0,
+                 "exact": False, "moved_loops": ["loop K=2 sits ..."], "readback_error": None,
+                 "adapted_zigzag_cycles": 90.5, "adapted_zigzag_energy_pj": 1.9e6, "padded": {"P": [56, 64]}}},
+    {"layer": "a2", "arch": "simba", "cosa": COSA,
+     "default": {"cycles": 100.0, "energy_pj": 2e6, "zigzag_cycles": 100.0, "zigzag_energy_pj": 2.0e6,
+                 "cpu_s": 20.0, "exact": True, "moved_loops": [], "readback_error": None,
+                 "level_order": ["DRAM", "GlobalBuffer", "InputBuffer", "AccumulationBuffer", "WeightBuffer"]}},
     {"layer": "c", "arch": "simba", "cosa": COSA,
      "default": {"zigzag_cycles": 90.0, "zigzag_energy_pj": 1.9e6, "cpu_s": 9.0, "exact": False, "moved_loops": [],
                  "readback_error": "ZigZag covers P=56 with factors multiplying to 64 (a ragged tiling)"}},
@@ -40,10 +49,18 @@ def test_every_row_of_the_schedule_table_is_full_and_says_why_when_empty(what):
     assert len(body) == len(ROWS)
     assert all(ln.count("|") == header.count("|") for ln in body)
     assert "| 1.200 |" in body[0] or what == "energy"
-    assert "adapted (1 loops moved" in body[1] and "| - | - |" in body[1]
-    assert "not expressible: ZigZag covers P=56" in body[2]
-    assert "failed: ZigZag failed on layer d" in body[3]
-    assert "skipped: level DRAM sets read_row_extra_cycles" in body[4]
+    # a nearest mapping ZigZag prices far from LOMA's own is not LOMA's: no number in its columns
+    assert "nearest: 1 loop(s) moved, which ZigZag prices at 2.222x LOMA's own; ours 300" in body[1] or \
+        what == "energy"
+    assert "| b | 100 | - | - |" in body[1] or what == "energy"
+    # ... one it prices within NEAR stands for LOMA's
+    assert "| b2 | 100 | 150 | 1.500 |" in body[2] or what == "energy"
+    assert "(P 56 padded to 64)" in body[2]
+    assert "| K 512 to 513 |" in body[2] or what == "energy"
+    assert "exact (levels as GlobalBuffer > InputBuffer > AccumulationBuffer > WeightBuffer)" in body[3]
+    assert "not expressible: ZigZag covers P=56" in body[4]
+    assert "failed: ZigZag failed on layer d" in body[5]
+    assert "skipped: level DRAM sets read_row_extra_cycles" in body[6]
 
 
 def test_the_disagreement_table_gives_ratios_and_the_mechanisms():
