@@ -108,6 +108,13 @@ def _schedule_one(workload, arch, args):
 
     extra = {"order_levels": args.order_levels} if getattr(args, "order_levels", "outer") != "outer" else {}
     extra.update(scheduler_options(args))
+    if getattr(args, "pad", None) is not None:
+        if args.scheduler not in ("cosa", "cosa-cold"):
+            from cosa.schedule import SchedulingError
+
+            raise SchedulingError(f"--pad is an option of the cosa scheduler, not of {args.scheduler}",
+                                  source="cosa schedule", field="pad")
+        extra["pad"] = args.pad
     return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
                     time_limit_s=args.time_limit, seed=args.seed, **extra)
 
@@ -127,7 +134,10 @@ def schedule_to_dict(sched) -> dict:
     }
     if sched.extra:
         out.update(sched.extra)
-    roof = roofline(sched.workload, sched.arch)
+    padded = sched.extra.get("padded") or {}
+    real = sched.workload.with_dims(**{d: b for d, (b, _) in padded.items()}) if padded else sched.workload
+    out["workload"] = real.name
+    roof = roofline(real, sched.arch)
     out.update(roof.to_dict())
     out["cycles_over_roofline"] = roof.over(sched.cost.cycles)
     if sched.bound is not None:
@@ -148,9 +158,9 @@ def cmd_schedule(args) -> int:
     if args.output:
         if args.format == "timeloop":  # Timeloop's mapping format, for timeloop-model ARCH PROBLEM F.yaml
             from mappings import dump_timeloop
-            Path(args.output).write_text(dump_timeloop(sched.mapping, workload, arch))
+            Path(args.output).write_text(dump_timeloop(sched.mapping, sched.workload, sched.arch))
         else:
-            Path(args.output).write_text(dump_mapping(sched.mapping, arch))
+            Path(args.output).write_text(dump_mapping(sched.mapping, sched.arch))
     loops = _loops_program(workload, arch, args)
     if args.json:
         _print_json({**schedule_to_dict(sched), **({"loops": loops} if loops else {}), **({"note": note} if note else {})})
@@ -161,7 +171,10 @@ def cmd_schedule(args) -> int:
     s = sched.stats
     console.print(f"[bold]{workload.name}[/] on [bold]{arch.name}[/] by {sched.scheduler} "
                   f"({s.solver}, {s.total_s:.2f} s): {escape(sched.claim())}")
-    console.print(format_loopnest(sched.mapping, workload, arch), markup=False, highlight=False)
+    console.print(format_loopnest(sched.mapping, sched.workload, sched.arch), markup=False, highlight=False)
+    if sched.extra.get("padded"):
+        console.print("padded: " + ", ".join(f"{d} {b} -> {p}" for d, (b, p) in sched.extra["padded"].items())
+                      + " (extra iterations on idle units)", markup=False, highlight=False)
     _print_cost(console, sched.cost)
     if sched.bound is not None:
         b = sched.bound.to_dict()
@@ -430,6 +443,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", default="gemmini", help=arch_help("gemmini"))
     p.add_argument("--dataflow", choices=["ws", "os"], default=None, help=DATAFLOW_HELP + "; default: the arch's")
     _add_sched_opts(p)
+    p.add_argument("--pad", type=float, default=None, metavar="FRACTION",
+                   help="cosa: a dim may grow by up to this fraction where its factors then fill the spatial "
+                        "fan-out better (the schedule is then of the padded layer: analysis only, as ZigZag pads)")
     p.add_argument("-o", "--output", help="write the mapping YAML here")
     p.add_argument("--format", choices=["yaml", "timeloop"], default="yaml",
                    help="-o file format: ours (yaml) or Timeloop's mapping (cosa evaluate reads both)")

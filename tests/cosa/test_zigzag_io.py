@@ -161,3 +161,54 @@ def test_a_mapping_that_bypasses_a_level_zigzag_fills_is_refused():
                                    frozenset({"A"}) if i == 1 else frozenset()) for i in range(6)))
     with pytest.raises(ZigZagConversionError, match="bypasses"):
         to_zigzag_loops(m, w, arch, zigzag_layer(w), zigzag_accelerator(arch, w))
+
+
+def test_an_unlimited_memory_gets_a_port_per_operand_and_direction():
+    # ZigZag serialises the transfers sharing a port: a psum scratchpad read and written every cycle through
+    # one shared port stalled three cycles in four, which our unlimited bandwidth does not
+    mem = zigzag_accelerator(preset("eyeriss"), zoo.layer("resnet50/res2a_branch2b")).entry["memories"]
+    psum = mem["PsumSpad"]["ports"]
+    assert sorted((p["type"], tuple(p["allocation"])) for p in psum) == [
+        ("read", ("O, th",)), ("read", ("O, tl",)), ("write", ("O, fh",)), ("write", ("O, fl",))]
+    assert len(mem["GlobalBuffer"]["ports"]) == 6  # inputs: read to low, write from high; outputs: all four
+    assert [p["type"] for p in mem["DRAM"]["ports"]] == ["read_write"]  # a bandwidth: one port, shared as ours
+
+
+def test_a_mapping_stated_on_a_sibling_order_reads_back_exactly_on_that_order():
+    from cosa.baselines.zigzag_mapper import read_back
+    from costmodel.arch import sibling_orders
+
+    w, arch = zoo.layer("mobilenet_v2/b5_expand"), preset("eyeriss")
+    zl = zigzag_layer(w)
+    found = 0
+    for other in sibling_orders(arch)[1:]:
+        hw = zigzag_accelerator(other, w)
+        for seed in range(40):
+            m = random_mapping(w, other, random.Random(seed))
+            temporal, spatial = to_zigzag_loops(m, w, other, zl, hw)
+            try:
+                from_zigzag_loops(temporal, spatial, w, arch, zl, zigzag_accelerator(arch, w))
+                continue  # the preset's order states it too
+            except ZigZagConversionError:
+                pass
+            mapping, moved, on, target, padded, error = read_back(temporal, spatial, w, arch, zl)
+            assert error is None and not moved and not padded and target is w
+            validate(mapping, w, on)
+            back, _ = to_zigzag_loops(mapping, w, on, zl, zigzag_accelerator(on, w))
+            assert back == temporal  # every loop where ZigZag put it, for every operand
+            found += 1
+    assert found >= 5
+
+
+def test_a_ragged_unrolling_reads_back_as_the_padded_layer():
+    from cosa.baselines.zigzag_mapper import read_back
+
+    w, arch = matmul("mm", M=12, N=10, K=8), preset("eyeriss")
+    zl = zigzag_layer(w)
+    temporal = {op: [[] for _ in levels] for op, levels in zigzag_accelerator(arch, w).memories.items()}
+    for op in temporal:
+        temporal[op][-1] = [("N", 10), ("K", 8)]
+    mapping, moved, on, target, padded, error = read_back(temporal, {"D1": {"M": 14}}, w, arch, zl)
+    assert error is None and not moved and padded == {"M": (12, 14)}
+    assert target.dims == {"M": 14, "N": 10, "K": 8} and target.tensors == w.tensors
+    validate(mapping, target, on)
