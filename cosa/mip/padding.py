@@ -93,9 +93,11 @@ def candidates(workload, slots, max_growth: float, keep: int = 2) -> list[Paddin
     return out[:keep]
 
 
-def padded_schedule(workload, arch, max_growth: float, keep: int = 3, **mip_options):
+def padded_schedule(workload, arch, max_growth: float, keep: int = 2, **mip_options):
     """The MIP's schedule of ``workload`` and of its best ``keep`` paddings (``candidates``), the cheapest in the
-    cost model by the objective (ties: the layer as written).  A padded winner is a Schedule of the padded
+    cost model by the objective (ties: the layer as written).  The paddings are solved only when the layer as
+    written is bound by compute and a padding's score promises more busy units than its utilization gives
+    (a layer bound by a bandwidth gains nothing from more units).  A padded winner is a Schedule of the padded
     layer (its ``workload``), with ``extra["padded"]`` {dim: [bound, padded bound]} and its utilization and MACs
     those of the real layer; ``extra["pad_tried"]`` lists every padding solved and its objective value."""
     import dataclasses
@@ -108,7 +110,11 @@ def padded_schedule(workload, arch, max_growth: float, keep: int = 3, **mip_opti
     best = mip_schedule(workload, arch, **mip_options)
     best_value = objective_value(best.cost, objective)
     tried = [{"padded": {}, "objective": best_value}]
-    for cand in candidates(workload, build_problem(workload, arch).slots, max_growth, keep):
+    found = candidates(workload, build_problem(workload, arch).slots, max_growth, keep)
+    busy = best.cost.utilization * arch.total_macs_per_cycle / arch.macs_per_cycle  # units the layer keeps busy
+    if best.cost.bound_by != "compute":
+        found = []
+    for cand in [c for c in found if c.score > busy * 1.01]:
         layer = workload.with_dims(**{d: p for d, (_, p) in cand.dims.items()})
         got = mip_schedule(layer, arch, **mip_options)
         value = objective_value(got.cost, objective)
