@@ -117,7 +117,10 @@ def cycle_mechanisms(cost, zz, arch) -> list[str]:
     if zz.onload_cycles or zz.offload_cycles:
         notes.append(f"ZigZag adds {zz.onload_cycles:,.0f} cycles to fill and {zz.offload_cycles:,.0f} to drain "
                      "before and after the loops (double buffering: ours overlaps them)")
-    if zz.stall_cycles > 0:
+    if zz.stall_cycles > 0 and zz.stalls:
+        notes.append(f"ZigZag stalls {zz.stall_cycles:,.0f} cycles on transfers: "
+                     + "; ".join(_stall_words(x) for x in zz.stalls[:2]))
+    elif zz.stall_cycles > 0:
         single = sorted({name for op, flags in zz.double_buffered.items()
                          for name, flag in zip(zz.memories[op], flags) if not flag})
         notes.append(f"ZigZag stalls {zz.stall_cycles:,.0f} cycles on transfers"
@@ -125,6 +128,23 @@ def cycle_mechanisms(cost, zz, arch) -> list[str]:
     if cost.bound_by != "compute":
         notes.append(f"ours is bound by {cost.bound_by}")
     return notes
+
+
+_WORDS = {"O": "outputs", "W": "weights", "I": "inputs"}
+
+
+def _stall_words(x) -> str:
+    """One stalled transfer in words, with its mechanism: a window shorter than the transfer because ZigZag
+    does not double-buffer the end that sets it (double buffering), or a whole period too short (bandwidth)."""
+    src, dst = (x.memory, x.other) if x.direction.startswith("rd") else (x.other, x.memory)
+    what = f"{_WORDS.get(x.op, x.op)} {src} -> {dst} take {x.transfer:,.0f} cycles per period"
+    if x.double_buffered:
+        return (f"{what}, longer than the {x.allowed:,.0f}-cycle period ({x.cycles:,.0f} cycles; bandwidth: ours "
+                "averages transfers over the whole run)")
+    end = x.other if x.direction in ("rd_out_to_low", "wr_in_by_low") else x.memory
+    return (f"{what} inside a {x.allowed:,.0f}-cycle window ({x.cycles:,.0f} cycles; double buffering: ZigZag does "
+            f"not double-buffer {end}, whose tiles fill over half of it, so it is refilled between uses; ours, "
+            "as Timeloop's, overlaps every transfer of a double-buffered level with compute)")
 
 
 def explain(workload, arch, mapping, cost, zz, hw, top: int = 3) -> str:

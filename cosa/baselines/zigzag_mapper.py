@@ -47,12 +47,36 @@ class ZigZagCost:
     stall_cycles: float = 0.0
     onload_cycles: float = 0.0
     offload_cycles: float = 0.0
+    stalls: tuple = ()
 
     def to_dict(self) -> dict:
         return {"cycles": self.cycles, "energy_pj": self.energy_pj, "mac_energy_pj": self.mac_energy_pj,
                 "accesses": self.accesses, "double_buffered": self.double_buffered, "memories": self.memories,
                 "temporal_cycles": self.temporal_cycles, "stall_cycles": self.stall_cycles,
-                "onload_cycles": self.onload_cycles, "offload_cycles": self.offload_cycles}
+                "onload_cycles": self.onload_cycles, "offload_cycles": self.offload_cycles,
+                "stalls": [s.to_dict() for s in self.stalls]}
+
+
+@dataclass(frozen=True)
+class ZigZagStall:
+    """One transfer ZigZag stalls on: operand ``op`` (O, W, I) moving ``direction`` (ZigZag's: rd_out_to_low,
+    wr_in_by_high, rd_out_to_high, wr_in_by_low) at memory ``memory``, whose other end is ``other`` (a memory
+    name, or "MAC" below the innermost); per period ``transfer`` cycles against an ``allowed`` window, over
+    ``periods`` periods, ``cycles`` stalled in all; ``double_buffered``: whether ZigZag double-buffers the end
+    that sets the window."""
+
+    op: str
+    memory: str
+    other: str
+    direction: str
+    transfer: float
+    allowed: float
+    periods: int
+    cycles: float
+    double_buffered: bool
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
 
 
 def zigzag_version() -> str | None:
@@ -158,7 +182,30 @@ def zigzag_cost_of(cme, hw) -> ZigZagCost:
         double[str(op)] = [bool(x) for x in cme.double_buffer_true[op][1:]]
     return ZigZagCost(float(cme.latency_total2), float(cme.energy_total), float(cme.mac_energy), accesses, double,
                       {op: _names(hw, op) for op in hw.memories}, float(cme.ideal_temporal_cycle),
-                      float(cme.stall_slack_comb), float(cme.data_onloading_cycle), float(cme.data_offloading_cycle))
+                      float(cme.stall_slack_comb), float(cme.data_onloading_cycle), float(cme.data_offloading_cycle),
+                      _stalls(cme, hw))
+
+
+def _stalls(cme, hw) -> tuple:
+    """The transfers ZigZag stalls on (positive stall per port activity), largest first."""
+    out = []
+    for ports in getattr(cme, "port_activity_collect", []):
+        for activities in ports.values():
+            for a in activities:
+                if a.stall_or_slack <= 0:
+                    continue
+                layer_op, lv, direction = a.served_op_lv_dir  # ZigZag's layer operand, its memory index
+                op = str(layer_op)
+                names = _names(hw, op)
+                toward_low = direction.name in ("RD_OUT_TO_LOW", "WR_IN_BY_LOW")
+                other = (names[lv - 1] if lv > 0 else "MAC") if toward_low else \
+                    (names[lv + 1] if lv + 1 < len(names) else "outside")
+                flags = cme.double_buffer_true[layer_op]
+                window_end = flags[lv] if toward_low else flags[lv + 1]
+                out.append(ZigZagStall(op, names[lv], other, direction.name.lower(), float(a.real_cycle),
+                                       float(a.allowed_cycle), int(a.period_count), float(a.stall_or_slack),
+                                       bool(window_end)))
+    return tuple(sorted(out, key=lambda x: -x.cycles))
 
 
 def _names(hw, op) -> list[str]:

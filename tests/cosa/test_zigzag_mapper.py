@@ -105,3 +105,23 @@ def test_zigzag_prices_a_compute_bound_eyeriss_schedule_as_ours_does_but_for_the
     assert z.stall_cycles == 0
     assert z.cycles == pytest.approx(s.cost.cycles + z.onload_cycles + z.offload_cycles)
     assert z.cycles / s.cost.cycles < 1.03
+
+
+def test_a_stall_is_named_by_the_transfer_that_causes_it_and_its_mechanism():
+    from cosa.baselines.zigzag_compare import cycle_mechanisms
+
+    refill = zigzag_mapper.ZigZagStall("W", "DRAM", "WeightBuffer", "rd_out_to_low", 117_965, 1_152, 2, 116_813,
+                                       False)
+    burst = zigzag_mapper.ZigZagStall("I", "GlobalBuffer", "DRAM", "wr_in_by_high", 1_255, 126, 32, 39_515, True)
+    zz = zigzag_mapper.ZigZagCost(600.0, 1.0, 0.0, {}, {}, {}, 300.0, 156_328.0, 10.0, 5.0, (refill, burst))
+    text = " ".join(cycle_mechanisms(evaluate(LAYER, preset("simba"), _any_mapping()), zz, preset("simba")))
+    assert "weights DRAM -> WeightBuffer take 117,965 cycles per period inside a 1,152-cycle window" in text
+    assert "does not double-buffer WeightBuffer" in text
+    assert "inputs DRAM -> GlobalBuffer take 1,255 cycles per period, longer than the 126-cycle period" in text
+    assert "bandwidth" in text
+
+
+def _any_mapping():
+    m = Mapping((LevelMapping(dict(LAYER.dims), {}, tuple(LAYER.dims)),) + tuple(LevelMapping() for _ in range(5)))
+    validate(m, LAYER, preset("simba"))
+    return m
