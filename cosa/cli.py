@@ -269,6 +269,7 @@ def cmd_compare(args) -> int:
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
                      progress=progress, measure=measure, exhaustive_limit=args.exhaustive_limit, peers=peers,
+                     pad=args.pad,
                      arch_view=arch_view)
     note = _note(args, nests, arch)
     if note:
@@ -476,6 +477,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="layers scheduled side by side in local processes (default 1); under mpiexec the MPI "
                         "ranks are used instead")
     add_exhaustive_limit_option(p)
+    p.add_argument("--pad", type=float, default=None, metavar="FRACTION",
+                   help="cosa: a dim may grow by up to this fraction where its factors then fill the spatial "
+                        "fan-out better (as ZigZag's mapper pads; analysis only)")
     p.add_argument("--random-samples", type=int, default=None,
                    help="budget of the random baseline in samples (default 1000; a sample budget makes "
                         "the same --seed give the same rows on every run)")

@@ -61,7 +61,8 @@ _MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WOR
 # --- one layer ------------------------------------------------------------------------------------
 
 def _run(workload: LoopNest, arch, name: str, objective: str, time_limit_s: float | None, seed: int,
-         random_seconds: float | None, random_samples: int | None, exhaustive_limit: int | None = None):
+         random_seconds: float | None, random_samples: int | None, exhaustive_limit: int | None = None,
+         pad: float | None = None):
     """One scheduler through ``cosa.scheduler.schedule``.  Baselines take the MIP's own
     objective "cosa" as latency; the random and exhaustive baselines get their budgets when given."""
     from .scheduler import schedule
@@ -75,6 +76,8 @@ def _run(workload: LoopNest, arch, name: str, objective: str, time_limit_s: floa
         options["seconds"] = random_seconds
     if name == "random" and random_samples:
         options["samples"] = random_samples
+    if name in ("cosa", "cosa-cold") and pad:
+        options["pad"] = pad
     if objective == "cosa" and name not in ("cosa", "cosa-cold"):
         objective = "latency"
     return schedule(workload, arch, scheduler=name, objective=objective, seed=seed, **options)
@@ -108,7 +111,8 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
                    time_limit_s: float | None = None, seed: int = 0,
                    random_time_factor: float | None = None, layer: str | None = None,
                    random_samples: int | None = None, keep_mapping: bool = False,
-                   exhaustive_limit: int | None = None, on_done=None) -> list[CompareRow]:
+                   exhaustive_limit: int | None = None, pad: float | None = None,
+                   on_done=None) -> list[CompareRow]:
     """Run every scheduler on one layer; failures become rows with ``error`` set (never raised).
     ``on_done(name, ok)``: called as each scheduler finishes (progress in this process).
 
@@ -126,7 +130,7 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
         start = time.perf_counter()
         try:
             sched = _run(workload, arch, name, objective, time_limit_s, seed, random_seconds, random_samples,
-                         exhaustive_limit)
+                         exhaustive_limit, pad)
             # time to solution: the scheduler's own build + solve time (the bound report is not part of it)
             seconds = sched.stats.total_s or (time.perf_counter() - start)
             results[name] = (sched, seconds, None)
@@ -154,7 +158,7 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
         if "zigzag" in schedulers and name != "zigzag":  # every other mapping priced by ZigZag's model beside it
             from .baselines.zigzag_mapper import zigzag_price_extra
 
-            extra.update(zigzag_price_extra(workload, arch, sched.mapping))
+            extra.update(zigzag_price_extra(sched.workload, sched.arch, sched.mapping))
         if keep_mapping:  # taken out again by ``compare`` once measured
             extra["_mapping"] = sched.mapping
         rows.append(CompareRow(
@@ -284,7 +288,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
             objective: str = "latency", time_limit_s: float | None = None, progress: bool | None = None,
             seed: int = 0, random_time_factor: float | None = None,
             random_samples: int | None = None, measure=None, exhaustive_limit: int | None = None,
-            peers: dict | None = None, arch_view=None) -> CompareResult:
+            peers: dict | None = None, arch_view=None, pad: float | None = None) -> CompareResult:
     """Schedule every layer with every scheduler and collect the rows.
 
     ``workloads``: LoopNests, or sources ``workloads.load`` understands (files,
@@ -294,6 +298,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     default): "bar" when standard error is a terminal, else nothing (``cosa.compare_progress``).
     ``random_time_factor``, ``random_samples``: the random baseline's budget (see ``schedule_layer``).
     ``exhaustive_limit``: the most mappings the exhaustive baseline may enumerate (None: its default).
+    ``pad``: the MIP's ``pad`` option (``cosa.mip.padding``; analysis only: refused with ``measure``).
     ``measure``: run every scheduled mapping and record its seconds (see the module docstring).
     ``peers``: name -> callable for the measured peers among ``schedulers`` (``cosa.compare_peers``: TVM).
     ``arch_view``: ``(workload, arch) -> arch`` each layer is scheduled (and measured) on instead of ``arch``
@@ -325,6 +330,9 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
         require_zigzag(src)
     if len(set(schedulers)) != len(schedulers):
         raise SchedulingError(f"schedulers repeat: {list(schedulers)}", source=src, field="schedulers")
+    if pad is not None and measure is not None:
+        raise SchedulingError("a padded schedule is for analysis: --pad and --measure do not go together",
+                              source=src, field="pad")
     if not isinstance(jobs, int) or jobs < 1:
         raise SchedulingError(f"jobs must be a positive integer, got {jobs!r}", source=src, field="jobs")
     nests, arch = _resolve(workloads, arch)
@@ -349,7 +357,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
         if report is not None:
             report.start()
         args = lambda k: (nests[k], arches[k], mapped, objective, time_limit_s, seed, random_time_factor, layers[k],
-                          random_samples, measure is not None, exhaustive_limit)
+                          random_samples, measure is not None, exhaustive_limit, pad)
         if mode == "serial":
             for k in range(len(nests)):
                 done = None

@@ -99,7 +99,8 @@ def padded_schedule(workload, arch, max_growth: float, keep: int = 2, **mip_opti
     written is bound by compute and a padding's score promises more busy units than its utilization gives
     (a layer bound by a bandwidth gains nothing from more units).  A padded winner is a Schedule of the padded
     layer (its ``workload``), with ``extra["padded"]`` {dim: [bound, padded bound]} and its utilization and MACs
-    those of the real layer; ``extra["pad_tried"]`` lists every padding solved and its objective value."""
+    those of the real layer; ``extra["pad_tried"]`` lists every padding solved, its objective value and seconds
+    (the Schedule's ``stats`` count every solve's seconds)."""
     import dataclasses
 
     from ..baselines.objective import objective_value
@@ -109,7 +110,8 @@ def padded_schedule(workload, arch, max_growth: float, keep: int = 2, **mip_opti
     objective = mip_options.get("objective", "latency")
     best = mip_schedule(workload, arch, **mip_options)
     best_value = objective_value(best.cost, objective)
-    tried = [{"padded": {}, "objective": best_value}]
+    build_s, solve_s = best.stats.build_s, best.stats.solve_s
+    tried = [{"padded": {}, "objective": best_value, "seconds": best.stats.total_s}]
     found = candidates(workload, build_problem(workload, arch).slots, max_growth, keep)
     busy = best.cost.utilization * arch.total_macs_per_cycle / arch.macs_per_cycle  # units the layer keeps busy
     if best.cost.bound_by != "compute":
@@ -117,12 +119,15 @@ def padded_schedule(workload, arch, max_growth: float, keep: int = 2, **mip_opti
     for cand in [c for c in found if c.score > busy * 1.01]:
         layer = workload.with_dims(**{d: p for d, (_, p) in cand.dims.items()})
         got = mip_schedule(layer, arch, **mip_options)
+        build_s, solve_s = build_s + got.stats.build_s, solve_s + got.stats.solve_s
         value = objective_value(got.cost, objective)
-        tried.append({"padded": {d: list(v) for d, v in cand.dims.items()}, "objective": value})
+        tried.append({"padded": {d: list(v) for d, v in cand.dims.items()}, "objective": value,
+                      "seconds": got.stats.total_s})
         if value < best_value * (1 - 1e-9):
             best, best_value = got, value
             padded = cand.dims
-    if best.workload is workload:
+    best = dataclasses.replace(best, stats=dataclasses.replace(best.stats, build_s=build_s, solve_s=solve_s))
+    if best.workload is workload:  # seconds: every solve's, the paddings' included
         return dataclasses.replace(best, extra={**best.extra, "pad_tried": tried})
     real = workload.macs
     cost = dataclasses.replace(best.cost, macs=real, ideal_cycles=real / arch.total_macs_per_cycle,

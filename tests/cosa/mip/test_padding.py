@@ -63,7 +63,7 @@ def test_the_scheduler_keeps_a_padded_layer_only_when_the_cost_model_says_it_is_
     plain = schedule(w, arch, bound=False)
     padded = schedule(w, arch, bound=False, pad=0.125)
     tried = padded.extra["pad_tried"]
-    assert tried[0] == {"padded": {}, "objective": plain.cost.cycles} and len(tried) > 1
+    assert tried[0]["padded"] == {} and tried[0]["objective"] == plain.cost.cycles and len(tried) > 1
     assert padded.cost.cycles == min(t["objective"] for t in tried) < plain.cost.cycles
     d, (bound, to) = next(iter(padded.extra["padded"].items()))
     assert padded.workload.dims[d] == to and w.dims[d] == bound
@@ -99,3 +99,17 @@ def test_cosa_schedule_pad_reports_the_padding_and_the_real_layers_roofline(caps
     assert main(["schedule", "bert_base_128/qkv_projection", "--arch", "eyeriss", "--pad", "0.1",
                  "--scheduler", "random"]) == 2
     assert "--pad is an option of the cosa scheduler" in capsys.readouterr().err
+
+
+def test_compare_passes_pad_to_the_mip_only_and_refuses_it_with_measured_runs():
+    from cosa import compare
+
+    w, arch = matmul("mm", M=64, N=96, K=256), preset("eyeriss")
+    rows = {r.scheduler: r for r in compare([w], arch, ["cosa", "random"], pad=0.125, progress=False,
+                                            random_samples=20).rows}
+    assert rows["cosa"].extra["padded"] and "padded" not in rows["random"].extra
+    assert rows["cosa"].cycles < schedule(w, arch, bound=False).cost.cycles
+    assert rows["cosa"].seconds == pytest.approx(sum(t["seconds"] for t in rows["cosa"].extra["pad_tried"]))
+    with pytest.raises(SchedulingError, match="--pad and --measure") as info:
+        compare([w], arch, ["cosa"], pad=0.125, measure=lambda *a: None, progress=False)
+    assert info.value.exit_code == 2
