@@ -343,7 +343,7 @@ def from_zigzag_loops(temporal: dict[str, list[Loops]], spatial: dict[str, dict[
 
 
 def nearest_mapping(temporal: dict[str, list[Loops]], spatial: dict[str, dict[str, int]], workload, arch,
-                    zz_layer: ZigZagLayer, zz_arch: ZigZagArch, inward: bool = False, pad: bool = False):
+                    zz_layer: ZigZagLayer, zz_arch: ZigZagArch, inward=False, pad: bool = False):
     """ZigZag's loops as our Mapping and the loops it had to move: (mapping, [one line per moved loop]).
 
     Each temporal loop goes to a level that puts it in the memory ZigZag chose for every operand; where none
@@ -351,7 +351,8 @@ def nearest_mapping(temporal: dict[str, list[Loops]], spatial: dict[str, dict[st
     memories the other way round), it goes outwards to the deepest level that keeps it outside every tile
     ZigZag keeps it outside of (every tile is ZigZag's or smaller, so the mapping fits wherever ZigZag's does),
     or with ``inward`` to the level of the innermost memory ZigZag puts it in (ZigZag's reuse for that operand
-    kept, other tiles grown: the caller checks the capacity).  Loop order, factors and spatial unrolling are
+    kept, other tiles grown: the caller checks the capacity); ``inward`` is one choice for every such loop, or
+    a sequence of choices, the k-th for the k-th loop moved, inner to outer (outwards past its end).  Loop order, factors and spatial unrolling are
     ZigZag's.  Raises ZigZagConversionError for fractional factors, and for ragged ones (factors whose
     product exceeds the dim: ZigZag pads a dim to fill an array dimension) unless ``pad``: the mapping is then
     of the layer padded to those products (``padded_dims``)."""
@@ -381,8 +382,10 @@ def nearest_mapping(temporal: dict[str, list[Loops]], spatial: dict[str, dict[st
         if factor != int(factor):
             raise _fail(f"temporal loop {ours.get(dim, dim)}={factor} is fractional", src, "mapping")
         level = min(hi, previous)  # as deep as allowed, never deeper than the loop inside it
-        if level < lo and inward:
-            level = min(lo, previous)
+        if level < lo:  # a conflict: this loop moves inwards or outwards
+            step_in = inward if isinstance(inward, bool) else (len(moved) < len(inward) and inward[len(moved)])
+            if step_in:
+                level = min(lo, previous)
         if level < lo or level > hi:
             where = ", ".join(f"{op} in {arch.levels[zz_arch.memories[op][lp[p][1]]].name}"
                               for op, lp in flat.items())

@@ -261,30 +261,71 @@ class LomaResult:
     padded: dict = field(default_factory=dict)
 
 
-def read_back(temporal: dict, spatial: dict, workload, arch, layer) -> tuple:
+MAX_CHOICES = 4
+"""A nearest mapping tries every inward/outward choice for up to this many moved loops (else all one way)."""
+
+
+def read_back(temporal: dict, spatial: dict, workload, arch, layer, rank=None) -> tuple:
     """ZigZag's loops as one of our mappings: (mapping, moved loops, arch it is on, padded layer, padded dims,
-    error).  Tries ``arch`` and its ``sibling_orders`` for an exact placement, each loop where ZigZag puts it;
-    failing that the nearest mapping on ``arch`` (inward where the grown tiles fit, else outward)."""
+    error).  Tries ``arch`` and its ``sibling_orders`` for an exact placement, each loop where ZigZag puts it.
+    Failing that, the nearest mapping: on the orders that move the fewest loops, each moved loop inwards or
+    outwards (every choice for up to ``MAX_CHOICES`` of them), the valid ones ranked by ``rank(mapping, arch,
+    layer)`` (lower first; LOMA's caller passes how far ZigZag's model prices it from LOMA's own), else the
+    first valid one."""
+    from itertools import product
+
     from costmodel.arch import sibling_orders
     from mappings import MappingError, validate
 
-    error = None
-    for exact in (True, False):
-        for candidate in (sibling_orders(arch) if exact else [arch]):
-            hw = zigzag_accelerator(candidate, workload)
-            for inward in ((True,) if exact else (True, False)):
-                try:
-                    mapping, moved = nearest_mapping(temporal, spatial, workload, candidate, layer, hw,
-                                                     inward=inward, pad=True)
-                    if exact and moved:
-                        continue
-                    padded = padded_dims(mapping, workload)
-                    target = padded_layer(workload, padded)
-                    validate(mapping, target, candidate)
-                    return mapping, moved, candidate, target, padded, None
-                except (ZigZagConversionError, MappingError) as err:
-                    error = str(err)
-    return None, [], arch, workload, {}, error
+    def attempt(candidate, hw, inward):
+        mapping, moved = nearest_mapping(temporal, spatial, workload, candidate, layer, hw, inward=inward, pad=True)
+        padded = padded_dims(mapping, workload)
+        target = padded_layer(workload, padded)
+        try:
+            validate(mapping, target, candidate)
+        except MappingError as err:
+            if padded and err.field.endswith(".capacity"):  # ZigZag sizes a padded dim's tiles at its bound
+                raise MappingError(f"{err.reason} (the layer padded as ZigZag pads it: {', '.join(sorted(padded))} at "
+                                   "the padded extents, which ZigZag's capacity check does not count)",
+                                   source=err.source, field=err.field) from None
+            raise
+        return mapping, moved, candidate, target, padded, None
+
+    error, fewest = None, []
+    for candidate in sibling_orders(arch):
+        hw = zigzag_accelerator(candidate, workload)
+        try:
+            got = attempt(candidate, hw, False)
+            if not got[1]:
+                return got
+        except MappingError as err:  # every loop where ZigZag put it, but the tiles do not fit ours
+            error = str(err)
+            continue
+        except ZigZagConversionError as err:
+            error = str(err)
+            continue
+        fewest.append((len(got[1]), candidate, hw))
+    best_moves = min((k for k, _, _ in fewest), default=0)
+    found, seen = [], set()
+    for k, candidate, hw in fewest:
+        if k != best_moves:
+            continue
+        choices = product((True, False), repeat=k) if k <= MAX_CHOICES else [(True,) * k, (False,) * k]
+        for choice in choices:
+            try:
+                got = attempt(candidate, hw, tuple(choice))
+            except (ZigZagConversionError, MappingError) as err:
+                error = str(err)
+                continue
+            key = (candidate.level_names, repr(got[0]))
+            if key not in seen:
+                seen.add(key)
+                found.append(got)
+    if not found:
+        return None, [], arch, workload, {}, error
+    if rank is None:
+        return found[0]
+    return min(found, key=lambda got: rank(got[0], got[2], got[3]))
 
 
 def loma(workload, arch, objective: str = "latency", setting: str = "default") -> LomaResult:
@@ -307,9 +348,17 @@ def loma(workload, arch, objective: str = "latency", setting: str = "default") -
         raise SchedulingError(f"ZigZag failed on layer {workload.name}: {type(err).__name__}: {first}".rstrip(": "),
                               source=src, field="scheduler", exit_code=1) from None
     temporal, spatial = loops_of(cme, layer)
-    mapping, moved, on, target, padded, error = read_back(temporal, spatial, workload, arch, layer)
-    return LomaResult(setting, zigzag_cost_of(cme, hw), mapping, tuple(moved), error, seconds, cpu_s, version,
-                      on, target, padded)
+    own = zigzag_cost_of(cme, hw)
+
+    def distance(mapping, on, target) -> tuple:  # how far ZigZag's model prices a nearest mapping from LOMA's
+        try:
+            got = zigzag_evaluate(target, on, mapping)
+        except Exception:  # noqa: BLE001 - a mapping ZigZag cannot price ranks last
+            return (float("inf"), float("inf"))
+        return (abs(got.cycles / own.cycles - 1), abs(got.energy_pj / own.energy_pj - 1))
+
+    mapping, moved, on, target, padded, error = read_back(temporal, spatial, workload, arch, layer, distance)
+    return LomaResult(setting, own, mapping, tuple(moved), error, seconds, cpu_s, version, on, target, padded)
 
 
 def zigzag_schedule(workload, arch, objective: str = "latency", time_limit_s: float = 60.0, seed: int = 0,

@@ -212,3 +212,23 @@ def test_a_ragged_unrolling_reads_back_as_the_padded_layer():
     assert error is None and not moved and padded == {"M": (12, 14)}
     assert target.dims == {"M": 14, "N": 10, "K": 8} and target.tensors == w.tensors
     validate(mapping, target, on)
+
+
+def test_a_nearest_read_back_takes_the_choice_its_caller_ranks_first():
+    from cosa.baselines.zigzag_mapper import read_back
+
+    w, arch = zoo.layer("bert_base_128/attention_context"), preset("simba")
+    zl, hw = zigzag_layer(w), zigzag_accelerator(arch, w)
+    m = Mapping(tuple(LevelMapping(dict(w.dims) if i == 0 else {}, {}, tuple(w.dims)) for i in range(6)))
+    temporal, spatial = to_zigzag_loops(m, w, arch, zl, hw)
+    temporal["W"][1].append(temporal["W"][-1].pop(0))  # inside W's WeightBuffer tile only: one loop to move
+    seen = []
+
+    def rank(mapping, on, target):
+        seen.append(mapping)
+        return 0 if mapping.levels[0].temporal == dict(w.dims) else 1  # prefer the loop moved outwards
+
+    out = read_back(temporal, spatial, w, arch, zl, rank)
+    assert len(seen) == 4 and len(out[1]) == 1  # two sibling orders, each loop inwards or outwards; and out[0].levels[0].temporal == dict(w.dims)
+    inward = read_back(temporal, spatial, w, arch, zl, lambda mapping, on, target: -rank(mapping, on, target))
+    assert inward[0].levels[0].temporal != dict(w.dims)  # W's reuse kept: the loop sits in its WeightBuffer tile
