@@ -229,6 +229,7 @@ def test_a_nearest_read_back_takes_the_choice_its_caller_ranks_first():
         return 0 if mapping.levels[0].temporal == dict(w.dims) else 1  # prefer the loop moved outwards
 
     out = read_back(temporal, spatial, w, arch, zl, rank)
-    assert len(seen) == 4 and len(out[1]) == 1  # two sibling orders, each loop inwards or outwards; and out[0].levels[0].temporal == dict(w.dims)
+    assert len(seen) == 4  # two sibling orders, the moved loop inwards or outwards on each
+    assert len(out[1]) == 1 and out[0].levels[0].temporal == dict(w.dims)
     inward = read_back(temporal, spatial, w, arch, zl, lambda mapping, on, target: -rank(mapping, on, target))
     assert inward[0].levels[0].temporal != dict(w.dims)  # W's reuse kept: the loop sits in its WeightBuffer tile
