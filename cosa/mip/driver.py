@@ -18,7 +18,7 @@ from .polish import polish_orders
 from .predict import baseline_mappings, load_start
 from .problem import build_problem
 from .solve import SOLVERS, solve
-from .tiebreak import fewest_dram_bytes, least_energy
+from .tiebreak import fewest_dram_bytes, least_energy, least_energy_rebuilt
 
 MAX_CUT_ROUNDS = 16
 NOGOOD_CUTS_PER_LEVEL = 2
@@ -289,6 +289,9 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
                 # the third key in the model: least energy at those DRAM bytes (the model is at that solution)
                 other, spent, status = least_energy(form, result.objective, tie_tolerance * share, deadline, solver,
                                                     seed, mip_gap, src)
+                if status == "no energy terms":  # on-chip levels without a bandwidth: a model that states them
+                    other, spent, status = least_energy_rebuilt(problem, costed[-1][0], deadline, solver, seed,
+                                                                mip_gap, src, weights)
                 solve_s += spent
                 tie_solves.append(("least energy", status, spent))
                 costed.append(_costed(other, "least energy", workload, arch, evaluate, objective, polish,

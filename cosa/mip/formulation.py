@@ -144,13 +144,15 @@ class Formulation:
 
 def build(problem: Problem, objective: str = "latency", weights: CosaWeights | None = None,
           reference: tuple[float, float] | None = None, symmetry_breaking: bool = True,
-          reuse_sets: bool = True) -> Formulation:
+          reuse_sets: bool = True, all_traffic: bool = False) -> Formulation:
     """Build the Pyomo model for ``problem``.
 
     ``objective``: "latency" (cycles: max of compute and each level's transfer
     time), "energy" (pJ), "edp" (the linearization ``E/E0 + D/D0`` around
     ``reference = (E0 pJ, D0 cycles)``; the driver iterates it), or "cosa"
-    (CoSA's log-domain weighted sum, ``weights``).
+    (CoSA's log-domain weighted sum, ``weights``).  A latency model states the
+    traffic of the level pairs whose bandwidth it prices only, unless
+    ``all_traffic`` (every pair: what the least-energy tie-break needs).
     """
     wl, arch = problem.workload, problem.arch
     L = problem.levels
@@ -315,7 +317,7 @@ def build(problem: Problem, objective: str = "latency", weights: CosaWeights | N
         chain = problem.holders[t.name]
         for p, c in zip(chain, chain[1:]):
             pairs.append((t, p, c))
-    if objective == "latency":
+    if objective == "latency" and not all_traffic:
         bw_levels = {k for k, lv in enumerate(arch.levels) if lv.read_bandwidth or lv.write_bandwidth}
         pairs = [(t, p, c) for (t, p, c) in pairs if p in bw_levels or c in bw_levels]
     needed_levels = {k for (_, _, c) in pairs for k in range(c)}
