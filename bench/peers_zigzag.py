@@ -247,8 +247,9 @@ def main(args) -> int:
         command = ("python bench/peers.py zigzag" + (" --quick" if args.quick else "")
                    + (f" --layers {args.layers}" if args.layers else "") + f" --archs {args.archs} --settings "
                    f"{args.settings} --time-limit {args.time_limit:g} --pad {args.pad:g}")
-        save_outputs(name="peers_zigzag", title="ZigZag peers: cosa against ZigZag's LOMA, in both cost models "
-                     "(`bench/peers.py zigzag`)", date=date, machine=machine, command=command, console=text,
+        save_outputs(name=args.section, title="ZigZag peers: cosa against ZigZag's LOMA, in both cost models "
+                     "(`bench/peers.py zigzag`)" + ("" if args.section == "peers_zigzag" else
+                                                   ", every layer of the networks"), date=date, machine=machine, command=command, console=text,
                      data=data, json_path=args.json, results_path=args.results, notes=NOTES, summary=SUMMARY,
                      packages=("numpy", "scipy", "highspy", "zigzag-dse"))
     return 0
@@ -266,6 +267,8 @@ def add_parser(sub) -> None:
                    help="cosa may pad a dim by up to this fraction to fill the array (0: never; ZigZag pads as it needs)")
     p.add_argument("--json")
     p.add_argument("--results", help="record the tables in this results file (bench/RESULTS.md)")
+    p.add_argument("--section", default="peers_zigzag",
+                   help="the results section's name (peers_zigzag_networks for a run over whole networks)")
     p.set_defaults(func=main)
 
 
