@@ -246,7 +246,8 @@ def main(args) -> int:
         date, machine = run_stamp()
         command = ("python bench/peers.py zigzag" + (" --quick" if args.quick else "")
                    + (f" --layers {args.layers}" if args.layers else "") + f" --archs {args.archs} --settings "
-                   f"{args.settings} --time-limit {args.time_limit:g} --pad {args.pad:g}")
+                   f"{args.settings} --time-limit {args.time_limit:g} --pad {args.pad:g}"
+                   + ("" if args.section == "peers_zigzag" else f" --section {args.section}"))
         save_outputs(name=args.section, title="ZigZag peers: cosa against ZigZag's LOMA, in both cost models "
                      "(`bench/peers.py zigzag`)" + ("" if args.section == "peers_zigzag" else
                                                    ", every layer of the networks"), date=date, machine=machine, command=command, console=text,
