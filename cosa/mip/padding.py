@@ -8,8 +8,8 @@ way by itself; here it is an option of the MIP scheduler (``pad``: the largest f
 ``best_fill`` is the most spatial instances any choice of spatial factors can occupy (each slot's product
 at most its size, each dim's factors across slots dividing its bound); ``candidates`` ranks single-dim
 paddings by that fill times the share of real work (bound / padded bound) and keeps those that beat the
-layer as written, best first; the scheduler solves the MIP on the best few and keeps the cheapest in the
-cost model (``cosa.scheduler``).
+layer as written, best first; ``padded_schedule`` (what ``cosa.scheduler.schedule`` runs with ``pad``)
+solves the MIP on the best few and keeps the cheapest in the cost model.
 """
 
 from __future__ import annotations
