@@ -298,10 +298,7 @@ def read_back(temporal: dict, spatial: dict, workload, arch, layer, rank=None) -
             got = attempt(candidate, hw, False)
             if not got[1]:
                 return got
-        except MappingError as err:  # every loop where ZigZag put it, but the tiles do not fit ours
-            error = str(err)
-            continue
-        except ZigZagConversionError as err:
+        except (MappingError, ZigZagConversionError) as err:  # ZigZag's tiles do not fit ours, or not stated
             error = str(err)
             continue
         fewest.append((len(got[1]), candidate, hw))
