@@ -196,7 +196,9 @@ def report(rows: list[dict], settings: list[str], archs: list[str]) -> str:
 
 
 NOTES = ("Both searches minimise latency.  `ours` prices a mapping with `costmodel.evaluate`, `ZigZag` with "
-         "ZigZag's cost model on the converted inputs (`cosa.baselines.zigzag_io`).  `LOMA/cosa ours` > 1 and "
+         "ZigZag's cost model on the converted inputs (`cosa.baselines.zigzag_io`: a memory our arch gives no "
+         "bandwidth gets a port per operand and direction there, since ZigZag serialises the transfers that share "
+         "a port and ours sets no such limit).  `LOMA/cosa ours` > 1 and "
          "`cosa/LOMA ZigZag` < 1 favour cosa.  cosa may pad a dim by up to `--pad` of its bound where the padded "
          "factors fill the array better (`cosa.mip.padding`, `cosa padded`); ZigZag pads as it needs, and both "
          "tools' padded mappings are priced, in both models, on the padded layer (extra iterations on idle units; "
