@@ -91,4 +91,7 @@ class Schedule:
         elif how not in (None, "main"):
             text += (f"; returned the {how} mapping within {tolerance:.0%} of that optimum (ties: fewer DRAM bytes, "
                      "then less energy, in the cost model)")
+        padded = (self.extra or {}).get("padded")
+        if padded:  # a schedule of the layer padded to fill the array (cosa.mip.padding, ZigZag's read back)
+            text += "; of the layer padded " + ", ".join(f"{d} {b} -> {p}" for d, (b, p) in padded.items())
         return text

@@ -67,6 +67,7 @@ def test_the_scheduler_keeps_a_padded_layer_only_when_the_cost_model_says_it_is_
     assert padded.cost.cycles == min(t["objective"] for t in tried) < plain.cost.cycles
     d, (bound, to) = next(iter(padded.extra["padded"].items()))
     assert padded.workload.dims[d] == to and w.dims[d] == bound
+    assert padded.claim().endswith(f"; of the layer padded {d} {bound} -> {to}")  # every report says so
     validate(padded.mapping, padded.workload, arch)
     again = evaluate(padded.workload, arch, padded.mapping)
     assert again.cycles == padded.cost.cycles
