@@ -35,8 +35,8 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     ``polish`` (loop-order refinement by the cost model, default True),
     ``min_utilization``, ``pad`` (a fraction: a dim may be padded by up to this much where its factors then
     fill the spatial fan-out better, ``cosa.mip.padding``; the Schedule is then of the padded layer, with
-    ``extra["padded"]``: analysis only, the code generators take unpadded schedules), ``warm_start``: default True, every solve starts from the best valid mapping
-    known, at first a baseline's (the vendor's on a Gemmini preset); ``extra["warm_start"]`` says which
+    ``extra["padded"]``: analysis only, the code generators take unpadded schedules), ``warm_start``:
+    default True, every solve starts from the best valid mapping known, at first a baseline's (the vendor's on a Gemmini preset); ``extra["warm_start"]`` says which
     start was used and whether the schedule returned is that start), "cosa-cold" (the MIP without a
     start: what it finds on its own), "gemmini-default" (the vendor's tiling),
     "random" (options ``samples``/``seconds``), "exhaustive" (option ``limit``), "timeloop-mapper"

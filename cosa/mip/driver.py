@@ -119,7 +119,10 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     one in the cost model (``extra["tie_break"]`` says which won,
     ``extra["tie_solves"]`` what each solve found and took).  Under the
     latency objective a third solve (``tiebreak.least_energy``) keeps that
-    cap and the DRAM bytes found and minimises the model's energy.
+    cap and the DRAM bytes found and minimises the model's energy (on an
+    arch whose latency model states no traffic for levels without a
+    bandwidth, Simba's and Eyeriss's, on a model of every level pair built
+    for it: ``tiebreak.least_energy_rebuilt``).
     Raises SchedulingError when no valid mapping exists or the time limit
     passes with no incumbent.
     """
