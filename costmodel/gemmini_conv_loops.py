@@ -14,7 +14,10 @@ The mechanisms and the resources are those of ``costmodel.gemmini_loops`` (LOOP_
 row costs its beats + 1), bank contention of weight loads with preloads, the execute unit (a weight block
 costs the rows it streams, at least ``min_compute_cycles`` per compute and ``weight_reload_cycles`` per block), the input bank (a tile that moves its input in
 spends those loads and its computes one after the other on that bank), and the fill (the first tile's
-input and bias, the last tile's stores).
+input and bias, the last tile's stores).  A weight block's computes run row by row, each row's pieces in
+order, so the last compute before the next block's preload is a row's last piece: its exposure
+(``gemmini_loops.preload_exposure``) is paid once per weight block and output tile (a 7-pixel row: 9 cycles
+on top of the block's 49).
 
 A max-pool fused into the stores (``ConvLayer.pool_size`` ...) makes the row and column tile arguments count
 pooled outputs: each tile computes the convolution outputs its pool window reads (``conv_extents``; neighbouring
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .gemmini_loops import LoopCost, LoopMachine, cdiv, class_sum, first_last, tile_classes
+from .gemmini_loops import LoopCost, LoopMachine, cdiv, class_sum, first_last, preload_exposure, tile_classes
 
 
 @dataclass(frozen=True)
@@ -231,8 +234,10 @@ def conv_cycles(layer: ConvLayer, tiles: tuple, m: LoopMachine | None = None) ->
     bias_row = cdiv(m.dim * m.acc_bytes, m.dma_bytes_per_cycle) + 1
     bias = layer.N * r["orows"] * c["ocols"] * o["blocks"] * bias_row
     # weight blocks x the cycles of the computes each serves (one per image row piece of up to DIM pixels, at
-    # least min_compute_cycles each; at least weight_reload_cycles per block and output tile)
-    spatial = sum(cb * cr * cc * max(b * orow * col_compute_cycles(ocol, m), m.weight_reload_cycles)
+    # least min_compute_cycles each; the next block's preload exposed behind the tile's last piece; at least
+    # weight_reload_cycles per block and output tile)
+    exposed = lambda ocol: preload_exposure(ocol, m, m.min_compute_cycles)  # noqa: E731
+    spatial = sum(cb * cr * cc * max(b * orow * col_compute_cycles(ocol, m) + exposed(ocol), m.weight_reload_cycles)
                   for b, cb in tile_classes(layer.N, batches) for orow, cr in r["row_classes"]
                   for ocol, cc in c["col_classes"])
     per_pixel_weights = o["blocks"] * i["blocks"] * layer.R * c["kcol_groups"]

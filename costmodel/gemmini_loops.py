@@ -18,7 +18,9 @@ MIP over these tiles, ``cosa.mip.loop_tiles``, linearises):
 * bank contention: while the array preloads weights from the bank the load unit is writing B into, the
   writer waits (the array has priority): ``contention`` lost cycles per preloaded row, once per B load;
 * execute: a weight block is preloaded once per I tile and streams the I tile's rows; one weight block used
-  by a single A block costs ``weight_reload_cycles`` (its preload cannot hide behind one compute);
+  by a single A block costs ``weight_reload_cycles`` (its preload cannot hide behind one compute); the
+  preload's DIM cycles hide behind the previous compute only, so after a ragged last A block of r < DIM
+  rows, DIM - r cycles are exposed (``preload_exposure``: M = 49 streams 64 cycles per block, not 49);
 * the A bank: a tile's computes start as soon as its first A block is in and then read the bank its
   remaining A blocks are being written into; the array has priority and the load unit is in order, so a
   tile that moves A in spends its A load cycles and its compute cycles one after the other on that bank
@@ -96,6 +98,16 @@ def class_sum(n: int, tile: int, f) -> float:
     return sum(count * f(extent) for extent, count in tile_classes(n, tile))
 
 
+def preload_exposure(rows: int, m: LoopMachine, floor: int = 0) -> int:
+    """Execute cycles a weight block's preload adds after a compute of ``rows`` rows (the last row piece of up
+    to DIM rows that the previous block streamed): the preload shifts its weights into the array in DIM
+    cycles, behind the previous compute's stream only, so a last piece shorter than DIM leaves the rest
+    exposed.  ``floor``: the least the caller's model already counts for that piece (the conv model's
+    ``min_compute_cycles``)."""
+    piece = rows % m.dim or m.dim
+    return max(m.dim - max(piece, floor), 0)
+
+
 def _row_cycles(blocks: int, group: int, elem_bytes: int, m: LoopMachine) -> int:
     """Load-unit cycles of one row of ``blocks`` DIM blocks moved in mvins of ``group`` blocks."""
     return class_sum(blocks, group, lambda g: cdiv(g * m.dim * elem_bytes, m.dma_bytes_per_cycle) + 1)
@@ -112,8 +124,8 @@ class MatmulFactors:
 
     count_*: tiles along I, J, K.  first_j_blocks: blocks of the first J tile.  a_row_cycles: load cycles of one A row over all K tiles.  b_row_cycles: of
     one B row over all J tiles, plus the contention of the preloads that read them.  d_row_cycles: of one
-    bias row.  ex_rows: rows the array streams per weight block, summed over the I tiles (at least
-    ``weight_reload_cycles`` each).  first_rows / last_rows: rows of the first / last I tile.
+    bias row.  ex_rows: cycles the array spends per weight block, summed over the I tiles (the rows it
+    streams plus the next preload's exposure, at least ``weight_reload_cycles`` each).  first_rows / last_rows: rows of the first / last I tile.
     first_a_row_cycles: one A row of the first K tile.  first_d_row_cycles: one bias row of the first J tile.
     last_c_row_cycles: one C row of the last J tile."""
 
@@ -136,7 +148,8 @@ def i_factors(M: int, tile_i: int, m: LoopMachine) -> dict:
     """The I dimension's factors (``MatmulFactors``) for ``tile_i`` blocks."""
     step = tile_i * m.dim
     first, last = first_last(M, step)
-    return {"count_i": cdiv(M, step), "ex_rows": class_sum(M, step, lambda r: max(r, m.weight_reload_cycles)),
+    ex = lambda r: max(r + preload_exposure(r, m), m.weight_reload_cycles)  # noqa: E731
+    return {"count_i": cdiv(M, step), "ex_rows": class_sum(M, step, ex),
             "first_rows": first, "last_rows": last}
 
 

@@ -32,7 +32,7 @@ import pyomo.environ as pe
 
 from costmodel.gemmini_conv_loops import (ConvLayer, col_compute_cycles, cols_factors, conv_cycles, conv_fits,
                                           ich_factors, och_factors, rows_factors)
-from costmodel.gemmini_loops import LoopCost, LoopMachine, candidate_tiles, cdiv
+from costmodel.gemmini_loops import LoopCost, LoopMachine, candidate_tiles, cdiv, preload_exposure
 
 from ..schedule import SchedulingError
 from .loop_tiles import _tangent_bound
@@ -42,6 +42,8 @@ TANGENT_STEP_CONV = 0.1
 """Spacing of the tangent points (log units): the bound is at most 0.125% low between them."""
 MAX_CANDIDATES = 1500
 """The most candidates one super-dimension may have (an image of millions of pixels is refused, not solved)."""
+EXPOSURE_FLOOR = 1e-3
+"""Stands in for a zero preload exposure in its logarithm (adds at most a thousandth of a cycle per block)."""
 MAX_CUTS = 30
 """Re-solves after cutting off choices that do not fit or repeat (beyond that: SchedulingError)."""
 
@@ -81,6 +83,9 @@ def _space(layer: ConvLayer, m: LoopMachine) -> dict:
     for f in space["C"].values():   # over the convolution columns each tile computes (a pool's window)
         f["colsum"] = sum(count * col_compute_cycles(q, m) for q, count in f["col_classes"])
         f["full_col_cycles"] = col_compute_cycles(f["full_ocols"], m)
+        # the preload exposure of every weight block, summed over the column tiles (> 0 for the logarithm)
+        exposure = sum(count * preload_exposure(q, m, m.min_compute_cycles) for q, count in f["col_classes"])
+        f["exposure"] = max(exposure, EXPOSURE_FLOOR)
     return space
 
 
@@ -171,12 +176,18 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
     else:
         bias = lin("O", lambda c: layer.N * layer.P * layer.Q * c["blocks"] * bias_row)
         ex_const = layer.N * layer.P * layer.R
-    z_ex = product(ex_f | {"O": lambda c: c["blocks"]}, ex_const)
-    z_ex_first = product(ex_f | {"O": lambda c: c["first_blocks"]}, ex_const)
+    # the preloads' exposure: once per weight block and (batch, row, column) tile
+    expo_f = {"B": lambda c: c["n"], "R": lambda c: c["n_pr"], "C": lambda c: c["kcol_groups"] * c["exposure"],
+              "I": lambda c: c["blocks"]}
+    z_ex = (product(ex_f | {"O": lambda c: c["blocks"]}, ex_const)
+            + product(expo_f | {"O": lambda c: c["blocks"]}, layer.R))
+    z_ex_first = (product(ex_f | {"O": lambda c: c["first_blocks"]}, ex_const)
+                  + product(expo_f | {"O": lambda c: c["first_blocks"]}, layer.R))
     md.T = pe.Var(domain=pe.NonNegativeReals)
     md.t_load = pe.Constraint(expr=md.T >= z_in + z_w + bias + m.contention * z_pre)
     md.t_ex = pe.Constraint(expr=md.T >= z_ex)
-    big = math.exp(logsum(ex_f | {"O": lambda c: c["blocks"]}, ex_const)[2])
+    big = (math.exp(logsum(ex_f | {"O": lambda c: c["blocks"]}, ex_const)[2])
+           + math.exp(logsum(expo_f | {"O": lambda c: c["blocks"]}, layer.R)[2]))
     md.t_bank = pe.Constraint(expr=md.T >= z_in + z_ex - big * md.ra)
     md.t_bank_reuse = pe.Constraint(expr=md.T >= z_in + z_ex_first)
     fill = (product({"B": lambda c: c["first"], "R": lambda c: c["first_irows"], "C": lambda c: c["first_icols"],
