@@ -37,8 +37,8 @@ from gemmini.vendor import stream
 from gemmini.vendor.calls import from_workload
 from workloads import zoo
 
-LAYERS = ["resnet50/res2a_branch2a", "resnet50/res3a_branch2c", "resnet50/res4b_branch2b",
-          "bert_base_128/qkv_projection", "bert_base_128/output_projection", "bert_base_128/ffn2"]
+LAYERS = ["resnet50/res2a_branch2a", "resnet50/res3a_branch2c", "resnet50/res4b_branch2b", "resnet50/res5a_branch2c",
+          "resnet50/res5b_branch2b", "bert_base_128/qkv_projection", "bert_base_128/output_projection", "bert_base_128/ffn2"]
 
 SUMMARY = [
     {"each": True, "column": "median |error|", "what": "Median |model - timing| / timing per layer",
@@ -120,7 +120,8 @@ def main(argv=None) -> int:
                       fmt(r["tau"], ".2f"), "x".join(map(str, r["mip_tiles"])), str(r["mip_rank"]),
                       fmt(r["mip_over_best"], ".3f"))
     console.print(table)
-    command = f"python bench/gemmini_loop_model.py --samples {args.samples} --seed {args.seed}"
+    command = f"python bench/gemmini_loop_model.py --samples {args.samples} --seed {args.seed}" + (
+        f" --layers {args.layers}" if args.layers != ",".join(LAYERS) else "")
     notes = ("Model: what the loop-tile MIP optimises.  Timing: the timing model on the library's loop-instruction "
              "stream with the same tiles.  Both are models of Gemmini, not measurements.  MIP rank 1: the MIP's "
              "choice is the fastest of the sampled tiles on the timing model; MIP / best sampled > 1: a sampled "
