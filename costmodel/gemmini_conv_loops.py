@@ -14,7 +14,8 @@ The mechanisms and the resources are those of ``costmodel.gemmini_loops`` (LOOP_
 row costs its beats + 1), bank contention of weight loads with preloads, the execute unit (a weight block
 costs the rows it streams, at least ``min_compute_cycles`` per compute and ``weight_reload_cycles`` per block), the input bank (a tile that moves its input in
 spends those loads and its computes one after the other on that bank), and the fill (the first tile's
-input and bias, the last tile's stores).  A weight block's computes run row by row, each row's pieces in
+input, weights and bias: LoopConv issues a loop's weights before its input, and starts its computes only
+once all its loads are issued; the last tile's stores).  A weight block's computes run row by row, each row's pieces in
 order, so the last compute before the next block's preload is a row's last piece: its exposure
 (``gemmini_loops.preload_exposure``) is paid once per weight block and output tile (a 7-pixel row: 9 cycles
 on top of the block's 49).
@@ -182,6 +183,7 @@ def och_factors(layer: ConvLayer, pochs: int, m: LoopMachine) -> dict:
     first, last = first_last(layer.K, pochs)
     return {"n_po": cdiv(layer.K, pochs), "blocks": class_sum(layer.K, pochs, lambda o: cdiv(o, m.dim)),
             "w_row_cycles": class_sum(layer.K, pochs, lambda o: _group_cycles(o, m)),
+            "first_w_row_cycles": _group_cycles(first, m),
             "first_blocks": cdiv(first, m.dim), "last_blocks": cdiv(last, m.dim)}
 
 
@@ -246,6 +248,7 @@ def conv_cycles(layer: ConvLayer, tiles: tuple, m: LoopMachine | None = None) ->
     load = inp + weights + bias + m.contention * preloads
     a_bank = inp + execute * (o["first_blocks"] / o["blocks"] if a_reuse else 1)
     fill = (b0 * r["first_irows"] * c["first_icols"] * i["first_in_pixel_cycles"]
+            + krows * kcols * min(kchs, layer.C) * o["first_w_row_cycles"]
             + b0 * r["first_orows"] * c["first_ocols"] * o["first_blocks"] * bias_row
             + bl * r["last_orows"] * c["last_ocols"] * o["last_blocks"] * 1.5)
     return LoopCost(max(load, execute, a_bank) + fill, load, execute, a_bank, fill, a_reuse, b_reuse)

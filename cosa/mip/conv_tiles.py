@@ -192,6 +192,8 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
     md.t_bank_reuse = pe.Constraint(expr=md.T >= z_in + z_ex_first)
     fill = (product({"B": lambda c: c["first"], "R": lambda c: c["first_irows"], "C": lambda c: c["first_icols"],
                      "I": lambda c: c["first_in_pixel_cycles"]})
+            + product({"O": lambda c: c["first_w_row_cycles"], "R": lambda c: c["krows"],
+                       "C": lambda c: c["kcols"], "I": lambda c: min(c["kchs"], layer.C)})
             + product({"B": lambda c: c["first"], "R": lambda c: c["first_orows"], "C": lambda c: c["first_ocols"],
                        "O": lambda c: c["first_blocks"]}, bias_row)
             + product({"B": lambda c: c["last"], "R": lambda c: c["last_orows"], "C": lambda c: c["last_ocols"],
