@@ -13,9 +13,11 @@ krows and kcols counts do.
 The mechanisms and the resources are those of ``costmodel.gemmini_loops`` (LOOP_WS): the load unit (an mvin
 row costs its beats + 1), bank contention of weight loads with preloads, the execute unit (a weight block
 costs the rows it streams, at least ``min_compute_cycles`` per compute and ``weight_reload_cycles`` per block), the input bank (a tile that moves its input in
-spends those loads and its computes one after the other on that bank), and the fill (the first tile's
-input, weights and bias: LoopConv issues a loop's weights before its input, and starts its computes only
-once all its loads are issued; the last tile's stores).  A weight block's computes run row by row, each row's pieces in
+spends those loads and its computes one after the other on that bank), the head (the first tile's input,
+weights and bias: LoopConv issues a loop's weights before its input, and starts its computes only once all
+its loads are issued) and the tail (the last tile's stores).  cycles = max(load, execute + head, input bank
++ head less the first input, which the bank term already holds) + tail: the load unit is busy from the
+start, so the head delays only the units that wait for it.  A weight block's computes run row by row, each row's pieces in
 order, so the last compute before the next block's preload is a row's last piece: its exposure
 (``gemmini_loops.preload_exposure``) is paid once per weight block and output tile (a 7-pixel row: 9 cycles
 on top of the block's 49).
@@ -247,8 +249,9 @@ def conv_cycles(layer: ConvLayer, tiles: tuple, m: LoopMachine | None = None) ->
     preloads = m.dim * o["blocks"] * i["blocks"] * layer.R * c["kcol_groups"] * w_tiles
     load = inp + weights + bias + m.contention * preloads
     a_bank = inp + execute * (o["first_blocks"] / o["blocks"] if a_reuse else 1)
-    fill = (b0 * r["first_irows"] * c["first_icols"] * i["first_in_pixel_cycles"]
-            + krows * kcols * min(kchs, layer.C) * o["first_w_row_cycles"]
-            + b0 * r["first_orows"] * c["first_ocols"] * o["first_blocks"] * bias_row
-            + bl * r["last_orows"] * c["last_ocols"] * o["last_blocks"] * 1.5)
-    return LoopCost(max(load, execute, a_bank) + fill, load, execute, a_bank, fill, a_reuse, b_reuse)
+    first_input = b0 * r["first_irows"] * c["first_icols"] * i["first_in_pixel_cycles"]
+    head = (first_input + krows * kcols * min(kchs, layer.C) * o["first_w_row_cycles"]
+            + b0 * r["first_orows"] * c["first_ocols"] * o["first_blocks"] * bias_row)
+    tail = bl * r["last_orows"] * c["last_ocols"] * o["last_blocks"] * 1.5
+    cycles = max(load, execute + head, a_bank + head - first_input) + tail
+    return LoopCost(cycles, load, execute, a_bank, head + tail, a_reuse, b_reuse)

@@ -175,7 +175,9 @@ def k_factors(K: int, tile_k: int, m: LoopMachine) -> dict:
 @dataclass(frozen=True)
 class LoopCost:
     """Modelled cycles of one call: ``cycles`` = max(``load_cycles``, ``execute_cycles``, ``a_bank_cycles``)
-    + ``fill_cycles``; ``a_reuse`` / ``b_reuse``: whether the library keeps A / B resident across tiles."""
+    + ``fill_cycles`` for LOOP_WS (the convolution model adds the part of the fill before the first compute
+    only to the terms that wait for it: ``gemmini_conv_loops``); ``a_reuse`` / ``b_reuse``: whether the
+    library keeps A / B resident across tiles."""
 
     cycles: float
     load_cycles: float

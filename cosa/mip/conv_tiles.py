@@ -9,7 +9,8 @@ Every term of ``costmodel.gemmini_conv_loops.conv_cycles`` is a product of one f
 its logarithm is linear in the one-hot variables and its value is bounded below by tangents of exp
 (``cosa.mip.loop_tiles.TANGENT_STEP`` apart).  The library's reuse rules are binaries allowed where the
 logarithm of the tile counts' product is at most log 2; each term that reuse shrinks has its two forms, the
-larger one lifted by a big-M on the binary.  cycles = max(load, execute, input bank) + fill.
+larger one lifted by a big-M on the binary.  cycles = max(load + tail, execute + head, input bank + head less the
+first input, which the bank term already holds) + tail, as ``conv_cycles``.
 
 A max-pool fused into the stores (``ConvLayer.pool_size`` ...) is in the model: the rows and columns candidates
 count pooled outputs, and the convolution outputs each choice computes (overlapping windows) enter the bias,
@@ -183,21 +184,22 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
             + product(expo_f | {"O": lambda c: c["blocks"]}, layer.R))
     z_ex_first = (product(ex_f | {"O": lambda c: c["first_blocks"]}, ex_const)
                   + product(expo_f | {"O": lambda c: c["first_blocks"]}, layer.R))
+    # before the first compute: the first tile's input, weights and bias; after the last load: its stores
+    first_in = product({"B": lambda c: c["first"], "R": lambda c: c["first_irows"], "C": lambda c: c["first_icols"],
+                        "I": lambda c: c["first_in_pixel_cycles"]})
+    head_rest = (product({"O": lambda c: c["first_w_row_cycles"], "R": lambda c: c["krows"],
+                          "C": lambda c: c["kcols"], "I": lambda c: min(c["kchs"], layer.C)})
+                 + product({"B": lambda c: c["first"], "R": lambda c: c["first_orows"], "C": lambda c: c["first_ocols"],
+                            "O": lambda c: c["first_blocks"]}, bias_row))
+    tail = product({"B": lambda c: c["last"], "R": lambda c: c["last_orows"], "C": lambda c: c["last_ocols"],
+                    "O": lambda c: c["last_blocks"]}, 1.5)
     md.T = pe.Var(domain=pe.NonNegativeReals)
-    md.t_load = pe.Constraint(expr=md.T >= z_in + z_w + bias + m.contention * z_pre)
-    md.t_ex = pe.Constraint(expr=md.T >= z_ex)
+    md.t_load = pe.Constraint(expr=md.T >= z_in + z_w + bias + m.contention * z_pre + tail)
+    md.t_ex = pe.Constraint(expr=md.T >= z_ex + first_in + head_rest + tail)
     big = (math.exp(logsum(ex_f | {"O": lambda c: c["blocks"]}, ex_const)[2])
            + math.exp(logsum(expo_f | {"O": lambda c: c["blocks"]}, layer.R)[2]))
-    md.t_bank = pe.Constraint(expr=md.T >= z_in + z_ex - big * md.ra)
-    md.t_bank_reuse = pe.Constraint(expr=md.T >= z_in + z_ex_first)
-    fill = (product({"B": lambda c: c["first"], "R": lambda c: c["first_irows"], "C": lambda c: c["first_icols"],
-                     "I": lambda c: c["first_in_pixel_cycles"]})
-            + product({"O": lambda c: c["first_w_row_cycles"], "R": lambda c: c["krows"],
-                       "C": lambda c: c["kcols"], "I": lambda c: min(c["kchs"], layer.C)})
-            + product({"B": lambda c: c["first"], "R": lambda c: c["first_orows"], "C": lambda c: c["first_ocols"],
-                       "O": lambda c: c["first_blocks"]}, bias_row)
-            + product({"B": lambda c: c["last"], "R": lambda c: c["last_orows"], "C": lambda c: c["last_ocols"],
-                       "O": lambda c: c["last_blocks"]}, 1.5))
+    md.t_bank = pe.Constraint(expr=md.T >= z_in + z_ex + head_rest + tail - big * md.ra)
+    md.t_bank_reuse = pe.Constraint(expr=md.T >= z_in + z_ex_first + head_rest + tail)
     # the library's fit test: the accumulator exactly, the scratchpad through the tangents (checked below)
     acc, _, _ = logsum({"O": lambda c: cdiv(c["pochs"], m.dim), "B": lambda c: c["full"],
                         "R": lambda c: c["full_orows"], "C": lambda c: c["full_ocols"]})
@@ -213,7 +215,7 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
                             "C": lambda c: c["full_col_cycles"]})
     if hi >= floor:
         md.stream_floor = pe.Constraint(expr=stream >= floor)
-    md.obj = pe.Objective(expr=md.T + fill, sense=pe.minimize)
+    md.obj = pe.Objective(expr=md.T, sense=pe.minimize)
     md.cuts = pe.ConstraintList()
 
     found, solves, timed_out = [], 0, False
