@@ -17,10 +17,10 @@ spends those loads and its computes one after the other on that bank), the head 
 weights and bias: LoopConv issues a loop's weights before its input, and starts its computes only once all
 its loads are issued) and the tail (the last tile's stores).  cycles = max(load, execute + head, input bank
 + head less the first input, which the bank term already holds) + tail: the load unit is busy from the
-start, so the head delays only the units that wait for it.  A weight block's computes run row by row, each row's pieces in
-order, so the last compute before the next block's preload is a row's last piece: its exposure
-(``gemmini_loops.preload_exposure``) is paid once per weight block and output tile (a 7-pixel row: 9 cycles
-on top of the block's 49).
+start, so the head delays only the units that wait for it.  A weight block's computes run row by row, each
+row's pieces in order, so the last compute before the next block's preload is a row's last piece: its
+exposure (``gemmini_loops.preload_exposure``) is paid once per weight block and output tile (a 7-pixel row:
+9 cycles on top of the block's 49).
 
 A max-pool fused into the stores (``ConvLayer.pool_size`` ...) makes the row and column tile arguments count
 pooled outputs: each tile computes the convolution outputs its pool window reads (``conv_extents``; neighbouring

@@ -122,12 +122,13 @@ def _store_row_cycles(blocks: int, m: LoopMachine) -> float:
 class MatmulFactors:
     """Per-dimension factors of one tile choice (the terms of ``matmul_cycles`` are products of them).
 
-    count_*: tiles along I, J, K.  first_j_blocks: blocks of the first J tile.  a_row_cycles: load cycles of one A row over all K tiles.  b_row_cycles: of
-    one B row over all J tiles, plus the contention of the preloads that read them.  d_row_cycles: of one
-    bias row.  ex_rows: cycles the array spends per weight block, summed over the I tiles (the rows it
-    streams plus the next preload's exposure, at least ``weight_reload_cycles`` each).  first_rows / last_rows: rows of the first / last I tile.
-    first_a_row_cycles: one A row of the first K tile.  first_d_row_cycles: one bias row of the first J tile.
-    last_c_row_cycles: one C row of the last J tile."""
+    count_*: tiles along I, J, K.  first_j_blocks: blocks of the first J tile.  a_row_cycles: load cycles of
+    one A row over all K tiles.  b_row_cycles: of one B row over all J tiles, plus the contention of the
+    preloads that read them.  d_row_cycles: of one bias row.  ex_rows: cycles the array spends per weight
+    block, summed over the I tiles (the rows it streams plus the next preload's exposure, at least
+    ``weight_reload_cycles`` each).  first_rows / last_rows: rows of the first / last I tile.
+    first_a_row_cycles: one A row of the first K tile.  first_d_row_cycles: one bias row of the first J
+    tile.  last_c_row_cycles: one C row of the last J tile."""
 
     count_i: int
     count_j: int

@@ -9,8 +9,8 @@ Every term of ``costmodel.gemmini_conv_loops.conv_cycles`` is a product of one f
 its logarithm is linear in the one-hot variables and its value is bounded below by tangents of exp
 (``cosa.mip.loop_tiles.TANGENT_STEP`` apart).  The library's reuse rules are binaries allowed where the
 logarithm of the tile counts' product is at most log 2; each term that reuse shrinks has its two forms, the
-larger one lifted by a big-M on the binary.  cycles = max(load + tail, execute + head, input bank + head less the
-first input, which the bank term already holds) + tail, as ``conv_cycles``.
+larger one lifted by a big-M on the binary.  cycles = max(load, execute + head, input bank + head less the first
+input, which the bank term already holds) + tail, as ``conv_cycles``.
 
 A max-pool fused into the stores (``ConvLayer.pool_size`` ...) is in the model: the rows and columns candidates
 count pooled outputs, and the convolution outputs each choice computes (overlapping windows) enter the bias,

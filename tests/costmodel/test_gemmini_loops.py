@@ -93,8 +93,9 @@ def test_a_short_last_piece_exposes_the_next_preload():
     assert matmul_factors((49, 64, 64), (4, 4, 4), M).ex_rows == 64
 
 
-@pytest.mark.parametrize("case", [("matmul", (49, 512, 256), (4, 8, 16)),
-                                  ("conv", dict(C=128, K=128, H=7, W=7, R=3, S=3, padding=1), (1, 7, 7, 32, 3, 3, 128))])
+@pytest.mark.parametrize("case", [
+    ("matmul", (49, 512, 256), (4, 8, 16)),
+    ("conv", dict(C=128, K=128, H=7, W=7, R=3, S=3, padding=1), (1, 7, 7, 32, 3, 3, 128))])
 def test_seven_by_seven_layers_pay_the_exposed_preloads(case):
     """Execute-bound 7x7 layers (49 pixels: ResNet-50's res5): within 16% of the timing model (measured when
     written: 3.2% and 14.7%; without the exposure 18.0% and 27.4%, the model then preferred 32-channel output
