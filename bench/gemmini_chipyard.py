@@ -2,11 +2,13 @@
 
 Per layer three programs, each a self-checking bare-metal ELF that times its accelerator work with
 ``rdcycle`` (as gemmini-rocc-tests do) and prints the cycles through HTIF: ``cosa`` (the MIP's mapping
-through ``gemmini.codegen``, our header's RoCC instructions, each issued by the core), ``loops`` (the
-library's loop-instruction calls with tile arguments tuned from the MIP's mapping on our timing model,
-``gemmini.loop_schedule``) and ``vendor`` (the faithful stream of Gemmini's own C library for the layer,
-``gemmini.vendor``, loop instructions included, run by the SoC's loop unrollers).  ``loops`` and
-``vendor`` differ only in the tile arguments.  Both run on the user's Chipyard simulator of a Rocket + Gemmini SoC (``CHIPYARD_SIM`` or
+through ``gemmini.codegen``, our header's RoCC instructions, each issued by the core), ``loops`` (the program
+``cosa run gemmini`` runs: the library's loop-instruction calls with the loop-tile MIP's tile arguments,
+``gemmini.loop_schedule``; ``--tile-budget`` N polishes them with N timing-model runs; a depthwise layer as
+packed groups, cosa's own calls) and ``vendor`` (the faithful stream of Gemmini's own C library for the
+layer, ``gemmini.vendor``, loop instructions included, run by the SoC's loop unrollers).  ``loops`` and
+``vendor`` differ only in the tile arguments, except where ``loops_calls`` names cosa's own calls.
+``--full-size`` adds four full-size layers (a 3x3, a 1x1, conv1, a BERT GEMM; minutes each).  Both run on the user's Chipyard simulator of a Rocket + Gemmini SoC (``CHIPYARD_SIM`` or
 ``--simulator``; ``gemmini.chipyard``).  Beside the real-RTL cycles: our timing model's (``gemmini.sim.timing``)
 and our RTL's (``gemmini.sim.rtl``, its loop instructions expanded on the host) for the same stream, with
 the relative error per layer, and vendor / cosa on the real RTL.  The layers are scaled down (spatial size,
@@ -38,6 +40,7 @@ from rich.table import Table
 from vendor_compare import fmt, geomean, vendor_rtl_row
 
 import workloads
+from cosa.mip import choose_loop_tiles
 from cosa.scheduler import schedule
 from gemmini import isa
 from gemmini.build import build_elf
@@ -49,7 +52,7 @@ from gemmini import run_rtl
 from gemmini.sim import rtl
 from gemmini.sim.timing import timing
 from gemmini.vendor import stream
-from gemmini.loop_schedule import tune_tiles
+from gemmini.loop_schedule import cosa_calls, tune_tiles
 from gemmini.vendor.calls import from_workload
 from gemmini.vendor.run import example_inputs as vendor_inputs, memory_image as vendor_image
 
@@ -65,10 +68,35 @@ LAYERS = {
     "bert ffn1 64x512x128": workloads.matmul("ffn1", M=64, N=512, K=128),
     "bert ffn2 64x128x512": workloads.matmul("ffn2", M=64, N=128, K=512),
     "bert attention 64x64x64": workloads.matmul("attn", M=64, N=64, K=64),
+    "res3b_branch2b 3x3 64->64 @7": workloads.conv2d("r3b_2b", C=64, K=64, H=7, W=7, R=3, S=3, padding=1),
+    "res4b_branch2a 1x1 256->64 @7": workloads.conv2d("r4b_2a", C=256, K=64, H=7, W=7, R=1, S=1),
+    "res5a_branch2c 1x1 128->256 @7": workloads.conv2d("r5a_2c", C=128, K=256, H=7, W=7, R=1, S=1),
+    "mobilenet dw 3x3 64 @14": workloads.conv2d("dw", C=64, K=64, H=14, W=14, R=3, S=3, padding=1, groups=64),
+    "mobilenet dw/2 3x3 32 @16": workloads.conv2d("dw2", C=32, K=32, H=16, W=16, R=3, S=3, stride=2, padding=1,
+                                                   groups=32),
+    "shufflenet gconv 1x1 g3 48->48 @14": workloads.conv2d("gconv", C=48, K=48, H=14, W=14, R=1, S=1, groups=3),
 }
+#: Full-size layers (minutes each on the simulator: res4b_branch2b ran 465,390 cycles in 491 s): a 3x3, a 1x1,
+#: conv1 and a BERT GEMM, run with ``--full-size`` or named in ``--layers``.
+FULL = {f"{net}/{name} (full size)": (net, name) for net, name in
+        (("resnet50", "res4b_branch2b"), ("resnet50", "res4b_branch2a"), ("resnet50", "conv1"),
+         ("bert_base_128", "qkv_projection"))}
 QUICK = ("res2a_branch2b 3x3 64->64 @8", "bert attention 64x64x64")
 RECORDED = Path(__file__).resolve().parent.parent / "tests" / "data" / "chipyard" / "real_cycles.json"
 PROGRAMS = ("cosa", "loops", "vendor")
+
+
+def _calls(vendor) -> str:
+    """The library functions a program calls, e.g. ``tiled_conv_stride_auto`` (packed depthwise groups)."""
+    return ",".join(sorted({call.fn for call in vendor.calls}))
+
+
+def _loops_vendor(wl, vendor, calls: str | None, **kw):
+    """The loops program's calls as a run recorded them (``loops_calls``): the library's ``vendor``, or cosa's
+    own (``gemmini.loop_schedule.cosa_calls``); ``kw``: ``from_workload``'s bias, relu and scale."""
+    if calls is None or calls == _calls(vendor):
+        return vendor
+    return cosa_calls(wl, vendor, **kw)
 
 
 def _err(model, real):
@@ -82,11 +110,14 @@ def prepare(label: str, wl, workdir: Path, args) -> dict:
     mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, bound=False).mapping
     program = generate(wl, mapping, arch, dataflow="ws", scale="auto")
     vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
-    loops = tune_tiles(wl, mapping, arch, scale=program.scale)
-    assert loops.vendor == vendor  # the same calls, buffers and inputs: only the tile arguments differ
-    out = {"layer": label, "tiles": list(loops.tiles) if loops.tiles else None, "macs": wl.macs, "ideal": DEFAULT_CONFIG.ideal_cycles(wl.macs), "progs": {}, "streams": {}}
+    # the loops program `cosa run gemmini` runs: the loop-tile MIP's tiles (budget 0), or a timing-model polish;
+    # the library's calls, or cosa's own where the library's take no tiles (packed depthwise groups)
+    loops = tune_tiles(wl, mapping, arch, scale=program.scale, budget=args.tile_budget, chooser=choose_loop_tiles)
+    out = {"layer": label, "tiles": list(loops.tiles) if loops.tiles else None, "loops_calls": _calls(loops.vendor),
+           "macs": wl.macs, "ideal": DEFAULT_CONFIG.ideal_cycles(wl.macs), "progs": {}, "streams": {}}
     elfs = {"cosa": build_elf(program, workdir / f"{wl.name}_cosa.elf"),
-            "loops": vendor_elf(vendor, workdir / f"{wl.name}_loops.elf", tiles=loops.tiles, layout=loop_conv_layout()),
+            "loops": vendor_elf(loops.vendor, workdir / f"{wl.name}_loops.elf", tiles=loops.tiles,
+                                layout=loop_conv_layout()),
             "vendor": vendor_elf(vendor, workdir / f"{wl.name}_vendor.elf", layout=loop_conv_layout())}
     streams = out["streams"] = {"cosa": program.commands, "loops": isa.decode_stream(loops.stream()),
                                 "vendor": isa.decode_stream(stream(vendor))}
@@ -97,7 +128,7 @@ def prepare(label: str, wl, workdir: Path, args) -> dict:
                 if name == "cosa":
                     d["ours"] = run_rtl.run_program_rtl(program, mem_latency=args.mem_latency).report.cycles
                 elif name == "loops":
-                    d["ours"] = rtl.run_trace(streams["loops"], vendor_image(vendor, vendor_inputs(vendor)), cfg,
+                    d["ours"] = rtl.run_trace(streams["loops"], vendor_image(loops.vendor, vendor_inputs(loops.vendor)), cfg,
                                               mem_latency=args.mem_latency).cycles
                 else:
                     row = vendor_rtl_row(wl, scale=program.scale, mem_latency=args.mem_latency,
@@ -107,6 +138,13 @@ def prepare(label: str, wl, workdir: Path, args) -> dict:
                 d["ours_error"] = str(exc)
         out["progs"][name] = d
     return out
+
+
+def _workload(label: str):
+    if label in FULL:
+        net, name = FULL[label]
+        return next(w for w in workloads.zoo.network(net) if w.name == name)
+    return LAYERS[label]
 
 
 def run_real(elf: str, args) -> dict:
@@ -126,15 +164,17 @@ def recalibrate(args, console: Console) -> dict:
     old = json.loads(Path(args.calibrate_from).read_text())
     rows = []
     for r in old["rows"]:
-        wl = LAYERS[r["layer"]]
+        wl = _workload(r["layer"])
         arch = DEFAULT_CONFIG.arch("ws")
         mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, bound=False).mapping
         program = generate(wl, mapping, arch, dataflow="ws", scale="auto")
         vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
         r["streams"] = {"cosa": program.commands, "vendor": isa.decode_stream(stream(vendor))}
-        if "loops" in r["progs"]:  # the tiles the run chose (the search is deterministic, the MIP may not be)
+        if "loops" in r["progs"]:  # the calls and tiles the run chose
             tiles = tuple(r["tiles"]) if r.get("tiles") else None
-            r["streams"]["loops"] = isa.decode_stream(stream(vendor, tiles=tiles))
+            lv = _loops_vendor(wl, vendor, r.get("loops_calls"), bias=program.bias, relu=program.relu,
+                               scale=program.scale)
+            r["streams"]["loops"] = isa.decode_stream(stream(lv, tiles=tiles))
         rows.append(r)
     names = [n for n in PROGRAMS if all(n in r["progs"] for r in rows)]
     table = Table(title="Real Gemmini RTL cycles (the programs' rdcycle) and vendor / cosa (> 1: cosa faster)")
@@ -157,15 +197,16 @@ def recalibrate(args, console: Console) -> dict:
 
 
 def run(args, console: Console) -> dict:
-    labels = QUICK if args.quick else (args.layers.split(",") if args.layers else list(LAYERS))
-    unknown = [lab for lab in labels if lab not in LAYERS]
+    labels = QUICK if args.quick else (args.layers.split(",") if args.layers else
+                                       list(LAYERS) + (list(FULL) if args.full_size else []))
+    unknown = [lab for lab in labels if lab not in LAYERS and lab not in FULL]
     if unknown:
-        raise SystemExit(f"gemmini_chipyard: unknown layers {unknown} (known: {', '.join(LAYERS)})")
+        raise SystemExit(f"gemmini_chipyard: unknown layers {unknown} (known: {', '.join([*LAYERS, *FULL])})")
     rows = []
     with tempfile.TemporaryDirectory(prefix="gemmini-chipyard-") as tmp:
         for label in labels:
             t0 = time.perf_counter()
-            rows.append(prepare(label, LAYERS[label], Path(tmp), args))
+            rows.append(prepare(label, _workload(label), Path(tmp), args))
             console.print(f"built {label} ({time.perf_counter() - t0:.0f} s)")
         jobs = [(r, name) for r in rows for name in PROGRAMS]
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -351,6 +392,11 @@ def main(argv=None) -> int:
     ap.add_argument("--simulator", help="the Chipyard simulator (default: CHIPYARD_SIM)")
     ap.add_argument("--layers", help="comma-separated labels (default: all)")
     ap.add_argument("--quick", action="store_true", help=f"{len(QUICK)} layers only")
+    ap.add_argument("--full-size", action="store_true",
+                    help=f"also the {len(FULL)} full-size layers (minutes each on the simulator)")
+    ap.add_argument("--tile-budget", type=int, default=0,
+                    help="timing-model streams that polish the loops program's tiles (0: the MIP's, as `cosa run "
+                         "gemmini` runs them)")
     ap.add_argument("--jobs", type=int, default=1, help="simulators run at once")
     ap.add_argument("--time-limit", type=float, default=10.0, help="MIP seconds per layer")
     ap.add_argument("--mem-latency", type=int, default=rtl.DEFAULT_MEM_LATENCY,
@@ -388,6 +434,7 @@ def main(argv=None) -> int:
         return 0
     data = run(args, console)
     command = "CHIPYARD_SIM=... python bench/gemmini_chipyard.py" + (" --quick" if args.quick else "") + \
+        (" --full-size" if args.full_size else "") + (f" --tile-budget {args.tile_budget}" if args.tile_budget else "") + \
         (f" --layers '{args.layers}'" if args.layers else "") + f" --jobs {args.jobs} --mem-latency {args.mem_latency}" + \
         (" --calibrate" if args.calibrate else "")
     notes = (f"Simulator: {args.provenance}.  " if args.provenance else "") + (
