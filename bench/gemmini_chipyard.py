@@ -1,4 +1,4 @@
-"""Gemmini cycles on the real RTL: small ResNet-50- and BERT-shaped layers on a Chipyard Verilator simulator.
+"""Gemmini cycles on the real RTL: ResNet-50-, MobileNet- and BERT-shaped layers on a Chipyard Verilator simulator.
 
 Per layer three programs, each a self-checking bare-metal ELF that times its accelerator work with
 ``rdcycle`` (as gemmini-rocc-tests do) and prints the cycles through HTIF: ``cosa`` (the MIP's mapping
@@ -8,12 +8,12 @@ through ``gemmini.codegen``, our header's RoCC instructions, each issued by the 
 packed groups, cosa's own calls) and ``vendor`` (the faithful stream of Gemmini's own C library for the
 layer, ``gemmini.vendor``, loop instructions included, run by the SoC's loop unrollers).  ``loops`` and
 ``vendor`` differ only in the tile arguments, except where ``loops_calls`` names cosa's own calls.
-``--full-size`` adds four full-size layers (a 3x3, a 1x1, conv1, a BERT GEMM; minutes each).  Both run on the user's Chipyard simulator of a Rocket + Gemmini SoC (``CHIPYARD_SIM`` or
-``--simulator``; ``gemmini.chipyard``).  Beside the real-RTL cycles: our timing model's (``gemmini.sim.timing``)
-and our RTL's (``gemmini.sim.rtl``, its loop instructions expanded on the host) for the same stream, with
-the relative error per layer, and vendor / cosa on the real RTL.  The layers are scaled down (spatial size,
-sequence length, widths) so that each program stays under about 200k cycles: the simulator runs 1-3 k
-cycles per second.
+All run on the user's Chipyard simulator of a Rocket + Gemmini SoC (``CHIPYARD_SIM`` or ``--simulator``;
+``gemmini.chipyard``).  Beside the real-RTL cycles: our timing model's (``gemmini.sim.timing``) and our RTL's
+(``gemmini.sim.rtl``, its loop instructions expanded on the host) for the same stream, with the relative
+error per layer, and vendor / cosa on the real RTL.  The 15 layers are scaled down (spatial size, sequence
+length, widths) so that each program stays under about 200k cycles: the simulator runs 1-3 k cycles per
+second.  ``--full-size`` adds four full-size layers (a 3x3, a 1x1, conv1, a BERT GEMM; minutes each).
 
     CHIPYARD_SIM=/path/to/simulator-chipyard-<config> python bench/gemmini_chipyard.py \\
         [--layers a,b] [--jobs 2] [--mem-latency 16] [--provenance TEXT] [--json out.json] [--results bench/RESULTS.md]
@@ -78,9 +78,8 @@ LAYERS = {
 }
 #: Full-size layers (minutes each on the simulator: res4b_branch2b ran 465,390 cycles in 491 s): a 3x3, a 1x1,
 #: conv1 and a BERT GEMM, run with ``--full-size`` or named in ``--layers``.
-FULL = {f"{net}/{name} (full size)": (net, name) for net, name in
-        (("resnet50", "res4b_branch2b"), ("resnet50", "res4b_branch2a"), ("resnet50", "conv1"),
-         ("bert_base_128", "qkv_projection"))}
+FULL = {f"{zoo_name} (full size)": zoo_name for zoo_name in
+        ("resnet50/res4b_branch2b", "resnet50/res4b_branch2a", "resnet50/conv1", "bert_base_128/qkv_projection")}
 QUICK = ("res2a_branch2b 3x3 64->64 @8", "bert attention 64x64x64")
 RECORDED = Path(__file__).resolve().parent.parent / "tests" / "data" / "chipyard" / "real_cycles.json"
 PROGRAMS = ("cosa", "loops", "vendor")
@@ -128,8 +127,8 @@ def prepare(label: str, wl, workdir: Path, args) -> dict:
                 if name == "cosa":
                     d["ours"] = run_rtl.run_program_rtl(program, mem_latency=args.mem_latency).report.cycles
                 elif name == "loops":
-                    d["ours"] = rtl.run_trace(streams["loops"], vendor_image(loops.vendor, vendor_inputs(loops.vendor)), cfg,
-                                              mem_latency=args.mem_latency).cycles
+                    image = vendor_image(loops.vendor, vendor_inputs(loops.vendor))
+                    d["ours"] = rtl.run_trace(streams["loops"], image, cfg, mem_latency=args.mem_latency).cycles
                 else:
                     row = vendor_rtl_row(wl, scale=program.scale, mem_latency=args.mem_latency,
                                          relu=program.relu)
@@ -141,10 +140,7 @@ def prepare(label: str, wl, workdir: Path, args) -> dict:
 
 
 def _workload(label: str):
-    if label in FULL:
-        net, name = FULL[label]
-        return next(w for w in workloads.zoo.network(net) if w.name == name)
-    return LAYERS[label]
+    return workloads.load_one(FULL[label]) if label in FULL else LAYERS[label]
 
 
 def run_real(elf: str, args) -> dict:
@@ -433,10 +429,12 @@ def main(argv=None) -> int:
                      summary=CALIBRATION_SUMMARY)
         return 0
     data = run(args, console)
-    command = "CHIPYARD_SIM=... python bench/gemmini_chipyard.py" + (" --quick" if args.quick else "") + \
-        (" --full-size" if args.full_size else "") + (f" --tile-budget {args.tile_budget}" if args.tile_budget else "") + \
-        (f" --layers '{args.layers}'" if args.layers else "") + f" --jobs {args.jobs} --mem-latency {args.mem_latency}" + \
-        (" --calibrate" if args.calibrate else "")
+    command = " ".join(["CHIPYARD_SIM=... python bench/gemmini_chipyard.py"] + (["--quick"] if args.quick else []) +
+                       (["--full-size"] if args.full_size else []) +
+                       ([f"--tile-budget {args.tile_budget}"] if args.tile_budget else []) +
+                       ([f"--layers '{args.layers}'"] if args.layers else []) +
+                       [f"--jobs {args.jobs} --mem-latency {args.mem_latency}"] +
+                       (["--calibrate"] if args.calibrate else []))
     notes = (f"Simulator: {args.provenance}.  " if args.provenance else "") + (
         "Cycles: the program's own rdcycle around its accelerator work (core clock), fence included; every "
         "program checks its output against the embedded NumPy result.  Timing model and our RTL: the same "
