@@ -20,7 +20,9 @@ class Target:
     """``emit(workload, mapping, arch, args) -> source text``; ``run(workload, mapping, arch, args) ->
     dict`` with the keys verified, max_abs_err, reference, seconds, gflops, threads, mapping;
     ``default_arch``: the arch when ``--arch`` is not given; ``schedule_arch(workload, arch)``: the arch
-    the scheduler sees (the target's constraints added; None = ``arch``); ``command``: a target that
+    the scheduler sees (the target's constraints added; None = ``arch``); ``schedule_nest(workload)``:
+    the nest the scheduler maps and the target runs when no ``--mapping`` is given (None = ``workload``);
+    ``mip_options``: options the MIP scheduler gets for this target; ``command``: a target that
     takes no WORKLOAD, ``command(argv after the target's name) -> exit code`` (``cosa run NAME ...`` goes
     straight to it); ``summary``: one line of help per command ("emit", "run")."""
 
@@ -29,6 +31,8 @@ class Target:
     default_arch: str
     suffix: str = ".c"
     schedule_arch: Callable | None = None
+    schedule_nest: Callable | None = None
+    mip_options: dict = field(default_factory=dict)
     command: Callable | None = None
     summary: dict = field(default_factory=dict)
 
@@ -129,7 +133,15 @@ _CPU_SUMMARY = {"emit": "C + OpenMP from the mapping (cpu arch)",
                 "run": "C + OpenMP built with gcc and run on this machine, verified against NumPy"}
 _MPI_SUMMARY = {"run": "a distributed SpMM, SDDMM or FusedMM on MPI ranks"}
 
+def cpu_schedule_nest(workload):
+    """The CPU target's view of ``workload``: dims fused where the memory allows (``targets.cpu.kernel_nest``)."""
+    from targets.cpu import kernel_nest
+
+    return kernel_nest(workload)
+
+
 TARGETS: dict[str, Target] = {"cpu": Target(_cpu_emit, _cpu_run, "cpu", schedule_arch=cpu_schedule_arch,
+                                            schedule_nest=cpu_schedule_nest, mip_options={"ragged": True},
                                             summary=_CPU_SUMMARY),
                               "cuda": _gpu_target("cuda"),
                               "opencl": _gpu_target("opencl"),
@@ -188,18 +200,23 @@ def add_target_parsers(targets, command: str, func) -> None:
 
 
 def _mapping(args, workload, arch, target):
-    """(mapping, the arch it maps onto): the ``--mapping`` file on ``arch``, else the scheduler's mapping on
-    the target's view of ``arch`` (``Target.schedule_arch``; the CPU's adds its register file)."""
+    """(workload, mapping, the arch it maps onto): the ``--mapping`` file on ``arch``, else the scheduler's
+    mapping of the target's view of the nest (``Target.schedule_nest``; the CPU's fuses dims) on its view
+    of ``arch`` (``Target.schedule_arch``; the CPU's adds its register file)."""
     if args.mapping:
         from mappings import load_mapping
 
-        return load_mapping(args.mapping, arch, workload), arch
+        return workload, load_mapping(args.mapping, arch, workload), arch
     from cosa.scheduler import schedule
 
+    if target.schedule_nest is not None:
+        workload = target.schedule_nest(workload)
     if target.schedule_arch is not None:
         arch = target.schedule_arch(workload, arch)
-    return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
-                    time_limit_s=args.time_limit, seed=args.seed, bound=False).mapping, arch
+    options = target.mip_options if args.scheduler in ("cosa", "cosa-cold") else {}
+    return workload, schedule(workload, arch, scheduler=args.scheduler, objective=args.objective,
+                              solver=args.solver, time_limit_s=args.time_limit, seed=args.seed, bound=False,
+                              **options).mapping, arch
 
 
 def _setup(args):
@@ -210,7 +227,7 @@ def _setup(args):
     target = TARGETS[args.target]
     workload = _workload(args.workload, args.bits)
     arch = load_arch(args.arch or target.default_arch)
-    mapping, arch = _mapping(args, workload, arch, target)
+    workload, mapping, arch = _mapping(args, workload, arch, target)
     return target, workload, arch, mapping
 
 

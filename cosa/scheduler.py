@@ -35,7 +35,10 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     ``polish`` (loop-order refinement by the cost model, default True),
     ``min_utilization``, ``pad`` (a fraction: a dim may be padded by up to this much where its factors then
     fill the spatial fan-out better, ``cosa.mip.padding``; the Schedule is then of the padded layer, with
-    ``extra["padded"]``: analysis only, the code generators take unpadded schedules), ``warm_start``:
+    ``extra["padded"]``: analysis only, the code generators take unpadded schedules), ``ragged`` (True: on a
+    CPU arch with a register level, the vector dim may also be tiled past its bound, the last tile cut
+    to it, ``cosa.mip.ragged``; the Schedule is then of the padded nest, with ``extra["ragged"]``, and the
+    CPU code generator runs its mapping on the nest as written), ``warm_start``:
     default True, every solve starts from the best valid mapping known, at first a baseline's (the vendor's on a Gemmini preset); ``extra["warm_start"]`` says which
     start was used and whether the schedule returned is that start), "cosa-cold" (the MIP without a
     start: what it finds on its own), "gemmini-default" (the vendor's tiling),
@@ -59,7 +62,8 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     if scheduler == "cosa":
         from .mip import mip_schedule
 
-        allowed = {"weights", "order_levels", "polish", "min_utilization", "warm_start", "tie_tolerance", "pad"}
+        allowed = {"weights", "order_levels", "polish", "min_utilization", "warm_start", "tie_tolerance", "pad",
+                   "ragged"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'cosa'; known: {sorted(allowed)}",
@@ -68,9 +72,17 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
         if pad is not None and (isinstance(pad, bool) or not isinstance(pad, (int, float)) or not 0 <= pad <= 1):
             raise SchedulingError(f"pad must be a fraction in [0, 1] (how much a dim may grow), got {pad!r}",
                                   source=src, field="pad")
+        ragged = options.pop("ragged", False)
+        if not isinstance(ragged, bool) or (ragged and pad):
+            raise SchedulingError(f"ragged must be True or False, and not given with pad; got {ragged!r}",
+                                  source=src, field="ragged")
         mip_options = dict(objective=objective, solver=solver, time_limit_s=time_limit_s, mip_gap=mip_gap,
                            seed=seed, **options)
-        if pad:
+        if ragged:
+            from .mip.ragged import ragged_schedule
+
+            result = ragged_schedule(workload, arch, **mip_options)
+        elif pad:
             from .mip.padding import padded_schedule
 
             result = padded_schedule(workload, arch, pad, **mip_options)

@@ -11,6 +11,7 @@ gcc -O3 -march=native turns them into AVX/AVX-512/NEON loads, broadcasts and fus
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from .plan import C_TYPES, WORD_BYTES, Plan
 
@@ -63,6 +64,7 @@ class _Emitter:
         self.tid = {t.name: k for k, t in enumerate(self.w.tensors)}
         self.ctype = C_TYPES[plan.compute_dtype]
         self.lanes = plan.kernel.lanes
+        self.ker = plan.kernel  # the kernel tile being printed (a ragged dim's last one is cut)
         self.vector_bytes = vector_bytes
         self.p = _Printer()
 
@@ -307,7 +309,7 @@ class _Emitter:
     def block(self, li: str, mr: int, lj: str, nv: int, lanes: int, tail: int = 0) -> None:
         """One register block: rows li..li+mr-1 of dim i, nv vectors of ``lanes`` from lj along j, the last
         one with only ``tail`` valid lanes when ``tail`` > 0 (loaded and stored lane by lane)."""
-        p, ker, out = self.p, self.plan.kernel, self.w.output
+        p, ker, out = self.p, self.ker, self.w.output
         vector = lanes > 1
         ty = "vc_t" if vector else self.ctype
         ko = self.tid[out.name]
@@ -408,6 +410,22 @@ class _Emitter:
                 if pack:
                     terms[f"pl{k}[{a}]"] = -s
             p(f"const long o{k} = {_lin(terms, const)};")
+        for d, padded in self.plan.ragged.items():  # the last tile of a ragged dim: cut to the bound
+            full, bound = ker.extents[d], self.w.dims[d]
+            p.open(f"if (b_{self.dvar(d)} + {full} <= {bound})")
+            self.kernel_body(ker)
+            p.close()
+            p.open("else")
+            self.kernel_body(replace(ker, extents={**ker.extents, d: full - (padded - bound)}))
+            p.close()
+        if not self.plan.ragged:
+            self.kernel_body(ker)
+        p.close()
+
+    def kernel_body(self, ker) -> None:
+        """The register blocks of one kernel tile of ``ker``'s extents (``self.ker`` while they print)."""
+        p = self.p
+        self.ker = ker
         for d in ker.outer:
             p.open(f"for (long l_{self.dvar(d)} = 0; l_{self.dvar(d)} < {ker.extents[d]}; l_{self.dvar(d)}++)")
         e_i = ker.extents[ker.i] if ker.i is not None else 1
@@ -444,7 +462,7 @@ class _Emitter:
                 p.close()
             i_start += mr * count
         p.close(len(ker.outer))
-        p.close()
+        self.ker = self.plan.kernel
 
     # --- the kernel ----------------------------------------------------------------------------
     def kernel(self) -> str:

@@ -33,12 +33,12 @@ by the cores with ``fanout`` = cores, private caches, the innermost level fannin
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from costmodel.microkernel import block, register_tile
 from costmodel.microkernel import separable as output_separable
 from costmodel.packing import pack_box, pack_level, panel_axis, parallel_level
-from mappings import Mapping, validate
+from mappings import Mapping, MappingError, validate
 from workloads import LoopNest, resolve_dtype
 
 from .. import TargetError
@@ -108,6 +108,9 @@ class Plan:
     packs: dict             # tensor name -> Pack
     guarded: frozenset      # inputs read with bounds checks in the micro-kernel (padding, not packed)
     kernel: MicroKernel
+    ragged: dict = field(default_factory=dict)
+    """{dim: product of its factors} for a dim whose last kernel tile is cut to the bound
+    (``ragged_nest``); empty when the factors multiply to the bounds."""
 
     @property
     def inner_level(self) -> int:
@@ -228,7 +231,8 @@ def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int =
     ``scalar``: no vectors (lanes = 1).  Raises MappingError for an invalid mapping, TargetError for what
     the back end does not express (negative coefficients, sparse tensors, unsupported number types).
     """
-    validate(mapping, workload, arch)
+    tiles = ragged_nest(workload, mapping, arch)
+    validate(mapping, tiles, arch)
     _check_affine(workload)
     sparse = [t.name for t in workload.tensors if t.density < 1.0]
     if sparse:
@@ -242,14 +246,48 @@ def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int =
         raise TargetError("the output's indices leave its stored shape", source=f"workload {workload.name}",
                           field=f"tensors.{out.name}.shape")
     inner = kernel_level(mapping, arch)
-    loops, par_level = _band_loops(mapping, workload, inner)
-    packs = _packs(mapping, workload, arch, shapes, inner)
+    loops, par_level = _band_loops(mapping, tiles, inner)
+    packs = _packs(mapping, tiles, arch, shapes, inner)
+    # a ragged tile's kernel reads and writes inside the stored tensors: only padding needs guards there
     guarded = frozenset(t.name for t in workload.inputs
                         if t.name not in packs and needs_guard(t, workload.dims, shapes[t.name]))
-    kernel = _micro_kernel(mapping, workload, inner, vector_bytes, registers, WORD_BYTES[dtypes[out.name]],
+    kernel = _micro_kernel(mapping, tiles, inner, vector_bytes, registers, WORD_BYTES[dtypes[out.name]],
                            scalar or bool(guarded))
-    packs = {name: _with_panel(pk, workload.tensor(name), kernel, workload.dims) for name, pk in packs.items()}
-    return Plan(workload, mapping, arch, dtypes, shapes, tuple(loops), par_level, packs, guarded, kernel)
+    packs = {name: _with_panel(pk, workload.tensor(name), kernel, tiles.dims) for name, pk in packs.items()}
+    ragged = {d: b for d, b in tiles.dims.items() if b != workload.dims[d]}
+    return Plan(workload, mapping, arch, dtypes, shapes, tuple(loops), par_level, packs, guarded, kernel, ragged)
+
+
+def kernel_nest(workload: LoopNest) -> LoopNest:
+    """The nest the CPU code generator runs for ``workload``: its dims fused where the memory cannot tell
+    them apart (``workloads.fusion.fuse_all``: a 1x1 convolution's output rows and columns become one
+    row of pixels, which fills the vectors), else ``workload`` itself.  Same tensors, same memory, same
+    order of elements; the arrays are the original ones reshaped (``Plan.shapes``)."""
+    from workloads.fusion import fuse_all
+
+    return fuse_all(workload)
+
+
+def ragged_nest(workload: LoopNest, mapping: Mapping, arch) -> LoopNest:
+    """The nest whose tiles ``mapping`` states: ``workload`` itself, or, where the factors of one dim
+    multiply to more than its bound (a *ragged* dim: ``cosa.mip.ragged``), ``workload`` with that dim's
+    bound raised to their product.  The code then runs the last kernel tile of that dim cut to the
+    bound (``Plan.ragged``), so only the last one may reach past it: the product exceeds the bound by
+    less than the kernel tile's extent of the dim.  Raises MappingError otherwise."""
+    over = {d: mapping.factor(d) for d in workload.dims if mapping.factor(d) > workload.dims[d]}
+    if not over:
+        return workload
+    (d, product), *more = over.items()
+    src = "mapping"
+    if more:
+        raise MappingError(f"the factors of {sorted(over)} multiply past their bounds; only one dim may have a "
+                           "ragged last tile", source=src, field="levels")
+    extent = mapping.tile_extents(kernel_level(mapping, arch), [d])[d]
+    if product - workload.dims[d] >= extent:
+        raise MappingError(f"the factors of {d} multiply to {product}, {product - workload.dims[d]} past its bound "
+                           f"{workload.dims[d]}: only the last kernel tile ({extent} of {d}) may be ragged, and "
+                           "it would be empty", source=src, field=f"factors.{d}")
+    return workload.with_dims(**over)
 
 
 def _with_panel(pack: Pack, tensor, kernel: MicroKernel, bounds: dict) -> Pack:

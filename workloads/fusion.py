@@ -1,0 +1,108 @@
+"""Dims fused into one where the memory cannot tell them apart.
+
+Two dims ``a`` and ``b`` of a nest *fuse* into one dim ``ab`` of bound ``A * B`` when every tensor either
+has neither or indexes them alone, unit-stride, on two adjacent axes (``a`` first) whose inner axis holds
+exactly ``B`` words: element ``(.., a, b, ..)`` then sits at ``a * B + b`` of one axis of ``A * B`` words,
+so the fused nest reads and writes the same memory in the same order of elements.  A 1x1 stride-1
+convolution's output pixels (``Outputs[N][K][Q][P]``, ``Inputs[N][C][Q][P]``) fuse into one row of ``Q *
+P`` pixels: a 14 x 14 image becomes a row of 196, which fills 16-lane vectors where a row of 14 does not.
+A sliding window (``Q + S`` with ``S > 1``), a stride (``2*Q``), padding (an input axis longer or shorter
+than the output's) or a dim that indexes one tensor and not another keep the dims apart.
+
+Dims of bound 1 are dropped first (each of their terms is 0), so ``P + R`` with ``R = 1`` reads as ``P``;
+an axis left without terms holds one word.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .ir import AffineExpr, LoopNest, Tensor
+
+
+def squeeze(nest: LoopNest) -> LoopNest:
+    """``nest`` without its dims of bound 1 (their terms are 0 in every index); the nest itself when it has
+    none, or when all its dims are 1."""
+    unit = {d for d, b in nest.dims.items() if b == 1}
+    if not unit or len(unit) == len(nest.dims):
+        return nest
+    tensors = tuple(_with_indices(t, tuple(AffineExpr(tuple((d, c) for d, c in e.terms if d not in unit),
+                                                       e.offset) for e in t.indices), t.shape)
+                    for t in nest.tensors)
+    dims = {d: b for d, b in nest.dims.items() if d not in unit}
+    return LoopNest(nest.name, dims, tensors, nest.repeat, dict(nest.op))
+
+
+def _with_indices(t: Tensor, indices: tuple, shape) -> Tensor:
+    return Tensor(t.name, indices, t.role, t.bits, t.density, shape, t.dtype)
+
+
+def _alone(expr: AffineExpr) -> str | None:
+    """The dim of an index that is one dim with coefficient 1 and no offset, else None."""
+    return expr.terms[0][0] if len(expr.terms) == 1 and expr.terms[0][1] == 1 and expr.offset == 0 else None
+
+
+def _axis_pair(t: Tensor, a: str, b: str, bounds: dict) -> int | None:
+    """The axis of ``a`` in ``t`` when ``t`` holds ``a`` and ``b`` alone on adjacent axes (``a`` first),
+    mentions neither elsewhere, and stores exactly ``bounds[b]`` words along ``b``'s axis (and at least
+    ``bounds[a]`` along ``a``'s); else None."""
+    for k in range(len(t.indices) - 1):
+        if _alone(t.indices[k]) == a and _alone(t.indices[k + 1]) == b:
+            others = [e for n, e in enumerate(t.indices) if n not in (k, k + 1)]
+            if any(a in e.dims or b in e.dims for e in others):
+                return None
+            if t.shape is not None and (t.shape[k + 1] != bounds[b] or t.shape[k] < bounds[a]):
+                return None
+            return k
+    return None
+
+
+def fusable(nest: LoopNest, a: str, b: str) -> bool:
+    """Whether dims ``a`` (outer) and ``b`` (inner) of ``nest`` fuse (the module docstring)."""
+    if a == b:
+        return False
+    for t in nest.tensors:
+        if a not in t.dims and b not in t.dims:
+            continue
+        if _axis_pair(t, a, b, nest.dims) is None:
+            return False
+    return True
+
+
+def fuse(nest: LoopNest, a: str, b: str) -> LoopNest:
+    """``nest`` with ``a`` and ``b`` fused into the dim ``a + b`` (the names joined) at ``a``'s place;
+    ``fusable`` must hold."""
+    name = a + b
+    tensors = []
+    for t in nest.tensors:
+        k = _axis_pair(t, a, b, nest.dims) if (a in t.dims or b in t.dims) else None
+        if k is None:
+            tensors.append(t)
+            continue
+        indices = t.indices[:k] + (AffineExpr.of(name),) + t.indices[k + 2:]
+        shape = None if t.shape is None else t.shape[:k] + (t.shape[k] * t.shape[k + 1],) + t.shape[k + 2:]
+        tensors.append(_with_indices(t, indices, shape))
+    dims = {}
+    for d, bound in nest.dims.items():
+        if d == a:
+            dims[name] = bound * nest.dims[b]
+        elif d != b:
+            dims[d] = bound
+    fused = {**nest.op.get("fused_dims", {}), name: [a, b]}
+    return LoopNest(nest.name, dims, tuple(tensors), nest.repeat, {**nest.op, "fused_dims": fused})
+
+
+def fuse_all(nest: LoopNest) -> LoopNest:
+    """``nest`` squeezed (``squeeze``) and then with every fusable pair of dims fused, repeatedly, until
+    none is left; the same MACs and the same memory per tensor.  ``nest`` itself when no pair fuses.  The
+    pairs are tried in the order of the nest's dims, so the result depends on the nest alone."""
+    out = squeeze(nest)
+    if not any(fusable(out, a, b) for a in out.dims for b in out.dims):
+        return nest
+    while True:
+        pair = next(((a, b) for a in out.dims for b in out.dims if fusable(out, a, b)), None)
+        if pair is None:
+            break
+        out = fuse(out, *pair)
+    assert math.prod(out.dims.values()) == nest.macs
+    return out
