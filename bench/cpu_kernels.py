@@ -6,7 +6,9 @@ all threads (``--cases``/``--threads`` pick some).  Ours: the code generated for
 this machine's arch (``cosa arch calibrate cpu``, or ``--arch``) as ``cosa run cpu`` schedules it
 (``targets.cpu.plan.arch_for`` with the register file as the innermost level: accumulators in registers,
 the innermost cache holding the vector operand's panel; cores split output dims, lanes the output's
-contiguous dim).  "Cache model": the MIP's mapping on the arch without the register level (the L1 tile
+contiguous dim; the nest ``targets.cpu.kernel_nest`` gives, a 1x1 convolution's pixels fused into one
+row, run on the same arrays; the vector dim may be tiled past its bound, the last tile cut:
+``cosa.mip.ragged``).  "Cache model": the MIP's mapping on the arch without the register level (the L1 tile
 holds A, B and C, as before the register level), same code generator.  NumPy: ``A @ B`` (GEMM), im2col +
 ``@`` (convolutions), unfolded tensor times the Khatri-Rao product (MTTKRP), its BLAS pinned to the same
 thread count with threadpoolctl (the OpenBLAS kernel set it loaded is printed; run with
@@ -49,14 +51,19 @@ import workloads  # noqa: E402
 from workloads.dtypes import apply_dtype  # noqa: E402
 
 from targets.cpu import build as cbuild  # noqa: E402
-from targets.cpu import compile_kernel  # noqa: E402
-from targets.cpu.plan import C_TYPES, arch_for, output_separable  # noqa: E402
+from targets.cpu import compile_kernel, kernel_nest  # noqa: E402
+from targets.cpu.plan import C_TYPES, arch_for, output_separable, stored_shape  # noqa: E402
 from targets.cpu.reference import random_inputs  # noqa: E402
 
 from bench.cpu_rank import on_cores, rank_study, rank_table, register_arch  # noqa: E402
 
-CONV3 = ("res2a_branch2b", "res3b_branch2b", "res4b_branch2b", "res5b_branch2b")
-CONV1 = ("res2a_branch2a", "res2a_branch2c", "res4b_branch2a", "res4a_branch2c")
+#: every distinct 3x3 and 1x1 convolution of ResNet-50 (batch 1), in the zoo's order
+CONV3 = ("res2a_branch2b", "res3a_branch2b", "res3b_branch2b", "res4a_branch2b", "res4b_branch2b", "res5a_branch2b",
+         "res5b_branch2b")
+CONV1 = ("res2a_branch2a", "res2a_branch2c", "res2b_branch2a", "res3a_branch2a", "res3a_branch2c", "res3a_branch1",
+         "res3b_branch2a", "res4a_branch2a", "res4a_branch2c", "res4a_branch1", "res4b_branch2a", "res5a_branch2a",
+         "res5a_branch2c", "res5a_branch1", "res5b_branch2a")
+QUICK = ("res2a_branch2b", "res4b_branch2b", "res2a_branch2a")
 
 
 def typed(nest, dtype):
@@ -68,7 +75,7 @@ def cases(quick: bool) -> list:
     for n in ((256, 1024) if quick else (256, 512, 1024, 2048)):
         for dt in ("float32", "float64"):
             out.append(typed(workloads.matmul(f"gemm{n}_{dt[-2:]}", M=n, N=n, K=n), dt))
-    for name in (CONV3[:1] + CONV3[2:3] if quick else CONV3) + (CONV1[:1] if quick else CONV1):
+    for name in QUICK if quick else CONV3 + CONV1:
         out.append(typed(workloads.load_one(f"resnet50/{name}"), "float32"))
     out.append(typed(workloads.einsum("ikl,kj,lj->ij", {"i": 256, "j": 32, "k": 64, "l": 64}, name="mttkrp"),
                      "float32"))
@@ -178,9 +185,10 @@ def interleaved(calls: dict, repeat: int, threads: int) -> dict:
 
 
 def mip_mapping(w, arch, time_limit):
+    """The MIP's mapping as ``cosa run cpu`` schedules it (ragged last tiles allowed)."""
     from cosa.scheduler import schedule
 
-    return schedule(w, arch, time_limit_s=time_limit, bound=False, seed=0).mapping
+    return schedule(w, arch, time_limit_s=time_limit, bound=False, seed=0, ragged=True).mapping
 
 
 def tile_text(kernel) -> str:
@@ -208,28 +216,31 @@ def tvm_kernels(w, arrays, ref, trials_list) -> dict:
 def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs, tvm_trials=()):
     from threadpoolctl import threadpool_limits
 
-    arch = register_arch(w, base)
+    kw = kernel_nest(w)  # the nest cosa run cpu maps: a 1x1 convolution's pixels fused into one row
+    arch = register_arch(kw, base)
     t0 = time.perf_counter()
-    mapping = mip_mapping(w, arch, time_limit)
+    mapping = mip_mapping(kw, arch, time_limit)
     mip_s = time.perf_counter() - t0
-    kernel = compile_kernel(w, mapping, arch)
-    cache_arch = arch_for(w, base)
-    cache_kernel = compile_kernel(w, mip_mapping(w, cache_arch, time_limit), cache_arch)
-    arrays = random_inputs(w, kernel.plan.dtypes, kernel.plan.shapes, 0)
+    kernel = compile_kernel(kw, mapping, arch)
+    cache_arch = arch_for(kw, base)
+    cache_kernel = compile_kernel(kw, mip_mapping(kw, cache_arch, time_limit), cache_arch)
+    arrays = random_inputs(kw, kernel.plan.dtypes, kernel.plan.shapes, 0)
+    # the baselines take the same memory in the layer's own shapes
+    shaped = {t.name: arrays[t.name].reshape(stored_shape(t, w.dims)) for t in w.inputs}
     out = kernel(arrays, threads=1)
     cout = cache_kernel(arrays, threads=1)
-    ref = numpy_baseline(w, arrays)()
+    ref = numpy_baseline(w, shaped)()
     scale = max(1.0, float(np.max(np.abs(ref))))
     err = max(float(np.max(np.abs(o.reshape(ref.shape) - ref))) / scale for o in (out, cout))
-    tvms = tvm_kernels(w, arrays, ref, tvm_trials) if tvm_trials else {}
+    tvms = tvm_kernels(w, shaped, ref, tvm_trials) if tvm_trials else {}
     err = max([err] + [e for _, e, _ in tvms.values()])
-    naive = naive_kernel(w, kernel) if w.macs <= naive_max_macs else None
+    naive = naive_kernel(kw, kernel) if w.macs <= naive_max_macs else None
     nout = np.empty_like(out)
-    ptrs = [arrays[t.name].ctypes.data for t in w.inputs] + [nout.ctypes.data]
+    ptrs = [arrays[t.name].ctypes.data for t in kw.inputs] + [nout.ctypes.data]
     rows = []
     for th in threads_list:
         tvm_calls = {f"tvm{t}": tvms[t][0] for t in tvms} if th == 1 else {}  # compiled for one core
-        base_fn = numpy_baseline(w, arrays)
+        base_fn = numpy_baseline(w, shaped)
         with threadpool_limits(th):
             kernel(arrays, out, th), cache_kernel(arrays, cout, th), base_fn()  # warm-up round, not timed
             for call in tvm_calls.values():
