@@ -10,7 +10,8 @@ still has (``Cost`` counts no fill for it) is copied again when a loop between t
 Copies per core = the iterations, per core, of the loops above the pack level from the outermost down to
 the innermost one whose dim indexes the tensor (loops inside that one leave the origin where it is; a
 parallel loop's iterations are shared by the cores).  Words per copy = the tile's box (halo included:
-``AffineExpr.extent`` per axis).  Cycles = words x ``pack_cycles_per_word`` (``MicroKernelSpec``: what
+``AffineExpr.extent`` per axis; an axis indexed by one dim with a stride, a 1x1 convolution's ``2*P``, is
+*compacted*: the box holds only the positions the tile reads, ``compacted_axes``).  Cycles = words x ``pack_cycles_per_word`` (``MicroKernelSpec``: what
 ``cosa arch calibrate cpu`` measures on copies shaped as the generator's, row and panel copies alike).
 
 A tile stored as micro-kernel *panels* (``panel_axis``: the blocks' rows or vectors contiguous, as a
@@ -41,10 +42,25 @@ def pack_level(mapping, workload, arch, tensor, kernel: int) -> int | None:
     return next((lv for lv in range(first, kernel + 1) if mapping.stores(lv, tensor, arch)), None)
 
 
+def compacted_axes(tensor, bounds: dict) -> dict[int, int]:
+    """{axis: stride} of ``tensor``'s axes indexed by one dim (of those with bound > 1) with a coefficient
+    above 1: a pack keeps every ``stride``-th position of such an axis, the ones the nest reads, so the
+    packed tile is dense along that dim (a stride-2 1x1 convolution's input rows)."""
+    out = {}
+    for a, e in enumerate(tensor.indices):
+        live = [(d, c) for d, c in e.terms if bounds[d] > 1]
+        if len(live) == 1 and live[0][1] > 1:
+            out[a] = live[0][1]
+    return out
+
+
 def pack_box(mapping, workload, tensor, level: int) -> tuple[int, ...]:
-    """Words per axis of ``tensor``'s packed tile at ``level`` (the range of each index over the tile)."""
+    """Words per axis of ``tensor``'s packed tile at ``level``: the range of each index over the tile, or,
+    along a compacted axis (``compacted_axes``), the positions it reads."""
     extents = mapping.tile_extents(level, workload.dims)
-    return tuple(expr.extent(extents) for expr in tensor.indices)
+    compact = compacted_axes(tensor, workload.dims)
+    return tuple(extents[next(d for d, _ in expr.terms if workload.dims[d] > 1)] if a in compact
+                 else expr.extent(extents) for a, expr in enumerate(tensor.indices))
 
 
 def copies_per_core(mapping, workload, tensor, level: int, kernel: int) -> int:
@@ -83,9 +99,11 @@ def panel_axis(tensor, blk, extents: dict, box: tuple, bounds: dict) -> tuple[in
         if d == blk.i and blk.j in tensor.dims:
             return None  # the kernel loads this tensor as vectors along j: rows panelled along i would gather them
         axes = [a for a, e in enumerate(tensor.indices) if d in e.dims]
-        # the axis moves with d alone (other dims on it have bound 1, as a 1x1 convolution's R): then the
-        # blocks start on panel boundaries, so no vector straddles two panels
-        if len(axes) != 1 or [(d2, c) for d2, c in tensor.indices[axes[0]].terms if bounds[d2] > 1] != [(d, 1)]:
+        # the axis moves with d alone (other dims on it have bound 1, as a 1x1 convolution's R; with a
+        # stride the pack compacts it, ``compacted_axes``): then the blocks start on panel boundaries, so
+        # no vector straddles two panels
+        live = [(d2, c) for d2, c in tensor.indices[axes[0]].terms if bounds[d2] > 1] if len(axes) == 1 else []
+        if len(live) != 1 or live[0][0] != d or live[0][1] < 1:
             continue
         return (axes[0], width) if box[axes[0]] % width == 0 else None
     return None

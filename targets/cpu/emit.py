@@ -30,6 +30,13 @@ def _strides(shape) -> list[int]:
     return out[::-1]
 
 
+def _step(pack, axis: int) -> str:
+    """C text multiplying a box position along ``axis`` into an index step: the stride of a compacted
+    axis (``Pack.compact``), else nothing."""
+    stride = pack.compact.get(axis)
+    return f"{stride}*" if stride else ""
+
+
 def _lin(terms: dict, const: int = 0) -> str:
     """C text of const + sum coef * var (terms: var -> coef), without zero terms."""
     parts = [f"{c}*{v}" if c != 1 else v for v, c in terms.items() if c]
@@ -104,9 +111,24 @@ class _Emitter:
         return None if pack is None or pack.panel is None else t.indices[pack.panel[0]].dims[0]
 
     def gstride(self, t, d: str) -> int:
-        """Elements moved in ``t``'s layout when dim ``d`` moves by one."""
+        """Elements moved in ``t``'s layout when dim ``d`` moves by one (one position along an axis its
+        pack compacts, ``Pack.compact``)."""
         _, strides = self.layout(t)
-        return sum(s * e.coef(d) for s, e in zip(strides, t.indices))
+        pack = self.plan.packs.get(t.name)
+        compact = pack.compact if pack is not None else {}
+        return sum(s * (min(1, abs(e.coef(d))) if a in compact else e.coef(d))
+                   for a, (s, e) in enumerate(zip(strides, t.indices)))
+
+    def position(self, t, a: int) -> tuple[dict, int]:
+        """(terms, constant) of the C expression of the position along axis ``a`` of ``t``'s pack of the
+        kernel tile's origin: its index there less the pack's origin ``pl``, divided by the stride of a
+        compacted axis (whose other terms are dims of bound 1, always 0)."""
+        k, e = self.tid[t.name], t.indices[a]
+        stride = self.plan.packs[t.name].compact.get(a)
+        if stride is None:
+            return {f"b_{self.dvar(d)}": c for d, c in e.terms} | {f"pl{k}[{a}]": -1}, e.offset
+        d = next(d for d, c in e.terms if c == stride and self.w.dims[d] > 1)
+        return {f"b_{self.dvar(d)}": 1, f"((pl{k}[{a}] - ({e.offset})) / {stride})": -1}, 0
 
     # --- prelude ---------------------------------------------------------------------------
     def prelude(self) -> None:
@@ -203,14 +225,18 @@ class _Emitter:
             p.open(f"for (long a{a} = 0; a{a} < {pk.box[a]}; a{a}++)")
             row.append(f"a{a}*{_strides(pk.box)[a]}")
         dst = f"pk{k} + " + (" + ".join(row) if row else "0")
-        src = " + ".join(f"(lo{a} + a{a})*{src_strides[a]}" for a in range(n - 1)) or "0"
+        at = {a: f"(lo{a} + {_step(pk, a)}a{a})" for a in range(n - 1)}
+        src = " + ".join(f"{at[a]}*{src_strides[a]}" for a in range(n - 1)) or "0"
         last, e_last = n - 1, pk.box[-1]
         if pk.guard:
-            ok = " && ".join(f"lo{a} + a{a} >= 0 && lo{a} + a{a} < {shape[a]}" for a in range(n - 1)) or "1"
+            ok = " && ".join(f"{at[a]} >= 0 && {at[a]} < {shape[a]}" for a in range(n - 1)) or "1"
             p(f"{it} *dst = {dst};")
             p(f"const int ok = {ok};")
-            p(f"for (long a = 0; a < {e_last}; a++) {{ long s = lo{last} + a; "
+            p(f"for (long a = 0; a < {e_last}; a++) {{ long s = lo{last} + {_step(pk, last)}a; "
               f"dst[a] = (ok && s >= 0 && s < {shape[last]}) ? t{k}[{src} + s] : 0; }}")
+        elif last in pk.compact:
+            p(f"{it} *dst = {dst};")
+            p(f"for (long a = 0; a < {e_last}; a++) dst[a] = t{k}[{src} + lo{last} + {_step(pk, last)}a];")
         else:
             p(f"memcpy({dst}, t{k} + {src} + lo{last}, {e_last} * sizeof({it}));")
         p.close(n - 1)
@@ -233,7 +259,7 @@ class _Emitter:
         p(f"{it} *dst = pk{k} + {' + '.join(dst)};")
         p(f"const long a{axis}0 = pn*{width};")
         p.open(f"for (long w = 0; w < {width}; w++)")
-        coord = {a: f"(lo{a} + a{a})" for a in others} | {axis: f"(lo{axis} + a{axis}0 + w)"}
+        coord = {a: f"(lo{a} + {_step(pk, a)}a{a})" for a in others} | {axis: f"(lo{axis} + {_step(pk, axis)}(a{axis}0 + w))"}
         src = " + ".join(f"{coord[a]}*{src_strides[a]}" for a in range(n))
         if pk.guard:
             ok = " && ".join(f"{coord[a]} >= 0 && {coord[a]} < {shape[a]}" for a in range(n))
@@ -397,18 +423,14 @@ class _Emitter:
             const = 0
             pack = self.plan.packs.get(t.name)
             if pack is not None and pack.panel is not None:
-                axis = pack.panel[0]
-                e = t.indices[axis]
-                q_terms = {f"b_{self.dvar(d)}": c for d, c in e.terms} | {f"pl{k}[{axis}]": -1}
-                p(f"const long q{k} = {_lin(q_terms, e.offset)};")
+                p(f"const long q{k} = {_lin(*self.position(t, pack.panel[0]))};")
             for a, (s, e) in enumerate(zip(strides, t.indices)):
                 if pack is not None and pack.panel is not None and a == pack.panel[0]:
                     continue
-                const += s * e.offset
-                for d, c in e.terms:
-                    terms[f"b_{self.dvar(d)}"] = terms.get(f"b_{self.dvar(d)}", 0) + s * c
-                if pack:
-                    terms[f"pl{k}[{a}]"] = -s
+                at, c0 = self.position(t, a) if pack else ({f"b_{self.dvar(d)}": c for d, c in e.terms}, e.offset)
+                const += s * c0
+                for v, c in at.items():
+                    terms[v] = terms.get(v, 0) + s * c
             p(f"const long o{k} = {_lin(terms, const)};")
         for d, padded in self.plan.ragged.items():  # the last tile of a ragged dim: cut to the bound
             full, bound = ker.extents[d], self.w.dims[d]

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from costmodel.microkernel import block, register_tile
 from costmodel.microkernel import separable as output_separable
-from costmodel.packing import pack_box, pack_level, panel_axis, parallel_level
+from costmodel.packing import compacted_axes, pack_box, pack_level, panel_axis, parallel_level
 from mappings import Mapping, MappingError, validate
 from workloads import LoopNest, resolve_dtype
 
@@ -74,6 +74,9 @@ class Pack:
     order with ``width`` consecutive positions of ``axis`` innermost (the order the micro-kernel reads:
     a row block of ``mr`` A rows per K step, or ``nv`` x lanes of B per K step), so a micro-kernel
     walks one contiguous panel instead of rows a box apart (which map onto a few cache sets)."""
+    compact: dict = field(default_factory=dict)
+    """{axis: stride}: axes indexed by one dim with a stride, of which the box keeps every stride-th
+    position, the ones read (``costmodel.packing.compacted_axes``): there the box is dense along the dim."""
 
     @property
     def words(self) -> int:
@@ -199,8 +202,9 @@ def _packs(mapping, workload, arch, shapes, inner) -> dict:
         if level is None:
             continue
         box = pack_box(mapping, workload, t, level)
-        assert math.prod(box) >= t.tile_words(mapping.tile_extents(level, workload.dims))
-        packs[t.name] = Pack(t.name, level, box, needs_guard(t, workload.dims, shapes[t.name]))
+        compact = compacted_axes(t, workload.dims)
+        assert compact or math.prod(box) >= t.tile_words(mapping.tile_extents(level, workload.dims))
+        packs[t.name] = Pack(t.name, level, box, needs_guard(t, workload.dims, shapes[t.name]), compact=compact)
     return packs
 
 

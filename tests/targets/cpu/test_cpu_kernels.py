@@ -37,6 +37,9 @@ def _dense_cases():
         workloads.conv2d("conv_sd", C=4, K=8, H=11, W=13, R=3, S=3, stride=2, padding=(1, 2), dilation=(2, 1),
                          bits=32),
         workloads.conv2d("conv_g", C=8, K=12, H=7, W=7, R=3, S=3, padding=1, groups=4, bits=32),
+        # strided 1x1: packs keep every other input position (Pack.compact), with and without padding
+        workloads.conv2d("conv1x1_s2", C=8, K=16, H=12, W=14, R=1, S=1, stride=2, bits=32),
+        workloads.conv2d("conv1x1_s3p", C=6, K=16, H=13, W=11, R=1, S=1, stride=(3, 2), padding=(1, 2), bits=32),
         workloads.depthwise_conv2d("dw", C=8, H=9, W=9, R=3, S=3, padding=1, bits=32),
         _int8(workloads.conv2d("conv_i8", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=I8)),
         workloads.einsum("ikl,kj,lj->ij", {"i": 12, "j": 16, "k": 5, "l": 6}, name="mttkrp", bits=32),
@@ -233,3 +236,16 @@ def test_a_row_under_half_a_vector_runs_in_partial_vectors_and_verifies():
     out = k(arrays, threads=1)
     ref = reference(w, arrays, k.plan.shapes, k.plan.compute_dtype)
     assert np.allclose(out.reshape(ref.shape), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_a_strided_1x1_convolution_packs_only_the_positions_it_reads():
+    w = workloads.conv2d("c", C=16, K=16, H=28, W=28, R=1, S=1, stride=2, bits=32)
+    m = Mapping((LevelMapping(temporal={"C": 2}), LevelMapping(), LevelMapping(temporal={"Q": 14}),
+                 LevelMapping(temporal={"K": 16, "C": 8}, spatial={"P": 14})))
+    k = compile_kernel(w, m, ARCH)
+    pk = k.plan.packs["Inputs"]
+    assert pk.compact == {2: 2, 3: 2} and pk.box[2:] == (14, 14)   # 14 of 27 positions in each direction
+    assert "ldg_" not in k.source.split("cosa_kernel(")[1]             # rows read as vectors, not gathers
+    arrays = random_inputs(w, k.plan.dtypes, k.plan.shapes, 0)
+    np.testing.assert_allclose(k(arrays, threads=2), reference(w, arrays, k.plan.shapes, "float32"),
+                               rtol=1e-5, atol=1e-5)
