@@ -10,8 +10,8 @@ still has (``Cost`` counts no fill for it) is copied again when a loop between t
 Copies per core = the iterations, per core, of the loops above the pack level from the outermost down to
 the innermost one whose dim indexes the tensor (loops inside that one leave the origin where it is; a
 parallel loop's iterations are shared by the cores).  Words per copy = the tile's box (halo included:
-``AffineExpr.extent`` per axis; an axis indexed by one dim with a stride, a 1x1 convolution's ``2*P``, is
-*compacted*: the box holds only the positions the tile reads, ``compacted_axes``).  Cycles = words x ``pack_cycles_per_word`` (``MicroKernelSpec``: what
+``AffineExpr.extent`` per axis; an axis that moves an output pixel with a stride, ``2*P + R``, is
+*unrolled*: one word per point of its dims, ``unrolled_axes``).  Cycles = words x ``pack_cycles_per_word`` (``MicroKernelSpec``: what
 ``cosa arch calibrate cpu`` measures on copies shaped as the generator's, row and panel copies alike).
 
 A tile stored as micro-kernel *panels* (``panel_axis``: the blocks' rows or vectors contiguous, as a
@@ -42,25 +42,30 @@ def pack_level(mapping, workload, arch, tensor, kernel: int) -> int | None:
     return next((lv for lv in range(first, kernel + 1) if mapping.stores(lv, tensor, arch)), None)
 
 
-def compacted_axes(tensor, bounds: dict) -> dict[int, int]:
-    """{axis: stride} of ``tensor``'s axes indexed by one dim (of those with bound > 1) with a coefficient
-    above 1: a pack keeps every ``stride``-th position of such an axis, the ones the nest reads, so the
-    packed tile is dense along that dim (a stride-2 1x1 convolution's input rows)."""
-    out = {}
+def unrolled_axes(tensor, workload) -> dict[int, tuple[str, ...]]:
+    """{axis: dims, outer to inner} of ``tensor``'s axes that a pack *unrolls*: an axis whose index moves an
+    output pixel dim (one that indexes the output alone on an axis) with a stride, ``2*Q`` of a strided 1x1
+    convolution or ``2*P + R`` of a strided 3x3 one.  The packed box holds such an axis as one position per
+    point of its dims' tile (``R x P`` words for ``2*P + R``: an im2col of that axis), the strided pixel
+    dim innermost, so the micro-kernel reads it as unit-stride vectors, not gathers.  Dims of bound 1 have
+    no place (their terms are 0)."""
+    bounds, out = workload.dims, workload.output
+    alone = {e.terms[0][0] for e in out.indices if len(e.terms) == 1}
+    found = {}
     for a, e in enumerate(tensor.indices):
         live = [(d, c) for d, c in e.terms if bounds[d] > 1]
-        if len(live) == 1 and live[0][1] > 1:
-            out[a] = live[0][1]
-    return out
+        if live and all(c > 0 for _, c in live) and any(c > 1 and d in alone for d, c in live):
+            found[a] = tuple(d for d, c in sorted(live, key=lambda dc: (dc[0] in alone and dc[1] > 1, dc[1], dc[0])))
+    return found
 
 
 def pack_box(mapping, workload, tensor, level: int) -> tuple[int, ...]:
     """Words per axis of ``tensor``'s packed tile at ``level``: the range of each index over the tile, or,
-    along a compacted axis (``compacted_axes``), the positions it reads."""
+    along an unrolled axis (``unrolled_axes``), the product of its dims' tile extents."""
     extents = mapping.tile_extents(level, workload.dims)
-    compact = compacted_axes(tensor, workload.dims)
-    return tuple(extents[next(d for d, _ in expr.terms if workload.dims[d] > 1)] if a in compact
-                 else expr.extent(extents) for a, expr in enumerate(tensor.indices))
+    compact = unrolled_axes(tensor, workload)
+    return tuple(math.prod(extents[d] for d in compact[a]) if a in compact else expr.extent(extents)
+                 for a, expr in enumerate(tensor.indices))
 
 
 def copies_per_core(mapping, workload, tensor, level: int, kernel: int) -> int:
@@ -100,7 +105,7 @@ def panel_axis(tensor, blk, extents: dict, box: tuple, bounds: dict) -> tuple[in
             return None  # the kernel loads this tensor as vectors along j: rows panelled along i would gather them
         axes = [a for a, e in enumerate(tensor.indices) if d in e.dims]
         # the axis moves with d alone (other dims on it have bound 1, as a 1x1 convolution's R; with a
-        # stride the pack compacts it, ``compacted_axes``): then the blocks start on panel boundaries, so
+        # stride the pack unrolls it, ``unrolled_axes``): then the blocks start on panel boundaries, so
         # no vector straddles two panels
         live = [(d2, c) for d2, c in tensor.indices[axes[0]].terms if bounds[d2] > 1] if len(axes) == 1 else []
         if len(live) != 1 or live[0][0] != d or live[0][1] < 1:

@@ -30,11 +30,13 @@ def _strides(shape) -> list[int]:
     return out[::-1]
 
 
-def _step(pack, axis: int) -> str:
-    """C text multiplying a box position along ``axis`` into an index step: the stride of a compacted
-    axis (``Pack.compact``), else nothing."""
-    stride = pack.compact.get(axis)
-    return f"{stride}*" if stride else ""
+def _radices(pack, axis: int) -> dict:
+    """{dim: positions one step of it moves} along an unrolled axis of ``pack`` (``Pack.unrolled``)."""
+    out, step = {}, 1
+    for d, extent in reversed(pack.unrolled[axis]):
+        out[d] = step
+        step *= extent
+    return out
 
 
 def _lin(terms: dict, const: int = 0) -> str:
@@ -111,24 +113,40 @@ class _Emitter:
         return None if pack is None or pack.panel is None else t.indices[pack.panel[0]].dims[0]
 
     def gstride(self, t, d: str) -> int:
-        """Elements moved in ``t``'s layout when dim ``d`` moves by one (one position along an axis its
-        pack compacts, ``Pack.compact``)."""
+        """Elements moved in ``t``'s layout when dim ``d`` moves by one (its radix along an axis its pack
+        unrolls, ``Pack.unrolled``)."""
         _, strides = self.layout(t)
         pack = self.plan.packs.get(t.name)
-        compact = pack.compact if pack is not None else {}
-        return sum(s * (min(1, abs(e.coef(d))) if a in compact else e.coef(d))
+        unrolled = pack.unrolled if pack is not None else {}
+        return sum(s * (_radices(pack, a).get(d, 0) if a in unrolled else e.coef(d))
                    for a, (s, e) in enumerate(zip(strides, t.indices)))
 
     def position(self, t, a: int) -> tuple[dict, int]:
         """(terms, constant) of the C expression of the position along axis ``a`` of ``t``'s pack of the
-        kernel tile's origin: its index there less the pack's origin ``pl``, divided by the stride of a
-        compacted axis (whose other terms are dims of bound 1, always 0)."""
-        k, e = self.tid[t.name], t.indices[a]
-        stride = self.plan.packs[t.name].compact.get(a)
-        if stride is None:
-            return {f"b_{self.dvar(d)}": c for d, c in e.terms} | {f"pl{k}[{a}]": -1}, e.offset
-        d = next(d for d, c in e.terms if c == stride and self.w.dims[d] > 1)
-        return {f"b_{self.dvar(d)}": 1, f"((pl{k}[{a}] - ({e.offset})) / {stride})": -1}, 0
+        kernel tile's origin: its index there less the pack's (``pl``), or along an unrolled axis each
+        dim's offset from the pack's first value of it times its radix."""
+        k, e, pack = self.tid[t.name], t.indices[a], self.plan.packs[t.name]
+        if a not in pack.unrolled:
+            return {f"b_{self.dvar(d)}": c for d, c in e.terms} | {f"pl{k}[{pack.slots.index((a, None))}]": -1}, e.offset
+        terms = {}
+        for d, radix in _radices(pack, a).items():
+            terms[f"b_{self.dvar(d)}"] = radix
+            terms[f"pl{k}[{pack.slots.index((a, d))}]"] = -radix
+        return terms, 0
+
+    def source_index(self, pack, t, a: int, x: str) -> str:
+        """C expression of the index along axis ``a`` of ``t`` that box position ``x`` holds: the pack's
+        origin plus ``x``, or along an unrolled axis each dim's first value plus its digit of ``x``."""
+        k = self.tid[t.name]
+        if a not in pack.unrolled:
+            return f"(lo{k}_{pack.slots.index((a, None))} + {x})"
+        e, parts = t.indices[a], []
+        radices = _radices(pack, a)
+        for n, (d, extent) in enumerate(pack.unrolled[a]):
+            digit = f"({x})" if radices[d] == 1 else f"(({x}) / {radices[d]})"
+            digit = digit if n == 0 else f"({digit} % {extent})"
+            parts.append(f"{e.coef(d)}*(lo{k}_{pack.slots.index((a, d))} + {digit})")
+        return "(" + " + ".join(parts + [str(e.offset)]) + ")"
 
     # --- prelude ---------------------------------------------------------------------------
     def prelude(self) -> None:
@@ -206,16 +224,17 @@ class _Emitter:
         n = len(t.indices)
         p(f"/* pack {name}: box {'x'.join(map(str, pk.box))} at level {level} ({self.plan.arch.levels[level].name}) */")
         p.open("")
-        for a, e in enumerate(t.indices):
+        for slot, (a, dim) in enumerate(pk.slots):
+            e = t.indices[a]
             terms: dict = {}
-            for d, c in e.terms:
+            for d, c in (e.terms if dim is None else [(dim, 1)]):
                 for v, s in base[d].items():
                     terms[v] = terms.get(v, 0) + c * s
-            p(f"const long lo{a} = {_lin(terms, e.offset)};")
-        changed = " || ".join(f"lo{a} != pl{k}[{a}]" for a in range(n))
+            p(f"const long lo{k}_{slot} = {_lin(terms, e.offset if dim is None else 0)};")
+        changed = " || ".join(f"lo{k}_{slot} != pl{k}[{slot}]" for slot in range(len(pk.slots)))
         p.open(f"if ({changed})")
-        for a in range(n):
-            p(f"pl{k}[{a}] = lo{a};")
+        for slot in range(len(pk.slots)):
+            p(f"pl{k}[{slot}] = lo{k}_{slot};")
         if pk.panel is not None:
             self.pack_panels(pk, k, it, shape, src_strides)
             p.close(2)
@@ -225,20 +244,20 @@ class _Emitter:
             p.open(f"for (long a{a} = 0; a{a} < {pk.box[a]}; a{a}++)")
             row.append(f"a{a}*{_strides(pk.box)[a]}")
         dst = f"pk{k} + " + (" + ".join(row) if row else "0")
-        at = {a: f"(lo{a} + {_step(pk, a)}a{a})" for a in range(n - 1)}
+        at = {a: self.source_index(pk, t, a, f"a{a}") for a in range(n - 1)}
         src = " + ".join(f"{at[a]}*{src_strides[a]}" for a in range(n - 1)) or "0"
         last, e_last = n - 1, pk.box[-1]
         if pk.guard:
             ok = " && ".join(f"{at[a]} >= 0 && {at[a]} < {shape[a]}" for a in range(n - 1)) or "1"
             p(f"{it} *dst = {dst};")
             p(f"const int ok = {ok};")
-            p(f"for (long a = 0; a < {e_last}; a++) {{ long s = lo{last} + {_step(pk, last)}a; "
+            p(f"for (long a = 0; a < {e_last}; a++) {{ long s = {self.source_index(pk, t, last, 'a')}; "
               f"dst[a] = (ok && s >= 0 && s < {shape[last]}) ? t{k}[{src} + s] : 0; }}")
-        elif last in pk.compact:
+        elif last in pk.unrolled:
             p(f"{it} *dst = {dst};")
-            p(f"for (long a = 0; a < {e_last}; a++) dst[a] = t{k}[{src} + lo{last} + {_step(pk, last)}a];")
+            p(f"for (long a = 0; a < {e_last}; a++) dst[a] = t{k}[{src} + {self.source_index(pk, t, last, 'a')}];")
         else:
-            p(f"memcpy({dst}, t{k} + {src} + lo{last}, {e_last} * sizeof({it}));")
+            p(f"memcpy({dst}, t{k} + {src} + lo{k}_{pk.slots.index((last, None))}, {e_last} * sizeof({it}));")
         p.close(n - 1)
         p.close(2)
 
@@ -259,7 +278,9 @@ class _Emitter:
         p(f"{it} *dst = pk{k} + {' + '.join(dst)};")
         p(f"const long a{axis}0 = pn*{width};")
         p.open(f"for (long w = 0; w < {width}; w++)")
-        coord = {a: f"(lo{a} + {_step(pk, a)}a{a})" for a in others} | {axis: f"(lo{axis} + {_step(pk, axis)}(a{axis}0 + w))"}
+        t = self.w.tensor(pk.tensor)
+        coord = {a: self.source_index(pk, t, a, f"a{a}") for a in others} | \
+            {axis: self.source_index(pk, t, axis, f"a{axis}0 + w")}
         src = " + ".join(f"{coord[a]}*{src_strides[a]}" for a in range(n))
         if pk.guard:
             ok = " && ".join(f"{coord[a]} >= 0 && {coord[a]} < {shape[a]}" for a in range(n))
@@ -510,7 +531,7 @@ class _Emitter:
             k, it = self.tid[name], C_TYPES[plan.dtypes[name]]
             size = -(-(pk.words + self.lanes) * WORD_BYTES[plan.dtypes[name]] // 64) * 64
             p(f"{it} *pk{k} = ({it} *)aligned_alloc(64, {size});")
-            p(f"long pl{k}[{len(pk.box)}]; for (int a = 0; a < {len(pk.box)}; a++) pl{k}[a] = LONG_MIN;")
+            p(f"long pl{k}[{len(pk.slots)}]; for (int a = 0; a < {len(pk.slots)}; a++) pl{k}[a] = LONG_MIN;")
         opened = 0
         for level in range(plan.inner_level + 1):
             for name, pk in plan.packs.items():

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from costmodel.microkernel import block, register_tile
 from costmodel.microkernel import separable as output_separable
-from costmodel.packing import compacted_axes, pack_box, pack_level, panel_axis, parallel_level
+from costmodel.packing import unrolled_axes, pack_box, pack_level, panel_axis, parallel_level
 from mappings import Mapping, MappingError, validate
 from workloads import LoopNest, resolve_dtype
 
@@ -74,9 +74,17 @@ class Pack:
     order with ``width`` consecutive positions of ``axis`` innermost (the order the micro-kernel reads:
     a row block of ``mr`` A rows per K step, or ``nv`` x lanes of B per K step), so a micro-kernel
     walks one contiguous panel instead of rows a box apart (which map onto a few cache sets)."""
-    compact: dict = field(default_factory=dict)
-    """{axis: stride}: axes indexed by one dim with a stride, of which the box keeps every stride-th
-    position, the ones read (``costmodel.packing.compacted_axes``): there the box is dense along the dim."""
+    unrolled: dict = field(default_factory=dict)
+    """{axis: ((dim, tile extent), ...) outer to inner}: axes whose index moves an output pixel with a
+    stride (``costmodel.packing.unrolled_axes``), stored as one position per point of those dims' tile,
+    so the strided pixel runs unit-stride in the box."""
+
+    @property
+    def slots(self) -> list[tuple[int, str | None]]:
+        """The pack's origin as the emitted code keeps it: (axis, None), the index at the tile's origin, per
+        axis, or (axis, dim), the dim's first value, per dim of an unrolled axis."""
+        return [(a, d) for a in range(len(self.box)) for d in ([d for d, _ in self.unrolled[a]]
+                                                               if a in self.unrolled else [None])]
 
     @property
     def words(self) -> int:
@@ -202,9 +210,10 @@ def _packs(mapping, workload, arch, shapes, inner) -> dict:
         if level is None:
             continue
         box = pack_box(mapping, workload, t, level)
-        compact = compacted_axes(t, workload.dims)
-        assert compact or math.prod(box) >= t.tile_words(mapping.tile_extents(level, workload.dims))
-        packs[t.name] = Pack(t.name, level, box, needs_guard(t, workload.dims, shapes[t.name]), compact=compact)
+        ext = mapping.tile_extents(level, workload.dims)
+        unrolled = {a: tuple((d, ext[d]) for d in dims) for a, dims in unrolled_axes(t, workload).items()}
+        assert unrolled or math.prod(box) >= t.tile_words(ext)
+        packs[t.name] = Pack(t.name, level, box, needs_guard(t, workload.dims, shapes[t.name]), unrolled=unrolled)
     return packs
 
 

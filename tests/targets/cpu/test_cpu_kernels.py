@@ -37,9 +37,11 @@ def _dense_cases():
         workloads.conv2d("conv_sd", C=4, K=8, H=11, W=13, R=3, S=3, stride=2, padding=(1, 2), dilation=(2, 1),
                          bits=32),
         workloads.conv2d("conv_g", C=8, K=12, H=7, W=7, R=3, S=3, padding=1, groups=4, bits=32),
-        # strided 1x1: packs keep every other input position (Pack.compact), with and without padding
+        # strided convolutions: packs unroll the strided axes (Pack.unrolled), with and without padding
         workloads.conv2d("conv1x1_s2", C=8, K=16, H=12, W=14, R=1, S=1, stride=2, bits=32),
         workloads.conv2d("conv1x1_s3p", C=6, K=16, H=13, W=11, R=1, S=1, stride=(3, 2), padding=(1, 2), bits=32),
+        workloads.conv2d("conv3x3_s2", C=4, K=16, H=17, W=19, R=3, S=3, stride=2, padding=1, bits=32),
+        workloads.conv2d("conv_s2d2", C=4, K=8, H=15, W=16, R=3, S=2, stride=2, dilation=(1, 2), bits=32),
         workloads.depthwise_conv2d("dw", C=8, H=9, W=9, R=3, S=3, padding=1, bits=32),
         _int8(workloads.conv2d("conv_i8", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=I8)),
         workloads.einsum("ikl,kj,lj->ij", {"i": 12, "j": 16, "k": 5, "l": 6}, name="mttkrp", bits=32),
@@ -244,8 +246,21 @@ def test_a_strided_1x1_convolution_packs_only_the_positions_it_reads():
                  LevelMapping(temporal={"K": 16, "C": 8}, spatial={"P": 14})))
     k = compile_kernel(w, m, ARCH)
     pk = k.plan.packs["Inputs"]
-    assert pk.compact == {2: 2, 3: 2} and pk.box[2:] == (14, 14)   # 14 of 27 positions in each direction
+    assert pk.unrolled == {2: (("Q", 14),), 3: (("P", 14),)} and pk.box[2:] == (14, 14)   # 14 of 27 positions
     assert "ldg_" not in k.source.split("cosa_kernel(")[1]             # rows read as vectors, not gathers
+    arrays = random_inputs(w, k.plan.dtypes, k.plan.shapes, 0)
+    np.testing.assert_allclose(k(arrays, threads=2), reference(w, arrays, k.plan.shapes, "float32"),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_strided_3x3_convolution_packs_its_rows_unrolled():
+    w = workloads.conv2d("c", C=8, K=16, H=29, W=29, R=3, S=3, stride=2, padding=1, bits=32)
+    m = Mapping((LevelMapping(temporal={"C": 2}), LevelMapping(), LevelMapping(temporal={"Q": 15}),
+                 LevelMapping(temporal={"K": 16, "C": 4, "R": 3, "S": 3}, spatial={"P": 15})))
+    k = compile_kernel(w, m, ARCH)
+    pk = k.plan.packs["Inputs"]
+    assert pk.unrolled[3] == (("R", 3), ("P", 15)) and pk.box[3] == 45   # 2*P + R - 1: an im2col of the row
+    assert "ldg_" not in k.source.split("cosa_kernel(")[1]
     arrays = random_inputs(w, k.plan.dtypes, k.plan.shapes, 0)
     np.testing.assert_allclose(k(arrays, threads=2), reference(w, arrays, k.plan.shapes, "float32"),
                                rtol=1e-5, atol=1e-5)
