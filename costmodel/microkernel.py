@@ -121,8 +121,11 @@ def lane_use(extent: int, lanes: int) -> float:
 
 
 #: Lanes go along another output dim than the contiguous one only when it fills this much more of the
-#: vectors (a 7-wide image row fills 44 % of 16 lanes, 16 output channels all of them).
-LANE_GAIN = 1.15
+#: vectors (a 7-wide image row fills 44 % of 16 lanes, 16 output channels all of them).  Such lanes move
+#: their accumulators lane by lane: on a 7 x 7 1x1 convolution's 49-pixel rows (77 % of four vectors),
+#: output-channel lanes ran 55 GFLOP/s and pixel lanes 76-77 (AVX-512, one core), so a gain under a
+#: third does not pay for the strided moves.
+LANE_GAIN = 1.35
 
 
 def lane_dim(workload, extents: dict, lanes: int) -> str | None:

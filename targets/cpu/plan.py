@@ -323,7 +323,7 @@ def register_level(arch, registers: int, vector_bytes: int, row_words: int | Non
     kernel's accumulators never live there: it loads an output block once, runs the whole K panel with it
     in registers and stores it).  An arch whose innermost level already holds outputs only is returned as
     it is.  ``row_words``: the bound of the dim the lanes run along; a block row never spans more vectors
-    than it fills (a 14-wide output row is one vector, not four)."""
+    than it fills (a 14-wide output row is one vector, not four; a 49-wide one four, the last partial)."""
     from dataclasses import replace
 
     from costmodel import Level
@@ -336,7 +336,7 @@ def register_level(arch, registers: int, vector_bytes: int, row_words: int | Non
     # the vectors of one register block's row: the shape of register_tile for a large tile
     nv = register_tile(60, 12 * lanes, lanes, registers)[1] if lanes > 1 else 1
     if row_words is not None:
-        nv = max(1, min(nv, row_words // lanes))
+        nv = max(1, min(nv, -(-row_words // lanes)))
     regs = Level(REGISTER_LEVEL, max(1, registers - 3) * vector_bytes, frozenset({"output"}),
                  fanout=lanes * nv, spatial_axes=())
     levels[-1] = replace(last, holds=frozenset(last.holds) - {"output"}, fanout=1, spatial_axes=())
