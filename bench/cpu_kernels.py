@@ -12,8 +12,8 @@ row, run on the same arrays; the vector dim may be tiled past its bound, the las
 holds A, B and C, as before the register level), same code generator.  NumPy: ``A @ B`` (GEMM), im2col +
 ``@`` (convolutions), unfolded tensor times the Khatri-Rao product (MTTKRP), its BLAS pinned to the same
 thread count with threadpoolctl (the OpenBLAS kernel set it loaded is printed; run with
-OPENBLAS_CORETYPE unset).  Naive: the loop nest in the workload's dim order, compiled with the same
-flags, ``omp parallel for`` over its first output dim.  They are timed in interleaved rounds (``--repeat``
+OPENBLAS_CORETYPE unset).  Naive: the loop nest ours runs (a 1x1 convolution's pixels fused, whose inner loop
+gcc vectorises) in its dim order, compiled with the same flags, ``omp parallel for`` over its first output dim.  They are timed in interleaved rounds (``--repeat``
 rounds; GFLOP/s from each one's fastest round, and the range of the per-round ratio ours/NumPy), so a
 busy machine slows all of them alike.
 
