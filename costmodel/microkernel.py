@@ -75,19 +75,25 @@ def register_tile(rows: int, cols: int, lanes: int, registers: int) -> tuple[int
     broadcast), and it does ``mr * nv`` FMAs per ``mr + nv`` loads.  The block with the most FMAs per load
     that fits is chosen (AVX-512, 32 registers, fp32: 6 x 4 vectors = 6 x 64, or 14 x 2 = 14 x 32 when
     the tile is 32 wide; AVX2, 16 registers: 6 x 2 = 6 x 16 in fp32), preferring a row count that divides
-    ``rows`` (no ragged last block) unless that loses more than a quarter of the FMAs per load.
+    ``rows`` (no ragged last block) unless that loses more than a quarter of the FMAs per load.  A row of
+    vectors that ``nv`` does not divide ends in a narrower block (196 words: three blocks of 4 vectors and
+    one of 1), counted in the FMAs per load, where it follows at least two full blocks.
     """
     if lanes == 1:  # scalar accumulators: a block of rows by one column group
         nv_max = 1
     else:
         nv_max = max(1, min(4, -(-cols // lanes)))
     best = None
+    vectors = -(-cols // lanes)
     for nv in range(1, nv_max + 1):
-        if lanes > 1 and nv > 1 and cols % (nv * lanes) and cols >= nv * lanes:
-            continue  # blocks that leave a ragged column remainder
+        blocks = -(-vectors // nv)  # the last one narrower when nv does not divide the row's vectors
+        if lanes > 1 and nv > 1 and cols % (nv * lanes) and cols >= nv * lanes and blocks < 3:
+            continue  # a ragged remainder block beside one or two full ones
         limit = max(1, min(rows, (registers - nv - 1) // nv))
         for mr in {limit, largest_divisor_at_most(rows, limit)}:
-            score = mr * nv / (mr + nv) * (1.0 if rows % mr == 0 else 0.75)
+            # FMAs per load over a whole row of blocks (the remainder block loads mr broadcasts too)
+            per_load = mr * vectors / (blocks * mr + vectors) if lanes > 1 and cols > nv * lanes else mr * nv / (mr + nv)
+            score = per_load * (1.0 if rows % mr == 0 else 0.75)
             key = (score, mr * nv, -nv)
             if best is None or key > best[0]:
                 best = (key, mr, nv)
