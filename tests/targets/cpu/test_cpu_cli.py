@@ -86,3 +86,13 @@ def test_calibrate_writes_an_arch_that_runs(files, tmp_path, capsys):
     mp.write_text(dump_mapping(mapping, arch))
     assert main(["run", "cpu", str(wl), "--arch", str(out), "--mapping", str(mp), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["verified"]
+
+
+def test_run_schedules_a_1x1_convolution_on_fused_pixels(tmp_path, capsys):
+    wl = tmp_path / "c.yaml"
+    wl.write_text("kind: conv2d\nname: c1\nC: 16\nK: 32\nH: 14\nW: 14\nR: 1\nS: 1\ndtype: float32\n")
+    assert main(["run", "cpu", str(wl), "--threads", "2", "--repeat", "1", "--time-limit", "20", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["verified"]
+    levels = got["mapping"]["levels"] if isinstance(got["mapping"], dict) else got["mapping"]
+    assert "QP" in json.dumps(levels) and '"P"' not in json.dumps(levels)   # the 196 pixels are one dim
