@@ -7,7 +7,7 @@ holds an Inf or a NaN, or a status says so; a kernel never returns a silently fi
 **Products** (every dense nest ``targets.cpu`` and ``targets.gpu`` emit: GEMM, GEMV, batched GEMM,
 convolutions, einsums; and CSR SpMM / SDDMM) compute ``C := alpha * op(inputs) + beta * C``; the plain
 kernel call (``cosa_kernel``, the GPU kernel) is alpha = 1, beta = 0, the general one is the CPU's
-``cosa_kernel_ab`` (``targets.cpu.emit.ab_entry``) and the GPU's ``<kernel>_ab`` epilogue
+``cosa_kernel_ab`` (``targets.cpu.entry.ab_entry``) and the GPU's ``<kernel>_ab`` epilogue
 (``targets.gpu.printers.ab_kernel``; with alpha = 0 the host launches no main kernel):
 
 * beta = 0: C is not read (a NaN in C does not propagate; C may be uninitialised); the kernel writes C.

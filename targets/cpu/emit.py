@@ -4,7 +4,7 @@ The kernel is ``void cosa_kernel(<one pointer per tensor, in workload order>, in
 are C-contiguous in their stored shapes (``Plan.shapes``); the output is zeroed by the kernel (never
 read: beta = 0) and then accumulated.  ``cosa_kernel_ab(<the same pointers>, double alpha, double beta,
 int nthreads)`` computes ``out := alpha * nest + beta * out`` under ``targets.exceptions``' rules
-(``ab_entry``).  Vectors are GCC vector extensions of the machine's register width (``build.isa``);
+(``entry.ab_entry``).  Vectors are GCC vector extensions of the machine's register width (``build.isa``);
 gcc -O3 -march=native turns them into AVX/AVX-512/NEON loads, broadcasts and fused multiply-adds.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from .entry import ab_entry
 from .plan import C_TYPES, WORD_BYTES, Plan
 
 
@@ -37,6 +38,18 @@ def _radices(pack, axis: int) -> dict:
         out[d] = step
         step *= extent
     return out
+
+
+def _copy_run(p, s0: str, count: int, size: int, ok: str, source) -> None:
+    """Print the guarded copy of one run: ``dst[w]`` for w in [0, count) takes the element at index
+    ``s0 + w`` of an axis of ``size`` (C text ``source(w)``), zero outside [0, size) or when ``ok`` is
+    false; the bounds are worked out once per run, not tested per element."""
+    p(f"long w0 = ({s0}) < 0 ? -({s0}) : 0, w1 = {size} - ({s0});")
+    p(f"if (w1 > {count}) w1 = {count};")
+    p(f"if (!({ok}) || w1 < w0) w0 = w1 = {count};")
+    p("for (long w = 0; w < w0; w++) dst[w] = 0;")
+    p(f"for (long w = w0; w < w1; w++) dst[w] = {source('w')};")
+    p(f"for (long w = w1; w < {count}; w++) dst[w] = 0;")
 
 
 def _lin(terms: dict, const: int = 0) -> str:
@@ -247,7 +260,12 @@ class _Emitter:
         at = {a: self.source_index(pk, t, a, f"a{a}") for a in range(n - 1)}
         src = " + ".join(f"{at[a]}*{src_strides[a]}" for a in range(n - 1)) or "0"
         last, e_last = n - 1, pk.box[-1]
-        if pk.guard:
+        if pk.guard and last not in pk.unrolled:
+            ok = " && ".join(f"{at[a]} >= 0 && {at[a]} < {shape[a]}" for a in range(n - 1)) or "1"
+            p(f"{it} *dst = {dst};")
+            s0 = f"lo{k}_{pk.slots.index((last, None))}"
+            _copy_run(p, s0, e_last, shape[last], ok, lambda w: f"t{k}[{src} + {s0} + {w}]")
+        elif pk.guard:
             ok = " && ".join(f"{at[a]} >= 0 && {at[a]} < {shape[a]}" for a in range(n - 1)) or "1"
             p(f"{it} *dst = {dst};")
             p(f"const int ok = {ok};")
@@ -277,10 +295,17 @@ class _Emitter:
             dst.append(f"a{a}*{ostr[a]}")
         p(f"{it} *dst = pk{k} + {' + '.join(dst)};")
         p(f"const long a{axis}0 = pn*{width};")
-        p.open(f"for (long w = 0; w < {width}; w++)")
         t = self.w.tensor(pk.tensor)
         coord = {a: self.source_index(pk, t, a, f"a{a}") for a in others} | \
             {axis: self.source_index(pk, t, axis, f"a{axis}0 + w")}
+        if pk.guard and axis not in pk.unrolled:  # the panel's run along its axis: zeros, the data, zeros
+            ok = " && ".join(f"{coord[a]} >= 0 && {coord[a]} < {shape[a]}" for a in others) or "1"
+            s0 = self.source_index(pk, t, axis, f"a{axis}0")
+            rest = "".join(f"{coord[a]}*{src_strides[a]} + " for a in others)
+            _copy_run(p, s0, width, shape[axis], ok, lambda w: f"t{k}[{rest}({s0} + {w})*{src_strides[axis]}]")
+            p.close(len(others) + 1)
+            return
+        p.open(f"for (long w = 0; w < {width}; w++)")
         src = " + ".join(f"{coord[a]}*{src_strides[a]}" for a in range(n))
         if pk.guard:
             ok = " && ".join(f"{coord[a]} >= 0 && {coord[a]} < {shape[a]}" for a in range(n))
@@ -558,36 +583,6 @@ class _Emitter:
         params = [a.replace("restrict ", "") for a in args]
         out_words = str(math.prod(plan.shapes[out.name]))
         return "\n".join(p.lines) + "\n" + ab_entry(self.ctype, params, names, names[self.tid[out.name]], out_words)
-
-
-def ab_entry(ctype: str, params: list[str], names: list[str], out: str, words: str) -> str:
-    """C text of ``cosa_kernel_ab(params..., double alpha, double beta, int nthreads)``: ``out := alpha *
-    cosa_kernel(...) + beta * out`` (``words`` elements of type ``ctype``) following ``targets.exceptions``:
-    alpha = 0 calls no kernel (its inputs are not read), beta = 0 does not read ``out``, alpha = beta = 0
-    writes exact zeros, otherwise every product is an IEEE product (no zero is skipped)."""
-    call = f"cosa_kernel({', '.join(names)}, nthreads);"
-    return "\n".join([
-        "/* out := alpha * (the nest) + beta * out; see targets/exceptions.py for the NaN/Inf policy */",
-        f"void cosa_kernel_ab({', '.join(params)}, double alpha, double beta, int nthreads) {{",
-        f"    const long n = {words};",
-        f"    const {ctype} a = ({ctype})alpha, b = ({ctype})beta;",
-        "    if (alpha == 0.0) {  /* the inputs are not read */",
-        f"        if (beta == 0.0) {{ memset({out}, 0, n * sizeof({ctype})); return; }}  /* exact zeros */",
-        f"        for (long i = 0; i < n; i++) {out}[i] = b * {out}[i];",
-        "        return;",
-        "    }",
-        "    if (beta == 0.0) {  /* out is not read */",
-        f"        {call}",
-        f"        if (alpha != 1.0) for (long i = 0; i < n; i++) {out}[i] = a * {out}[i];",
-        "        return;",
-        "    }",
-        f"    {ctype} *c = ({ctype} *)malloc((n > 0 ? n : 1) * sizeof({ctype}));",
-        f"    memcpy(c, {out}, n * sizeof({ctype}));",
-        f"    {call}",
-        f"    for (long i = 0; i < n; i++) {out}[i] = a * {out}[i] + b * c[i];",
-        "    free(c);",
-        "}",
-        ""])
 
 
 def emit_c(plan: Plan, vector_bytes: int = 32) -> str:

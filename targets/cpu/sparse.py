@@ -27,7 +27,8 @@ from mappings import validate
 
 from .. import TargetError
 from .build import build, load
-from .emit import _lin, _Printer, ab_entry
+from .emit import _lin, _Printer
+from .entry import ab_entry
 from .plan import C_TYPES, _band_loops, _dtypes
 from .reference import NUMPY_DTYPES, TOLERANCE
 from .result import RunResult, time_call
@@ -72,7 +73,7 @@ def sparse_form(workload) -> SparseForm:
 
 def emit_sparse(workload, mapping, arch) -> str:
     """C source of the SpMM / SDDMM kernel: ``cosa_kernel(indptr, indices, values, dense..., out, nthreads)``
-    and ``cosa_kernel_ab(..., alpha, beta, nthreads)`` (``emit.ab_entry``)."""
+    and ``cosa_kernel_ab(..., alpha, beta, nthreads)`` (``entry.ab_entry``)."""
     validate(mapping, workload, arch)
     form = sparse_form(workload)
     dtypes = _dtypes(workload)
