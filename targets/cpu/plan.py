@@ -13,12 +13,16 @@ by the cores with ``fanout`` = cores, private caches, the innermost level fannin
 * each input tensor is packed (copied into a contiguous, zero-padded box) at the outermost private
   level that stores it (a level below the cores' fan-out whose ``Mapping.stores`` is true), and
   re-packed only when its tile changes; the box of an axis spans ``AffineExpr.extent`` of the tile
-  (``Tensor.tile_words`` without the clipping), so a convolution's halo and padding come with it;
+  (``Tensor.tile_words`` without the clipping), so a convolution's halo and padding come with it, except
+  that an axis moving an output pixel with a stride is unrolled (``Pack.unrolled``: ``2*P + R`` as R x P
+  positions, dense along P);
   an input that the micro-kernel walks along ``j`` (or else ``i``), indexed there by that dim alone, is
   stored as panels of the block's width (``Pack.panel``: B as K x ``nv`` vectors, A as K x ``mr`` rows,
   each panel contiguous, as in a BLAS's packed panels); outputs are accumulated in place;
 * an innermost level that holds outputs only (the register file, ``register_level``) is folded into the
   level above it: that level's tile, with the register level's loops inside, is the micro-kernel;
+* a dim whose factors multiply past its bound (``ragged_nest``, chosen by ``cosa.mip.ragged``) runs its
+  last kernel tile cut to the bound; only that tile may reach past it;
 * the innermost level's tile (temporal and spatial factors together: the SIMD lanes) is the
   micro-kernel: an ``mr`` x (``nv`` x lanes) block of outputs (rows along dim ``i``, lanes along the
   output's contiguous dim ``j``, or along an output dim that fills the vectors better, a small image's
@@ -37,7 +41,7 @@ from dataclasses import dataclass, field
 
 from costmodel.microkernel import block, register_tile
 from costmodel.microkernel import separable as output_separable
-from costmodel.packing import unrolled_axes, pack_box, pack_level, panel_axis, parallel_level
+from costmodel.packing import pack_box, pack_level, panel_axis, parallel_level, unrolled_axes
 from mappings import Mapping, MappingError, validate
 from workloads import LoopNest, resolve_dtype
 
