@@ -81,7 +81,8 @@ class Mapping:
         object.__setattr__(self, "levels", tuple(self.levels))
 
     def factor(self, dim: str) -> int:
-        """Product of all factors of ``dim`` (must equal its bound)."""
+        """Product of all factors of ``dim``: its bound (``validate``), or more where the CPU code generator
+        cuts a ragged last tile (``targets.cpu.plan.ragged_nest``)."""
         return math.prod(lm.temporal_factor(dim) * lm.spatial_factor(dim) for lm in self.levels)
 
     def tile_extents(self, level: int, dims) -> dict[str, int]:

@@ -16,8 +16,9 @@ an axis left without terms holds one word.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from .ir import AffineExpr, LoopNest, Tensor
+from .ir import AffineExpr, LoopNest
 
 
 def squeeze(nest: LoopNest) -> LoopNest:
@@ -26,15 +27,11 @@ def squeeze(nest: LoopNest) -> LoopNest:
     unit = {d for d, b in nest.dims.items() if b == 1}
     if not unit or len(unit) == len(nest.dims):
         return nest
-    tensors = tuple(_with_indices(t, tuple(AffineExpr(tuple((d, c) for d, c in e.terms if d not in unit),
-                                                       e.offset) for e in t.indices), t.shape)
+    tensors = tuple(replace(t, indices=tuple(AffineExpr(tuple((d, c) for d, c in e.terms if d not in unit),
+                                                        e.offset) for e in t.indices))
                     for t in nest.tensors)
     dims = {d: b for d, b in nest.dims.items() if d not in unit}
     return LoopNest(nest.name, dims, tensors, nest.repeat, dict(nest.op))
-
-
-def _with_indices(t: Tensor, indices: tuple, shape) -> Tensor:
-    return Tensor(t.name, indices, t.role, t.bits, t.density, shape, t.dtype)
 
 
 def _alone(expr: AffineExpr) -> str | None:
@@ -42,7 +39,7 @@ def _alone(expr: AffineExpr) -> str | None:
     return expr.terms[0][0] if len(expr.terms) == 1 and expr.terms[0][1] == 1 and expr.offset == 0 else None
 
 
-def _axis_pair(t: Tensor, a: str, b: str, bounds: dict) -> int | None:
+def _axis_pair(t, a: str, b: str, bounds: dict) -> int | None:
     """The axis of ``a`` in ``t`` when ``t`` holds ``a`` and ``b`` alone on adjacent axes (``a`` first),
     mentions neither elsewhere, and stores exactly ``bounds[b]`` words along ``b``'s axis (and at least
     ``bounds[a]`` along ``a``'s); else None."""
@@ -81,7 +78,7 @@ def fuse(nest: LoopNest, a: str, b: str) -> LoopNest:
             continue
         indices = t.indices[:k] + (AffineExpr.of(name),) + t.indices[k + 2:]
         shape = None if t.shape is None else t.shape[:k] + (t.shape[k] * t.shape[k + 1],) + t.shape[k + 2:]
-        tensors.append(_with_indices(t, indices, shape))
+        tensors.append(replace(t, indices=indices, shape=shape))
     dims = {}
     for d, bound in nest.dims.items():
         if d == a:
