@@ -256,7 +256,7 @@ def cmd_compare(args) -> int:
     nests = _workloads(args.workloads, args.bits)
     arch = _arch(args.arch, args.dataflow)
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
-    measure, peers, arch_view = None, None, None
+    measure, peers, view = None, None, {}
     if args.measure:
         if not arch.name.startswith("cpu"):
             raise FrameworkError(f"--measure runs the schedules with the CPU target; arch {arch.name!r} is not a "
@@ -264,13 +264,13 @@ def cmd_compare(args) -> int:
         measure = measure_cpu
     if "tvm" in schedulers:
         measure, peers = tvm_peers(arch, args.tvm_trials, args.seed)
-        arch_view = cli_targets.cpu_schedule_arch  # our kernel as cosa run cpu schedules and builds it
+        cpu = cli_targets.TARGETS["cpu"]  # our kernel as cosa run cpu schedules and builds it
+        view = {"arch_view": cpu.schedule_arch, "nest_view": cpu.schedule_nest, "mip_options": cpu.mip_options}
     progress = None if args.quiet else ("bar" if sys.stderr.isatty() else "lines")  # both on standard error
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
                      progress=progress, measure=measure, exhaustive_limit=args.exhaustive_limit, peers=peers,
-                     pad=args.pad,
-                     arch_view=arch_view)
+                     pad=args.pad, **view)
     note = _note(args, nests, arch)
     if note:
         result.meta["note"] = note
@@ -311,7 +311,8 @@ def measure_cpu(workload, arch, mapping) -> dict:
 
 def tvm_peers(arch, trials: int, seed: int):
     """``cosa compare --schedulers ...,tvm``: (measure, peers): every mapping (scheduled on the CPU target's
-    view of the arch, register file innermost, as ``cosa run cpu`` does) built and run on one thread (median
+    view of the layer and the arch, fused dims and register file innermost, as ``cosa run cpu`` does: the
+    caller passes ``cli_targets.TARGETS["cpu"]``'s views to ``compare``) built and run on one thread (median
     of 5 calls), and TVM's MetaSchedule tuned for ``trials`` candidates, its kernel run on the same inputs
     (``targets.cpu.tvm_peer``).  Bad input (exit 2): not a CPU arch, TVM not installed, trials < 1."""
     if not arch.name.startswith("cpu"):

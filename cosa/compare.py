@@ -62,9 +62,10 @@ _MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WOR
 
 def _run(workload: LoopNest, arch, name: str, objective: str, time_limit_s: float | None, seed: int,
          random_seconds: float | None, random_samples: int | None, exhaustive_limit: int | None = None,
-         pad: float | None = None):
+         pad: float | None = None, mip_options: dict | None = None):
     """One scheduler through ``cosa.scheduler.schedule``.  Baselines take the MIP's own
-    objective "cosa" as latency; the random and exhaustive baselines get their budgets when given."""
+    objective "cosa" as latency; the random and exhaustive baselines get their budgets when given;
+    the MIP gets ``mip_options`` too (a target's own: the CPU's ragged last tiles)."""
     from .scheduler import schedule
 
     options = {}
@@ -78,6 +79,8 @@ def _run(workload: LoopNest, arch, name: str, objective: str, time_limit_s: floa
         options["samples"] = random_samples
     if name in ("cosa", "cosa-cold") and pad:
         options["pad"] = pad
+    if name in ("cosa", "cosa-cold"):
+        options.update(mip_options or {})
     if objective == "cosa" and name not in ("cosa", "cosa-cold"):
         objective = "latency"
     return schedule(workload, arch, scheduler=name, objective=objective, seed=seed, **options)
@@ -112,7 +115,7 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
                    random_time_factor: float | None = None, layer: str | None = None,
                    random_samples: int | None = None, keep_mapping: bool = False,
                    exhaustive_limit: int | None = None, pad: float | None = None,
-                   on_done=None) -> list[CompareRow]:
+                   mip_options: dict | None = None, on_done=None) -> list[CompareRow]:
     """Run every scheduler on one layer; failures become rows with ``error`` set (never raised).
     ``on_done(name, ok)``: called as each scheduler finishes (progress in this process).
 
@@ -130,7 +133,7 @@ def schedule_layer(workload: LoopNest, arch, schedulers: tuple[str, ...], object
         start = time.perf_counter()
         try:
             sched = _run(workload, arch, name, objective, time_limit_s, seed, random_seconds, random_samples,
-                         exhaustive_limit, pad)
+                         exhaustive_limit, pad, mip_options)
             # time to solution: the scheduler's own build + solve time (the bound report is not part of it)
             seconds = sched.stats.total_s or (time.perf_counter() - start)
             results[name] = (sched, seconds, None)
@@ -288,7 +291,8 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
             objective: str = "latency", time_limit_s: float | None = None, progress: bool | None = None,
             seed: int = 0, random_time_factor: float | None = None,
             random_samples: int | None = None, measure=None, exhaustive_limit: int | None = None,
-            peers: dict | None = None, arch_view=None, pad: float | None = None) -> CompareResult:
+            peers: dict | None = None, arch_view=None, pad: float | None = None, nest_view=None,
+            mip_options: dict | None = None) -> CompareResult:
     """Schedule every layer with every scheduler and collect the rows.
 
     ``workloads``: LoopNests, or sources ``workloads.load`` understands (files,
@@ -303,7 +307,10 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     ``peers``: name -> callable for the measured peers among ``schedulers`` (``cosa.compare_peers``: TVM).
     ``arch_view``: ``(workload, arch) -> arch`` each layer is scheduled (and measured) on instead of ``arch``
     (beside TVM the command line passes the CPU target's view, which adds the register file, as ``cosa run
-    cpu`` schedules); the result keeps ``arch``'s name.
+    cpu`` schedules); the result keeps ``arch``'s name.  ``nest_view``: ``workload -> workload`` each layer is
+    scheduled and measured as (the CPU target's fused dims, which read the same memory in the same order);
+    the rows keep the layer's name and MACs and the peers get the layer as given.  ``mip_options``: options
+    the MIP schedulers get (the CPU target's ragged last tiles).
     ``jobs``: local processes; ignored under mpiexec with more than one rank, where the layers go
     to the MPI ranks (see the module docstring; under a plain mpiexec launch the worker ranks
     leave through ``SystemExit(0)`` once the layers are done, and only rank 0 returns).
@@ -336,7 +343,8 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     if not isinstance(jobs, int) or jobs < 1:
         raise SchedulingError(f"jobs must be a positive integer, got {jobs!r}", source=src, field="jobs")
     nests, arch = _resolve(workloads, arch)
-    arches = [arch_view(w, arch) if arch_view is not None else arch for w in nests]
+    views = [nest_view(w) if nest_view is not None else w for w in nests]  # what our schedulers map and run
+    arches = [arch_view(v, arch) if arch_view is not None else arch for v in views]
     if not nests:
         raise SchedulingError("no workloads given", source=src, field="workloads")
     seen: dict[str, int] = {}
@@ -356,8 +364,8 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
     try:
         if report is not None:
             report.start()
-        args = lambda k: (nests[k], arches[k], mapped, objective, time_limit_s, seed, random_time_factor, layers[k],
-                          random_samples, measure is not None, exhaustive_limit, pad)
+        args = lambda k: (views[k], arches[k], mapped, objective, time_limit_s, seed, random_time_factor, layers[k],
+                          random_samples, measure is not None, exhaustive_limit, pad, mip_options)
         if mode == "serial":
             for k in range(len(nests)):
                 done = None
@@ -391,7 +399,7 @@ def compare(workloads, arch, schedulers=("cosa", "gemmini-default", "random"), j
         raise SystemExit(0)
     rows = tuple(r for k in range(len(nests)) for r in per_layer[k])
     if measure is not None:
-        rows = tuple(_measured(r, nests[layers.index(r.layer)], arches[layers.index(r.layer)], measure) for r in rows)
+        rows = tuple(_measured(r, views[layers.index(r.layer)], arches[layers.index(r.layer)], measure) for r in rows)
     if mapped != schedulers:
         rows = add_peer_rows(rows, nests, layers, schedulers, peers, progress=form is not None)
     meta = {

@@ -23,6 +23,8 @@ from workloads.dtypes import apply_dtype
 GEMM = apply_dtype(matmul("gemm64", M=64, N=64, K=64), "float32", False, "test", "dtype")
 CONV = apply_dtype(conv2d("conv8", N=1, C=3, K=8, H=6, W=5, R=3, S=3, padding=1), "float32", False, "test", "dtype")
 GEMM_YAML = "kind: matmul\nname: gemm64\nM: 64\nN: 64\nK: 64\ndtype: float32\n"
+FAKE_RUN = {"verified": True, "max_abs_err": 0.0, "seconds": 1e-4, "gflops": 1.0, "tuning_s": 1.0,
+            "target": {"kind": "llvm"}, "times_s": [1e-4]}  # a stand-in for a tuned kernel's numbers
 
 
 def _needs_tvm():
@@ -108,6 +110,33 @@ def test_a_tvm_failure_on_a_layer_is_one_line_not_a_traceback(monkeypatch, tmp_p
     assert rows["cosa"]["measured_verified"] is True and rows["cosa"]["extra"]["measured"]["threads"] == 1
     assert rows["cosa"]["extra"]["measured"]["levels"][-1] == "Registers"  # as cosa run cpu schedules it
     assert "Traceback" not in captured.err and "and a long trace" not in captured.err
+
+
+def test_beside_tvm_ours_runs_as_cosa_run_cpu_builds_it_and_tvm_gets_the_layer_as_given(monkeypatch, tmp_path,
+                                                                                          capsys):
+    """A 14 x 14 1x1 convolution: our kernel on the fused pixels with a ragged last tile (the MIP's option on
+    the CPU), measured and verified; the peer tunes the layer as written (plain P and Q)."""
+    from cosa.cli import main
+
+    seen = []
+
+    def fake(workload, trials, seed):
+        seen.append(dict(workload.dims))
+        return tvm_peer.TvmRun(**{**FAKE_RUN, "trials": trials, "seed": seed})
+
+    monkeypatch.setattr(tvm_peer, "require_tvm", lambda source="tvm": "0.27")
+    monkeypatch.setattr(tvm_peer, "measure", fake)
+    layer = tmp_path / "c1.yaml"
+    layer.write_text("kind: conv2d\nname: c1\nC: 16\nK: 32\nH: 14\nW: 14\nR: 1\nS: 1\ndtype: float32\n")
+    assert main(["compare", str(layer), "--arch", "cpu", "--schedulers", "cosa,tvm", "--tvm-trials", "2",
+                 "--time-limit", "20", "--json", "-q"]) == 0
+    rows = {r["scheduler"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert seen and "P" in seen[0] and "Q" in seen[0] and "QP" not in seen[0]
+    ours = rows["cosa"]
+    assert ours["measured_verified"] is True and ours["layer"] == "c1" and ours["macs"] == 16 * 32 * 14 * 14
+    # the MIP tried ragged tiles of the 196 fused pixels (a 14-pixel row would pad to 16)
+    assert {t["padded"] for t in ours["extra"]["ragged_tried"]} == {224, 256}
+    assert ours["extra"]["measured"]["levels"][-1] == "Registers"
 
 
 def test_the_te_compute_of_a_padded_convolution_equals_numpy():
