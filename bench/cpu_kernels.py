@@ -7,7 +7,8 @@ this machine's arch (``cosa arch calibrate cpu``, or ``--arch``) as ``cosa run c
 (``targets.cpu.plan.arch_for`` with the register file as the innermost level: accumulators in registers,
 the innermost cache holding the vector operand's panel; cores split output dims, lanes the output's
 contiguous dim; the nest ``targets.cpu.kernel_nest`` gives, a 1x1 convolution's pixels fused into one
-row, run on the same arrays; the vector dim may be tiled past its bound, the last tile cut:
+row, run on the same arrays, a strided one's on the strided copy of its input that each call makes and
+that its time includes; the vector dim may be tiled past its bound, the last tile cut:
 ``cosa.mip.ragged``).  "Cache model": the MIP's mapping on the arch without the register level (the L1 tile
 holds A, B and C, as before the register level), same code generator.  NumPy: ``A @ B`` (GEMM), im2col +
 ``@`` (convolutions), unfolded tensor times the Khatri-Rao product (MTTKRP), its BLAS pinned to the same
@@ -224,7 +225,8 @@ def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs, tvm_
     kernel = compile_kernel(kw, mapping, arch)
     cache_arch = arch_for(kw, base)
     cache_kernel = compile_kernel(kw, mip_mapping(kw, cache_arch, time_limit), cache_arch)
-    arrays = random_inputs(kw, kernel.plan.dtypes, kernel.plan.shapes, 0)
+    # the layer's stored arrays: our kernels copy a strided 1x1 convolution's input in each call
+    arrays = random_inputs(kw, kernel.plan.dtypes, kernel.plan.input_shapes, 0)
     # the baselines take the same memory in the layer's own shapes
     shaped = {t.name: arrays[t.name].reshape(stored_shape(t, w.dims)) for t in w.inputs}
     out = kernel(arrays, threads=1)
@@ -236,7 +238,8 @@ def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs, tvm_
     err = max([err] + [e for _, e, _ in tvms.values()])
     naive = naive_kernel(kw, kernel) if w.macs <= naive_max_macs else None
     nout = np.empty_like(out)
-    ptrs = [arrays[t.name].ctypes.data for t in kw.inputs] + [nout.ctypes.data]
+    copies = kernel.prepared(arrays)  # the naive loop reads the strided copy, made once
+    ptrs = [copies[t.name].ctypes.data for t in kw.inputs] + [nout.ctypes.data]
     rows = []
     for th in threads_list:
         tvm_calls = {f"tvm{t}": tvms[t][0] for t in tvms} if th == 1 else {}  # compiled for one core

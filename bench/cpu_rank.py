@@ -99,9 +99,10 @@ def rank_study(w, arch, samples: int, time_limit: float, threads: int, repeat: i
     runs = []
     for label, m in maps:
         k = compile_kernel(w, m, arch)
-        arrays = random_inputs(w, k.plan.dtypes, k.plan.shapes, 0)
+        arrays = random_inputs(w, k.plan.dtypes, k.plan.input_shapes, 0)
         out = k(arrays, threads=threads)
-        ok, _ = compare(out, reference(w, arrays, k.plan.shapes, k.plan.compute_dtype), k.plan.compute_dtype)
+        ok, _ = compare(out, reference(w, k.prepared(arrays), k.plan.shapes, k.plan.compute_dtype),
+                        k.plan.compute_dtype)
         if not ok:
             raise SystemExit(f"cpu_rank: {w.name} {label}: the kernel's output differs from NumPy's")
         # a ragged MIP mapping is priced as the MIP chose it (cosa.mip.ragged's estimate)

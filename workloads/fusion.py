@@ -11,6 +11,11 @@ than the output's) or a dim that indexes one tensor and not another keep the dim
 
 Dims of bound 1 are dropped first (each of their terms is 0), so ``P + R`` with ``R = 1`` reads as ``P``;
 an axis left without terms holds one word.
+
+A stride keeps dims apart in the layer's memory, but not in a copy: ``subsample`` reads an input axis
+indexed ``s * P`` (a 1x1 convolution of stride ``s``) as ``P`` on the strided copy of that tensor
+(``x[..., ::s, ::s]``, ``LoopNest.op["subsampled"]`` records how to make it), whose pixels then fuse.
+A back end that runs such a nest makes the copy as part of each call (``targets.cpu``).
 """
 
 from __future__ import annotations
@@ -87,6 +92,51 @@ def fuse(nest: LoopNest, a: str, b: str) -> LoopNest:
             dims[d] = bound
     fused = {**nest.op.get("fused_dims", {}), name: [a, b]}
     return LoopNest(nest.name, dims, tuple(tensors), nest.repeat, {**nest.op, "fused_dims": fused})
+
+
+def _strided(expr: AffineExpr) -> tuple[str, int] | None:
+    """(dim, stride) of an index that is one dim times a stride above 1 with no offset, else None."""
+    if len(expr.terms) == 1 and expr.terms[0][1] > 1 and expr.offset == 0:
+        return expr.terms[0]
+    return None
+
+
+def subsample(nest: LoopNest) -> LoopNest:
+    """``nest`` (squeezed) with every input axis indexed by one dim times a stride ``s > 1`` and no offset
+    (the dim on no other axis of that tensor) read as that dim alone: the tensor becomes the copy of its
+    words at the multiples of ``s`` along that axis, ``bound`` of them.  ``op["subsampled"]`` gives, per
+    rewritten tensor, ``strides`` (per axis, 1 where unchanged), ``shape`` (the stored tensor's) and
+    ``copy_shape`` (the copy's: ``x[tuple(slice(0, s * n, s) ...)]`` of those extents).  The same MACs on
+    the same words; ``nest`` itself when no axis qualifies."""
+    out = squeeze(nest)
+    tensors, done = [], {}
+    for t in out.tensors:
+        ranges = [e.value_range(out.dims) for e in t.indices]
+        if t.shape is None and any(lo < 0 for lo, _ in ranges):
+            tensors.append(t)  # padding with no stored shape: the back end refuses it anyway
+            continue
+        shape = tuple(t.shape) if t.shape is not None else tuple(hi + 1 for _, hi in ranges)
+        strides, indices, copy = [], [], []
+        for k, e in enumerate(t.indices):
+            hit = None if t.is_output else _strided(e)
+            if hit is not None:
+                d, st = hit
+                others = [x for n, x in enumerate(t.indices) if n != k]
+                if any(d in x.dims for x in others) or st * (out.dims[d] - 1) >= shape[k]:
+                    hit = None
+            if hit is None:
+                strides.append(1), indices.append(e), copy.append(shape[k])
+            else:
+                strides.append(hit[1]), indices.append(AffineExpr.of(hit[0])), copy.append(out.dims[hit[0]])
+        if all(x == 1 for x in strides):
+            tensors.append(t)
+            continue
+        tensors.append(replace(t, indices=tuple(indices), shape=tuple(copy)))
+        done[t.name] = {"strides": strides, "shape": list(shape), "copy_shape": copy}
+    if not done:
+        return nest
+    return LoopNest(out.name, dict(out.dims), tuple(tensors), out.repeat,
+                    {**out.op, "subsampled": {**out.op.get("subsampled", {}), **done}})
 
 
 def fuse_all(nest: LoopNest) -> LoopNest:

@@ -543,6 +543,10 @@ class _Emitter:
             args.append(f"{const}{C_TYPES[plan.dtypes[t.name]]} *restrict t{k}")
         p(f"/* {w.name}: " + "; ".join(f"t{self.tid[t.name]} = {t.name}{list(plan.shapes[t.name])} "
                                         f"{plan.dtypes[t.name]}" for t in w.tensors) + " */")
+        for name, how in w.op.get("subsampled", {}).items():  # workloads.fusion.subsample
+            steps = ", ".join(f"::{s}" if s > 1 else ":" for s in how["strides"])
+            p(f"/* t{self.tid[name]}: the copy {name}[{steps}] of the stored {list(how['shape'])}, first "
+              f"{list(how['copy_shape'])} */")
         p.open(f"void cosa_kernel({', '.join(args)}, int nthreads)")
         out = w.output
         p(f"memset(t{self.tid[out.name]}, 0, {math.prod(plan.shapes[out.name])} * sizeof({self.ctype}));")

@@ -136,6 +136,13 @@ class Plan:
     def compute_dtype(self) -> str:
         return self.dtypes[self.workload.output.name]
 
+    @property
+    def input_shapes(self) -> dict:
+        """Tensor name -> the shape a caller passes: ``shapes``, but a subsampled input
+        (``workloads.fusion.subsample``) in its stored shape (``CpuKernel`` copies it on each call)."""
+        sub = self.workload.op.get("subsampled", {})
+        return {n: tuple(sub[n]["shape"]) if n in sub else s for n, s in self.shapes.items()}
+
 
 def stored_shape(tensor, dims: dict) -> tuple[int, ...]:
     """Words per axis of the stored tensor: its ``shape``, else the range of each index over the loop bounds."""
@@ -279,10 +286,18 @@ def kernel_nest(workload: LoopNest) -> LoopNest:
     """The nest the CPU code generator runs for ``workload``: its dims fused where the memory cannot tell
     them apart (``workloads.fusion.fuse_all``: a 1x1 convolution's output rows and columns become one
     row of pixels, which fills the vectors), else ``workload`` itself.  Same tensors, same memory, same
-    order of elements; the arrays are the original ones reshaped (``Plan.shapes``)."""
-    from workloads.fusion import fuse_all
+    order of elements; the arrays are the original ones reshaped (``Plan.shapes``).  Where a strided
+    input keeps the pixels apart and its strided copy lets them fuse (a 1x1 convolution of stride 2:
+    ``workloads.fusion.subsample``), the nest reads that copy, which ``CpuKernel`` makes on each call
+    from the stored array (``Plan.input_shapes``)."""
+    from workloads.fusion import fuse_all, subsample
 
-    return fuse_all(workload)
+    fused, strided = fuse_all(workload), subsample(workload)
+    if strided is not workload:
+        copied = fuse_all(strided)
+        if copied is not strided:  # the copy's pixels fuse
+            return copied
+    return fused
 
 
 def ragged_nest(workload: LoopNest, mapping: Mapping, arch) -> LoopNest:

@@ -1,4 +1,5 @@
-"""Emit, build, call on NumPy arrays (no copies), verify against NumPy and time a mapping on the CPU."""
+"""Emit, build, call on NumPy arrays (no copies, but a subsampled input's strided copy), verify against NumPy
+and time a mapping on the CPU."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ class CpuKernel:
         (beta = 0 does not read ``out``, alpha = 0 reads no input).  ``exceptions="check"``: returns
         ``(out, ExceptionStatus)`` naming the first argument (kernel order) with an Inf/NaN."""
         check_mode(exceptions)
+        arrays = self.prepared(arrays)
         o = self.plan.workload.output
         if out is None:
             if beta != 0:
@@ -67,6 +69,18 @@ class CpuKernel:
             return out
         pos = self._positions()
         return out, scan(status_in, [(pos[o.name], o.name, out)])
+
+    def prepared(self, arrays: dict) -> dict:
+        """``arrays`` with each subsampled input (``workloads.fusion.subsample``) given in its stored shape
+        replaced by its strided copy in the kernel's shape (``Plan.input_shapes``); the rest as given."""
+        sub = self.plan.workload.op.get("subsampled", {})
+        out = dict(arrays)
+        for name, how in sub.items():
+            a = arrays.get(name)
+            if a is not None and tuple(a.shape) == tuple(how["shape"]):
+                view = a[tuple(slice(0, s * n, s) for s, n in zip(how["strides"], how["copy_shape"]))]
+                out[name] = np.ascontiguousarray(view).reshape(self.plan.shapes[name])
+        return out
 
     def _positions(self) -> dict:
         return {t.name: k + 1 for k, t in enumerate(self.plan.workload.tensors)}
@@ -115,13 +129,13 @@ def run(workload, mapping, arch, *, threads: int | None = None, repeat: int = 3,
         raise TargetError(f"threads must be >= 1, got {threads}", field="--threads")
     kernel = compile_kernel(workload, mapping, arch, scalar=scalar)
     plan = kernel.plan
-    arrays = random_inputs(workload, plan.dtypes, plan.shapes, seed)
+    arrays = random_inputs(workload, plan.dtypes, plan.input_shapes, seed)
     status = UNCHECKED
     if exceptions == "check":
         out, status = kernel(arrays, threads=threads, exceptions="check")
     else:
         out = kernel(arrays, threads=threads)
-    ref = reference(workload, arrays, plan.shapes, plan.compute_dtype)
+    ref = reference(workload, kernel.prepared(arrays), plan.shapes, plan.compute_dtype)
     ok, err = compare(out, ref, plan.compute_dtype)
     times = time_call(lambda: kernel(arrays, out, threads), repeat)
     seconds = statistics.median(times)

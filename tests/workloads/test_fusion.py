@@ -7,16 +7,33 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workloads
-from workloads.fusion import fusable, fuse_all, squeeze
+from workloads.fusion import fusable, fuse_all, squeeze, subsample
 
 
 def _shape(t, bounds):
     return t.shape or tuple(e.value_range(bounds)[1] + 1 for e in t.indices)
 
 
+def _stored(nest, name: str, flat: int) -> int:
+    """The flat address in the stored tensor of word ``flat`` of the tensor ``name`` as ``nest`` reads it:
+    the word itself, or for a subsampled tensor (``subsample``) the stored word its copy holds."""
+    how = nest.op.get("subsampled", {}).get(name)
+    if how is None:
+        return flat
+    at, rest = [], flat
+    for size in reversed(how["copy_shape"]):
+        at.append(rest % size)
+        rest //= size
+    out = 0
+    for v, s, size in zip(reversed(at), how["strides"], how["shape"]):
+        out = out * size + v * s
+    return out
+
+
 def _accesses(nest):
     """The sorted list over the nest's points of the flat C-order address each tensor (by name) reads
-    there: two nests with equal lists run the same multiply-adds on the same memory."""
+    there, in the stored tensor (``_stored``): two nests with equal lists run the same multiply-adds on the
+    same memory."""
     dims = list(nest.dims)
     names = sorted(t.name for t in nest.tensors)
     out = []
@@ -28,7 +45,7 @@ def _accesses(nest):
             flat = 0
             for e, size in zip(t.indices, _shape(t, nest.dims)):
                 flat = flat * size + e.evaluate(at)
-            row.append(flat)
+            row.append(_stored(nest, name, flat))
         out.append(tuple(row))
     return sorted(out)
 
@@ -64,3 +81,28 @@ def test_fusion_keeps_every_access_of_a_1x1_convolution(c, k, h, w, n, stride, p
     assert _accesses(fused) == _accesses(nest)  # the same multiply-adds on the same memory
     if stride == 1 and pad == 0 and h > 1 and w > 1:
         assert len(fused.dims) < len(squeeze(nest).dims)
+
+
+def test_a_strided_1x1_convolution_reads_a_strided_copy_whose_pixels_fuse():
+    w = workloads.load_one("resnet50/res5a_branch1")  # 1024 -> 2048 channels, 14 x 14 -> 7 x 7, stride 2
+    sub = subsample(w)
+    assert sub.op["subsampled"] == {"Inputs": {"strides": [1, 1, 2, 2], "shape": [1, 1024, 14, 14],
+                                               "copy_shape": [1, 1024, 7, 7]}}
+    f = fuse_all(sub)
+    assert f.dims == {"K": 2048, "C": 1024, "QP": 49} and f.tensor("Inputs").shape == (1, 1024, 49)
+    for name in ("resnet50/res4b_branch2a", "resnet50/res3a_branch2b"):  # no stride; a stride with a window
+        plain = workloads.load_one(name)
+        assert subsample(plain) is plain
+
+
+@settings(max_examples=25, deadline=None)
+@given(c=st.integers(1, 3), k=st.integers(1, 3), h=st.integers(1, 7), w=st.integers(1, 7), n=st.integers(1, 2),
+       stride=st.sampled_from([1, 2, 3]), pad=st.sampled_from([0, 1]))
+def test_the_strided_copy_keeps_every_access_of_a_1x1_convolution(c, k, h, w, n, stride, pad):
+    nest = workloads.conv2d("c", C=c, K=k, H=h, W=w, R=1, S=1, N=n, stride=stride, padding=pad)
+    sub = subsample(nest)
+    fused = fuse_all(sub)
+    assert fused.macs == nest.macs
+    assert _accesses(fused) == _accesses(nest)  # the same multiply-adds on the same stored words
+    if stride > 1 and pad == 0 and nest.dims["P"] > 1:
+        assert "subsampled" in sub.op

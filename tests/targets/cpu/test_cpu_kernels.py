@@ -264,3 +264,29 @@ def test_a_strided_3x3_convolution_packs_its_rows_unrolled():
     arrays = random_inputs(w, k.plan.dtypes, k.plan.shapes, 0)
     np.testing.assert_allclose(k(arrays, threads=2), reference(w, arrays, k.plan.shapes, "float32"),
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride", [2, (3, 2)])
+def test_a_strided_1x1_convolution_runs_on_its_fused_strided_copy_from_the_stored_array(stride):
+    """``kernel_nest`` reads a strided 1x1 convolution's input as its strided copy with the pixels fused
+    (``workloads.fusion.subsample``); the kernel takes the layer's stored array, copies it on each call and
+    matches NumPy on the layer as written."""
+    from targets.cpu import kernel_nest
+    from targets.cpu.plan import stored_shape
+
+    layer = workloads.conv2d("c", C=8, K=16, H=13, W=14, R=1, S=1, stride=stride, bits=32)
+    nest = kernel_nest(layer)
+    assert "QP" in nest.dims and set(nest.op["subsampled"]) == {"Inputs"}
+    rng = random.Random(3)
+    space = MapSpace(nest, ARCH)
+    for _ in range(3):
+        k = compile_kernel(nest, random_mapping(nest, ARCH, rng, space=space), ARCH)
+        assert k.plan.input_shapes["Inputs"] == (1, 8, 13, 14) and k.plan.shapes["Inputs"][-1] == nest.dims["QP"]
+        shapes = {t.name: stored_shape(t, layer.dims) for t in layer.tensors}
+        stored = random_inputs(layer, k.plan.dtypes, shapes, 0)
+        want = reference(layer, stored, shapes, "float32")
+        got = k(stored, threads=2)
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+        again = k(k.prepared(stored), threads=1)  # the copy given directly: the same numbers
+        np.testing.assert_array_equal(again, got)
+    assert run(nest, random_mapping(nest, ARCH, rng, space=space), ARCH, threads=1, repeat=1).verified
