@@ -323,9 +323,16 @@ class _Emitter:
         if pd is not None:  # the panel of position q + x along the panel axis, and the place in it
             pack = self.plan.packs[t.name]
             width = pack.panel[1]
-            x = f"q{k} + {local[pd]}" if local.get(pd, "0") != "0" else f"q{k}"
-            terms[f"(({x}) / {width})"] = self.panel_words(pack)
-            terms[f"(({x}) % {width})"] = 1
+            start, _, step = local.get(pd, "0").rpartition(" + ")
+            if start and step.isdigit() and int(step) < width:
+                # a block's row or vector: blocks start on panel boundaries (``costmodel.packing.panel_axis``),
+                # so the place in the panel is the constant; every row then has one base pointer in common
+                terms[f"((q{k} + {start}) / {width})"] = self.panel_words(pack)
+                terms[step] = 1
+            else:
+                x = f"q{k} + {local[pd]}" if local.get(pd, "0") != "0" else f"q{k}"
+                terms[f"(({x}) / {width})"] = self.panel_words(pack)
+                terms[f"(({x}) % {width})"] = 1
         for d, text in local.items():
             if d == pd:
                 continue
@@ -333,6 +340,11 @@ class _Emitter:
             if g and text != "0":  # two dims may have the same text (row 8 of column 8): their strides add
                 terms[f"({text})"] = terms.get(f"({text})", 0) + g
         return _lin(terms)
+
+    def step(self, t, d: str) -> int:
+        """Words between ``t``'s elements at two consecutive positions of the block dim ``d`` within a
+        block: 1 along its panel axis (a block lies in one panel, ``offset``), else ``gstride``."""
+        return 1 if self.panel_dim(t) == d else self.gstride(t, d)
 
     def guard(self, t, local: dict) -> str:
         shape = self.plan.shapes[t.name]
@@ -345,10 +357,14 @@ class _Emitter:
             conds.append(f"(unsigned long)({_lin(terms, e.offset)}) < {shape[a]}UL")
         return " && ".join(conds) or "1"
 
-    def read(self, t, local: dict, vector: bool, width: int = 0) -> str:
-        """C expression of ``t`` at ``local``: a vector along j (``width`` valid lanes; 0 = all) or a scalar."""
+    def read(self, t, local: dict, vector: bool, width: int = 0, base: str | None = None, delta: int = 0) -> str:
+        """C expression of ``t`` at ``local``: a vector along j (``width`` valid lanes; 0 = all) or a scalar;
+        ``base``: a pointer to ``t`` at the block's first row and vector, read ``delta`` words on (``block``)."""
         k, dt = self.tid[t.name], self.plan.dtypes[t.name]
-        at = f"t{k}[{self.offset(t, local)}]" if t.name not in self.plan.packs else f"pk{k}[{self.offset(t, local)}]"
+        if base is None:
+            at = f"t{k}[{self.offset(t, local)}]" if t.name not in self.plan.packs else f"pk{k}[{self.offset(t, local)}]"
+        else:
+            at = f"{base}[{delta}]"
         ptr = at.replace("[", " + ", 1)[:-1]
         j = self.plan.kernel.j
         if vector and j in t.dims:
@@ -416,18 +432,28 @@ class _Emitter:
             p.open(f"for (long r_{self.dvar(d)} = 0; r_{self.dvar(d)} < {ker.extents[d]}; r_{self.dvar(d)}++)")
         if ker.reduction:
             self.prefetch(local(0, 0, red), ker.reduction[-1])
-        # operands: hoist what does not depend on the row or the vector
+        # operands: hoist what does not depend on the row or the vector; an unguarded operand is read through
+        # one pointer at the block's first row and vector, the others a constant number of words on (so
+        # the compiler keeps one address register per operand, not one per row)
         names = {}
         for t in self.w.inputs:
             k = self.tid[t.name]
             dep_i = ker.i is not None and ker.i in t.dims
             dep_j = ker.j in t.dims
+            base = None
+            if t.name not in self.plan.guarded:
+                base = f"op{k}"
+                arr = f"pk{k}" if t.name in self.plan.packs else f"t{k}"
+                p(f"const {C_TYPES[self.plan.dtypes[t.name]]} *{base} = {arr} + {self.offset(t, local(0, 0, red))};")
+                row, col = self.step(t, ker.i) if dep_i else 0, self.step(t, ker.j) * lanes if dep_j else 0
             for ii in range(mr if dep_i else 1):
                 for v in range(nv if dep_j else 1):
                     var = f"x{k}_{ii}_{v}"
                     is_vec = vector and dep_j
                     width = tail if tail and v == nv - 1 else 0
-                    p(f"{'vc_t' if is_vec else self.ctype} {var} = {self.read(t, local(ii, v, red), vector, width)};")
+                    got = self.read(t, local(ii, v, red), vector, width) if base is None else \
+                        self.read(t, {}, vector, width, base, ii * row + v * col)
+                    p(f"{'vc_t' if is_vec else self.ctype} {var} = {got};")
                     if is_vec and (mr > 1 or dep_i):
                         p(f"KEEP({var});")
                     names[(t.name, ii, v)] = var
