@@ -44,10 +44,16 @@ def _cpu_emit(workload, mapping, arch, args) -> str:
 
 
 def _cpu_run(workload, mapping, arch, args) -> dict:
+    """The run's record, with ``rewrites`` where the nest that ran is the target's view of the layer
+    (``targets.cpu.kernel_nest``): its dims, the dims fused and the inputs read as a strided copy."""
     from targets.cpu import run
 
-    return run(workload, mapping, arch, threads=args.threads, repeat=args.repeat, seed=args.seed,
-               exceptions=args.exceptions).to_dict()
+    got = run(workload, mapping, arch, threads=args.threads, repeat=args.repeat, seed=args.seed,
+              exceptions=args.exceptions).to_dict()
+    done = {k: workload.op[k] for k in ("fused_dims", "subsampled") if k in workload.op}
+    if done:
+        got["rewrites"] = {"dims": dict(workload.dims), **done}
+    return got
 
 
 def cpu_schedule_arch(workload, arch):

@@ -96,3 +96,14 @@ def test_run_schedules_a_1x1_convolution_on_fused_pixels(tmp_path, capsys):
     assert got["verified"]
     levels = got["mapping"]["levels"] if isinstance(got["mapping"], dict) else got["mapping"]
     assert "QP" in json.dumps(levels) and '"P"' not in json.dumps(levels)   # the 196 pixels are one dim
+    assert got["rewrites"] == {"dims": {"K": 32, "C": 16, "QP": 196}, "fused_dims": {"QP": ["Q", "P"]}}
+
+
+def test_run_names_the_strided_copy_a_strided_1x1_convolution_reads(tmp_path, capsys):
+    wl = tmp_path / "s.yaml"
+    wl.write_text("kind: conv2d\nname: s2\nC: 16\nK: 32\nH: 14\nW: 14\nR: 1\nS: 1\nstride: 2\ndtype: float32\n")
+    assert main(["run", "cpu", str(wl), "--threads", "1", "--repeat", "1", "--time-limit", "20", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["verified"] and got["rewrites"]["dims"] == {"K": 32, "C": 16, "QP": 49}
+    assert got["rewrites"]["subsampled"] == {"Inputs": {"strides": [1, 1, 2, 2], "shape": [1, 16, 14, 14],
+                                                        "copy_shape": [1, 16, 7, 7]}}
