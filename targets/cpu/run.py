@@ -37,8 +37,11 @@ class CpuKernel:
                 raise TargetError(f"no array for tensor '{t.name}'", field=t.name)
             want = NUMPY_DTYPES[self.plan.dtypes[t.name]]
             if a.dtype != want or tuple(a.shape) != tuple(self.plan.shapes[t.name]) or not a.flags.c_contiguous:
+                shape = tuple(self.plan.input_shapes[t.name])
+                also = f" (or its strided copy, {tuple(self.plan.shapes[t.name])})" \
+                    if shape != tuple(self.plan.shapes[t.name]) else ""
                 raise TargetError(f"tensor '{t.name}' needs a C-contiguous {np.dtype(want).name} array of shape "
-                                  f"{tuple(self.plan.shapes[t.name])}, got {a.dtype} {a.shape}", field=t.name)
+                                  f"{shape}{also}, got {a.dtype} {a.shape}", field=t.name)
             if t.is_output and not a.flags.writeable:
                 raise TargetError(f"output '{t.name}' is read-only", field=t.name)
             ptrs.append(a.ctypes.data)

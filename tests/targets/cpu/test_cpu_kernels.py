@@ -290,6 +290,8 @@ def test_a_strided_1x1_convolution_runs_on_its_fused_strided_copy_from_the_store
         again = k(k.prepared(stored), threads=1)  # the copy given directly: the same numbers
         np.testing.assert_array_equal(again, got)
     assert run(nest, random_mapping(nest, ARCH, rng, space=space), ARCH, threads=1, repeat=1).verified
+    with pytest.raises(TargetError, match=r"shape \(1, 8, 13, 14\) \(or its strided copy"):
+        k({**stored, "Inputs": stored["Inputs"][..., :12]}, threads=1)  # a wrong shape names the stored one
 
 
 def test_a_block_reads_each_operand_through_one_pointer_and_verifies():
