@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .. import TargetError
 from .build import build, isa
+from .prelude import transposer
 
 _PROBE = r"""
 #include <stddef.h>
@@ -67,8 +68,10 @@ double read_probe(const float *buf, long n, long reps, int nthreads) {
     }
     return total;
 }
+%(transposer)s
 /* the packing copies of targets.cpu.emit: a box copied row by row (memcpy of runs of `run` words), and
-   panels of `width` positions innermost, read along the source rows (contiguous) or across them */
+   panels of `width` positions innermost, read along the source rows (contiguous) or across them (a
+   blocked transpose by trp_float32, as emit's pack_transposed copies) */
 void rows_pack(float *restrict dst, const float *restrict src, long words, long run, long ld, long reps) {
     for (long k = 0; k < reps; k++)
         for (long r = 0; r < words / run; r++) memcpy(dst + r * run, src + r * ld, run * sizeof(float));
@@ -78,10 +81,16 @@ void panel_pack(float *restrict dst, const float *restrict src, long words, long
     long len = 256, panels = words / (len * width);
     for (long k = 0; k < reps; k++)
         for (long pn = 0; pn < panels; pn++)
-            for (long a = 0; a < len; a++) {
-                float *d = dst + pn * len * width + a * width;
-                if (across) for (long w = 0; w < width; w++) d[w] = src[(pn * width + w) * ld + a];
-                else for (long w = 0; w < width; w++) d[w] = src[a * ld + pn * width + w];
+            if (across) {
+                for (long a = 0; a < len; a += 16)
+                    for (long w = 0; w < width; w += 16)
+                        trp_float32(src + (pn * width + w) * ld + a, ld, dst + pn * len * width + a * width + w, width,
+                                    width - w < 16 ? width - w : 16, 16);
+            } else {
+                for (long a = 0; a < len; a++) {
+                    float *d = dst + pn * len * width + a * width;
+                    for (long w = 0; w < width; w++) d[w] = src[a * ld + pn * width + w];
+                }
             }
 }
 void write_probe(float *buf, long n, long reps, int nthreads) {
@@ -151,7 +160,9 @@ def frequency_hz() -> float:
 def _probes():
     info = isa()
     lanes = info.vector_bytes // 4
-    lib = ctypes.CDLL(str(build(_PROBE % {"vb": info.vector_bytes, "lanes": lanes})))
+    lines = []
+    transposer(lambda text="": lines.append(text), "float32")
+    lib = ctypes.CDLL(str(build(_PROBE % {"vb": info.vector_bytes, "lanes": lanes, "transposer": "\n".join(lines)})))
     lib.fma_probe.argtypes, lib.fma_probe.restype = [ctypes.c_long], ctypes.c_double
     lib.fma_chain_probe.argtypes, lib.fma_chain_probe.restype = [ctypes.c_long], ctypes.c_double
     lib.read_probe.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_int]

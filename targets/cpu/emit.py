@@ -14,6 +14,7 @@ import math
 from dataclasses import replace
 
 from .entry import ab_entry
+from .emit_pack import PackCopies, linear_text, unrolled_radices, row_major_strides
 from .prelude import prelude
 from .plan import C_TYPES, WORD_BYTES, Plan
 
@@ -22,43 +23,6 @@ UNROLL_K = 4
 """The micro-kernel's innermost reduction loop is unrolled this many times (when it runs at least twice that)."""
 PREFETCH_STEPS = 16
 """How many steps of the innermost reduction loop ahead a packed panel is prefetched."""
-
-
-def _strides(shape) -> list[int]:
-    out, acc = [], 1
-    for size in reversed(shape):
-        out.append(acc)
-        acc *= size
-    return out[::-1]
-
-
-def _radices(pack, axis: int) -> dict:
-    """{dim: positions one step of it moves} along an unrolled axis of ``pack`` (``Pack.unrolled``)."""
-    out, step = {}, 1
-    for d, extent in reversed(pack.unrolled[axis]):
-        out[d] = step
-        step *= extent
-    return out
-
-
-def _copy_run(p, s0: str, count: int, size: int, ok: str, source) -> None:
-    """Print the guarded copy of one run: ``dst[w]`` for w in [0, count) takes the element at index
-    ``s0 + w`` of an axis of ``size`` (C text ``source(w)``), zero outside [0, size) or when ``ok`` is
-    false; the bounds are worked out once per run, not tested per element."""
-    p(f"long w0 = ({s0}) < 0 ? -({s0}) : 0, w1 = {size} - ({s0});")
-    p(f"if (w1 > {count}) w1 = {count};")
-    p(f"if (!({ok}) || w1 < w0) w0 = w1 = {count};")
-    p("for (long w = 0; w < w0; w++) dst[w] = 0;")
-    p(f"for (long w = w0; w < w1; w++) dst[w] = {source('w')};")
-    p(f"for (long w = w1; w < {count}; w++) dst[w] = 0;")
-
-
-def _lin(terms: dict, const: int = 0) -> str:
-    """C text of const + sum coef * var (terms: var -> coef), without zero terms."""
-    parts = [f"{c}*{v}" if c != 1 else v for v, c in terms.items() if c]
-    if const or not parts:
-        parts.append(str(const))
-    return " + ".join(parts)
 
 
 class _Printer:
@@ -79,7 +43,7 @@ class _Printer:
             self("}")
 
 
-class _Emitter:
+class _Emitter(PackCopies):
     def __init__(self, plan: Plan, vector_bytes: int):
         self.plan = plan
         self.w = plan.workload
@@ -110,16 +74,11 @@ class _Emitter:
         pack = self.plan.packs.get(t.name)
         shape = list(pack.box) if pack else list(self.plan.shapes[t.name])
         if pack is None or pack.panel is None:
-            return shape, _strides(shape)
+            return shape, row_major_strides(shape)
         axis, width = pack.panel
-        strides = [s * width for s in _strides([1 if a == axis else n for a, n in enumerate(shape)])]
+        strides = [s * width for s in row_major_strides([1 if a == axis else n for a, n in enumerate(shape)])]
         strides[axis] = 1
         return shape, strides
-
-    def panel_words(self, pack) -> int:
-        """Words of one panel of a panel-packed box."""
-        axis, width = pack.panel
-        return width * math.prod(n for a, n in enumerate(pack.box) if a != axis)
 
     def panel_dim(self, t) -> str | None:
         """The dim that runs along the panel axis of ``t``'s pack (None: not panel-packed)."""
@@ -132,7 +91,7 @@ class _Emitter:
         _, strides = self.layout(t)
         pack = self.plan.packs.get(t.name)
         unrolled = pack.unrolled if pack is not None else {}
-        return sum(s * (_radices(pack, a).get(d, 0) if a in unrolled else e.coef(d))
+        return sum(s * (unrolled_radices(pack, a).get(d, 0) if a in unrolled else e.coef(d))
                    for a, (s, e) in enumerate(zip(strides, t.indices)))
 
     def position(self, t, a: int) -> tuple[dict, int]:
@@ -143,116 +102,14 @@ class _Emitter:
         if a not in pack.unrolled:
             return {f"b_{self.dvar(d)}": c for d, c in e.terms} | {f"pl{k}[{pack.slots.index((a, None))}]": -1}, e.offset
         terms = {}
-        for d, radix in _radices(pack, a).items():
+        for d, radix in unrolled_radices(pack, a).items():
             terms[f"b_{self.dvar(d)}"] = radix
             terms[f"pl{k}[{pack.slots.index((a, d))}]"] = -radix
         return terms, 0
 
-    def source_index(self, pack, t, a: int, x: str) -> str:
-        """C expression of the index along axis ``a`` of ``t`` that box position ``x`` holds: the pack's
-        origin plus ``x``, or along an unrolled axis each dim's first value plus its digit of ``x``."""
-        k = self.tid[t.name]
-        if a not in pack.unrolled:
-            return f"(lo{k}_{pack.slots.index((a, None))} + {x})"
-        e, parts = t.indices[a], []
-        radices = _radices(pack, a)
-        for n, (d, extent) in enumerate(pack.unrolled[a]):
-            digit = f"({x})" if radices[d] == 1 else f"(({x}) / {radices[d]})"
-            digit = digit if n == 0 else f"({digit} % {extent})"
-            parts.append(f"{e.coef(d)}*(lo{k}_{pack.slots.index((a, d))} + {digit})")
-        return "(" + " + ".join(parts + [str(e.offset)]) + ")"
-
-    # --- prelude ---------------------------------------------------------------------------
     def prelude(self) -> None:
         prelude(self.p, self.ctype, self.lanes, self.plan.compute_dtype,
                 sorted({self.plan.dtypes[t.name] for t in self.w.inputs}))
-
-    # --- packing -----------------------------------------------------------------------------
-    def pack(self, name: str, level: int) -> None:
-        p, t, pk = self.p, self.w.tensor(name), self.plan.packs[name]
-        k, it = self.tid[name], C_TYPES[self.plan.dtypes[name]]
-        shape = self.plan.shapes[name]
-        src_strides = _strides(shape)
-        base = self.base_terms(level)
-        n = len(t.indices)
-        p(f"/* pack {name}: box {'x'.join(map(str, pk.box))} at level {level} ({self.plan.arch.levels[level].name}) */")
-        p.open("")
-        for slot, (a, dim) in enumerate(pk.slots):
-            e = t.indices[a]
-            terms: dict = {}
-            for d, c in (e.terms if dim is None else [(dim, 1)]):
-                for v, s in base[d].items():
-                    terms[v] = terms.get(v, 0) + c * s
-            p(f"const long lo{k}_{slot} = {_lin(terms, e.offset if dim is None else 0)};")
-        changed = " || ".join(f"lo{k}_{slot} != pl{k}[{slot}]" for slot in range(len(pk.slots)))
-        p.open(f"if ({changed})")
-        for slot in range(len(pk.slots)):
-            p(f"pl{k}[{slot}] = lo{k}_{slot};")
-        if pk.panel is not None:
-            self.pack_panels(pk, k, it, shape, src_strides)
-            p.close(2)
-            return
-        row = []
-        for a in range(n - 1):
-            p.open(f"for (long a{a} = 0; a{a} < {pk.box[a]}; a{a}++)")
-            row.append(f"a{a}*{_strides(pk.box)[a]}")
-        dst = f"pk{k} + " + (" + ".join(row) if row else "0")
-        at = {a: self.source_index(pk, t, a, f"a{a}") for a in range(n - 1)}
-        src = " + ".join(f"{at[a]}*{src_strides[a]}" for a in range(n - 1)) or "0"
-        last, e_last = n - 1, pk.box[-1]
-        if pk.guard and last not in pk.unrolled:
-            ok = " && ".join(f"{at[a]} >= 0 && {at[a]} < {shape[a]}" for a in range(n - 1)) or "1"
-            p(f"{it} *dst = {dst};")
-            s0 = f"lo{k}_{pk.slots.index((last, None))}"
-            _copy_run(p, s0, e_last, shape[last], ok, lambda w: f"t{k}[{src} + {s0} + {w}]")
-        elif pk.guard:
-            ok = " && ".join(f"{at[a]} >= 0 && {at[a]} < {shape[a]}" for a in range(n - 1)) or "1"
-            p(f"{it} *dst = {dst};")
-            p(f"const int ok = {ok};")
-            p(f"for (long a = 0; a < {e_last}; a++) {{ long s = {self.source_index(pk, t, last, 'a')}; "
-              f"dst[a] = (ok && s >= 0 && s < {shape[last]}) ? t{k}[{src} + s] : 0; }}")
-        elif last in pk.unrolled:
-            p(f"{it} *dst = {dst};")
-            p(f"for (long a = 0; a < {e_last}; a++) dst[a] = t{k}[{src} + {self.source_index(pk, t, last, 'a')}];")
-        else:
-            p(f"memcpy({dst}, t{k} + {src} + lo{k}_{pk.slots.index((last, None))}, {e_last} * sizeof({it}));")
-        p.close(n - 1)
-        p.close(2)
-
-    def pack_panels(self, pk, k: int, it: str, shape, src_strides) -> None:
-        """The copy into a panel-packed box (``Pack.panel``): panel by panel, the other axes in C order,
-        ``width`` positions of the panel axis innermost (contiguous in the source when that is its last
-        axis); positions outside the stored tensor read as zero when the pack is guarded."""
-        p = self.p
-        axis, width = pk.panel
-        n = len(pk.box)
-        others = [a for a in range(n) if a != axis]
-        p.open(f"for (long pn = 0; pn < {pk.box[axis] // width}; pn++)")
-        dst = [f"pn*{self.panel_words(pk)}"]
-        ostr = [s * width for s in _strides([1 if a == axis else pk.box[a] for a in range(n)])]
-        for a in others:
-            p.open(f"for (long a{a} = 0; a{a} < {pk.box[a]}; a{a}++)")
-            dst.append(f"a{a}*{ostr[a]}")
-        p(f"{it} *dst = pk{k} + {' + '.join(dst)};")
-        p(f"const long a{axis}0 = pn*{width};")
-        t = self.w.tensor(pk.tensor)
-        coord = {a: self.source_index(pk, t, a, f"a{a}") for a in others} | \
-            {axis: self.source_index(pk, t, axis, f"a{axis}0 + w")}
-        if pk.guard and axis not in pk.unrolled:  # the panel's run along its axis: zeros, the data, zeros
-            ok = " && ".join(f"{coord[a]} >= 0 && {coord[a]} < {shape[a]}" for a in others) or "1"
-            s0 = self.source_index(pk, t, axis, f"a{axis}0")
-            rest = "".join(f"{coord[a]}*{src_strides[a]} + " for a in others)
-            _copy_run(p, s0, width, shape[axis], ok, lambda w: f"t{k}[{rest}({s0} + {w})*{src_strides[axis]}]")
-            p.close(len(others) + 1)
-            return
-        p.open(f"for (long w = 0; w < {width}; w++)")
-        src = " + ".join(f"{coord[a]}*{src_strides[a]}" for a in range(n))
-        if pk.guard:
-            ok = " && ".join(f"{coord[a]} >= 0 && {coord[a]} < {shape[a]}" for a in range(n))
-            p(f"dst[w] = ({ok}) ? t{k}[{src}] : 0;")
-        else:
-            p(f"dst[w] = t{k}[{src}];")
-        p.close(len(others) + 2)
 
     # --- micro-kernel ------------------------------------------------------------------------
     def offset(self, t, local: dict) -> str:
@@ -279,7 +136,7 @@ class _Emitter:
             g = self.gstride(t, d)
             if g and text != "0":  # two dims may have the same text (row 8 of column 8): their strides add
                 terms[f"({text})"] = terms.get(f"({text})", 0) + g
-        return _lin(terms)
+        return linear_text(terms)
 
     def step(self, t, d: str) -> int:
         """Words between ``t``'s elements at two consecutive positions of the block dim ``d`` within a
@@ -294,7 +151,7 @@ class _Emitter:
             for d, c in e.terms:
                 if local.get(d, "0") != "0":
                     terms[f"({local[d]})"] = terms.get(f"({local[d]})", 0) + c
-            conds.append(f"(unsigned long)({_lin(terms, e.offset)}) < {shape[a]}UL")
+            conds.append(f"(unsigned long)({linear_text(terms, e.offset)}) < {shape[a]}UL")
         return " && ".join(conds) or "1"
 
     def read(self, t, local: dict, vector: bool, width: int = 0, base: str | None = None, delta: int = 0) -> str:
@@ -427,7 +284,7 @@ class _Emitter:
           f"(i={ker.i}, j={ker.j}) */")
         p.open("")
         for d in self.dims:
-            p(f"const long b_{self.dvar(d)} = {_lin(base[d])};")
+            p(f"const long b_{self.dvar(d)} = {linear_text(base[d])};")
         for t in self.w.tensors:
             k = self.tid[t.name]
             _, strides = self.layout(t)
@@ -435,7 +292,7 @@ class _Emitter:
             const = 0
             pack = self.plan.packs.get(t.name)
             if pack is not None and pack.panel is not None:
-                p(f"const long q{k} = {_lin(*self.position(t, pack.panel[0]))};")
+                p(f"const long q{k} = {linear_text(*self.position(t, pack.panel[0]))};")
             for a, (s, e) in enumerate(zip(strides, t.indices)):
                 if pack is not None and pack.panel is not None and a == pack.panel[0]:
                     continue
@@ -443,7 +300,7 @@ class _Emitter:
                 const += s * c0
                 for v, c in at.items():
                     terms[v] = terms.get(v, 0) + s * c
-            p(f"const long o{k} = {_lin(terms, const)};")
+            p(f"const long o{k} = {linear_text(terms, const)};")
         for d, padded in self.plan.ragged.items():  # the last tile of a ragged dim: cut to the bound
             full, bound = ker.extents[d], self.w.dims[d]
             p.open(f"if (b_{self.dvar(d)} + {full} <= {bound})")

@@ -14,6 +14,8 @@ def prelude(p, ctype: str, lanes: int, compute_dtype: str, input_dtypes) -> None
     for inc in ("stdint.h", "stdlib.h", "string.h", "limits.h"):
         p(f"#include <{inc}>")
     p()
+    for dt in input_dtypes:
+        transposer(p, dt)
     if lanes == 1:
         return
     vbytes = lanes * WORD_BYTES[compute_dtype]
@@ -71,3 +73,67 @@ def tail_io(p, ctype: str, vbytes: int) -> None:
     p(f"static inline vc_t ldgo(const {ctype} *p, long s, int n) {{ vc_t x = {{0}}; "
       "for (int q = 0; q < n; q++) x[q] = p[q * s]; return x; }")
     p(f"static inline void stgo({ctype} *p, vc_t v, long s, int n) {{ for (int q = 0; q < n; q++) p[q * s] = v[q]; }}")
+
+
+#: The AVX-512 register transposes ``transposer`` prints: (intrinsic suffix, register type, 128-bit lanes'
+#: shuffle, words per 128-bit lane) per input dtype; a block is one register's words square.
+_TRANSPOSES = {"float32": ("ps", "__m512", "f32x4", 4), "float64": ("pd", "__m512d", "f64x2", 2)}
+
+
+def transpose_block(dtype: str) -> int:
+    """Words per side of the square blocks ``trp_<dtype>`` transposes in registers (16 float32, 8 float64;
+    other dtypes 16, by scalar copies)."""
+    return 64 // WORD_BYTES[dtype] if dtype in _TRANSPOSES else 16
+
+
+def transposer(p, dtype: str) -> None:
+    """Print ``trp_<dtype>(s, ss, d, ds, rows, cols)``: ``d[c * ds + r] = s[r * ss + c]`` for a ``rows`` x
+    ``cols`` block, the copy a panel pack makes when the panel's axis is not the source's contiguous one
+    (a convolution's weights, K x C x R x S, into panels of K innermost: ``emit._Emitter.pack_transposed``).
+    A full ``transpose_block`` square is transposed in registers with AVX-512 (rows read and columns
+    written as whole vectors); otherwise, and on other machines, element by element."""
+    it, n = C_TYPES[dtype], transpose_block(dtype)
+    if dtype in _TRANSPOSES:
+        p("#if defined(__AVX512F__)")
+        p("#include <immintrin.h>")
+        p("#endif")
+    p(f"static inline void trp_{dtype}(const {it} *s, long ss, {it} *d, long ds, int rows, int cols) {{")
+    if dtype in _TRANSPOSES:
+        sfx, reg, lane_shuffle, per_lane = _TRANSPOSES[dtype]
+        cast = (lambda x: x) if sfx == "pd" else (lambda x: f"_mm512_castpd_ps({x})")
+        as_pd = (lambda x: x) if sfx == "pd" else (lambda x: f"_mm512_castps_pd({x})")
+        p("#if defined(__AVX512F__)")
+        p(f"    if (rows == {n} && cols == {n}) {{")
+        p(f"        {reg} r[{n}], t[{n}];")
+        p(f"        for (int i = 0; i < {n}; i++) r[i] = _mm512_loadu_{sfx}(s + i * ss);")
+        p("        /* pairs of rows interleaved: t[2k + c], 128-bit lane L, rows 2k, 2k+1 of column per_lane*L + c */")
+        p(f"        for (int i = 0; i < {n}; i += 2) {{ t[i] = _mm512_unpacklo_{sfx}(r[i], r[i + 1]); "
+          f"t[i + 1] = _mm512_unpackhi_{sfx}(r[i], r[i + 1]); }}")
+        q = n // 4  # registers per group of rows a 128-bit lane ends up holding
+        if per_lane == 4:  # float32: then fours of rows, by 64-bit pairs: r[4g + c] lane L, rows 4g..4g+3 of column 4L + c
+            p(f"        for (int i = 0; i < {n}; i += 4) {{")
+            for c, (hi, a, b) in enumerate([("lo", 0, 2), ("hi", 0, 2), ("lo", 1, 3), ("hi", 1, 3)]):
+                pair = f"_mm512_unpack{hi}_pd({as_pd(f't[i + {a}]')}, {as_pd(f't[i + {b}]')})"
+                p(f"            r[i + {c}] = {cast(pair)};")
+            p("        }")
+            src = "r"
+        else:
+            src = "t"
+        p("        /* the 4 x 4 transpose of 128-bit lanes across the registers of one column group */")
+        p(f"        for (int c = 0; c < {per_lane}; c++) {{")
+        g = [f"{src}[{m} * {q} + c]" for m in range(4)]
+        p(f"            {reg} x0 = _mm512_shuffle_{lane_shuffle}({g[0]}, {g[1]}, 0x44), "
+          f"x1 = _mm512_shuffle_{lane_shuffle}({g[0]}, {g[1]}, 0xee);")
+        p(f"            {reg} y0 = _mm512_shuffle_{lane_shuffle}({g[2]}, {g[3]}, 0x44), "
+          f"y1 = _mm512_shuffle_{lane_shuffle}({g[2]}, {g[3]}, 0xee);")
+        out = "t" if src == "r" else "r"
+        for m, (x, y, imm) in enumerate([("x0", "y0", "0x88"), ("x0", "y0", "0xdd"), ("x1", "y1", "0x88"),
+                                         ("x1", "y1", "0xdd")]):
+            p(f"            {out}[{m * per_lane} + c] = _mm512_shuffle_{lane_shuffle}({x}, {y}, {imm});")
+        p("        }")
+        p(f"        for (int i = 0; i < {n}; i++) _mm512_storeu_{sfx}(d + i * ds, {out}[i]);")
+        p("        return;")
+        p("    }")
+        p("#endif")
+    p("    for (int c = 0; c < cols; c++) for (int r = 0; r < rows; r++) d[c * ds + r] = s[r * ss + c];")
+    p("}")

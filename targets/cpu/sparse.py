@@ -27,7 +27,8 @@ from mappings import validate
 
 from .. import TargetError
 from .build import build, load
-from .emit import _lin, _Printer
+from .emit import _Printer
+from .emit_pack import linear_text as _lin
 from .entry import ab_entry
 from .plan import C_TYPES, _band_loops, _dtypes
 from .reference import NUMPY_DTYPES, TOLERANCE

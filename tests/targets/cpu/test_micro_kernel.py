@@ -174,3 +174,27 @@ def test_small_images_put_the_lanes_on_the_output_channels(k, bits, lane_dim):
     src = emit(w, m, ARCH)
     assert ("stgo(t" in src and "ldgo(t" in src) == (lane_dim == "K")   # the calls, not the helpers
     assert run(w, m, ARCH, threads=1, repeat=1).verified
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+@pytest.mark.parametrize("outer", [{}, {"C": 2}])
+def test_weights_packed_by_a_blocked_transpose_verify(bits, outer):
+    """Output-channel lanes on a 7 x 7 image: the weights (K x C x R x S) go into panels of K innermost,
+    copied as a transpose of K rows by C*R*S runs in register-sized squares (``trp_``), with a run that is
+    not a whole number of squares (180 or 90 words) and, split by a DRAM loop, an origin inside the
+    row; the kernel matches NumPy."""
+    from targets.cpu.plan import arch_for
+
+    w = workloads.conv2d("conv", C=20, K=32, H=7, W=7, R=3, S=3, padding=1, bits=bits)
+    arch = arch_for(w, ARCH, registers=(32, 64))
+    c_l2 = 2 if not outer else 1
+    m = Mapping((LevelMapping(temporal=outer, order=tuple(outer)), LevelMapping(),
+                 LevelMapping(temporal={"C": c_l2}, order=("C",)),
+                 LevelMapping(temporal={"K": 32, "C": 10, "Q": 7, "R": 3, "S": 3}), LevelMapping(spatial={"P": 7})))
+    k = compile_kernel(w, m, arch)
+    pack = k.plan.packs["Weights"]
+    assert pack.panel == (0, 1024 // bits) and pack.box[1] == (10 if outer else 20)
+    assert f"trp_float{bits}(t" in k.source
+    arrays = random_inputs(w, k.plan.dtypes, k.plan.input_shapes, 0)
+    ref = reference(w, k.prepared(arrays), k.plan.shapes, k.plan.compute_dtype)
+    np.testing.assert_allclose(k(arrays, threads=1), ref, rtol=1e-4, atol=1e-4)

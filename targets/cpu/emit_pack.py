@@ -1,0 +1,208 @@
+"""The packing copies of a CPU kernel's C: each input's tile copied into its private buffer (``Pack``:
+a box row by row, a panel-packed box panel by panel, or, where the panel axis is not the source's
+contiguous one, a blocked transpose), and the C text helpers the emitter shares.  ``PackCopies`` is the
+part of ``emit._Emitter`` that prints them."""
+
+from __future__ import annotations
+
+import math
+
+from .plan import C_TYPES
+from .prelude import transpose_block
+
+
+def row_major_strides(shape) -> list[int]:
+    out, acc = [], 1
+    for size in reversed(shape):
+        out.append(acc)
+        acc *= size
+    return out[::-1]
+
+
+def unrolled_radices(pack, axis: int) -> dict:
+    """{dim: positions one step of it moves} along an unrolled axis of ``pack`` (``Pack.unrolled``)."""
+    out, step = {}, 1
+    for d, extent in reversed(pack.unrolled[axis]):
+        out[d] = step
+        step *= extent
+    return out
+
+
+def _transposed_run(pk, shape) -> int:
+    """How many trailing axes of a panel pack's source read as one contiguous run that its panels hold in
+    the same order (0: none, the pack is not a transpose): axes after the panel axis, none unrolled, each
+    but the outermost of them whole (box = stored extent); never for a guarded pack."""
+    axis = pk.panel[0]
+    n = len(pk.box)
+    if pk.guard or axis == n - 1 or axis in pk.unrolled:
+        return 0
+    merged = 0
+    while merged < n - 1 - axis and (n - 1 - merged) not in pk.unrolled:
+        merged += 1
+        if pk.box[n - merged] != shape[n - merged]:
+            break
+    return merged
+
+
+def _copy_run(p, s0: str, count: int, size: int, ok: str, source) -> None:
+    """Print the guarded copy of one run: ``dst[w]`` for w in [0, count) takes the element at index
+    ``s0 + w`` of an axis of ``size`` (C text ``source(w)``), zero outside [0, size) or when ``ok`` is
+    false; the bounds are worked out once per run, not tested per element."""
+    p(f"long w0 = ({s0}) < 0 ? -({s0}) : 0, w1 = {size} - ({s0});")
+    p(f"if (w1 > {count}) w1 = {count};")
+    p(f"if (!({ok}) || w1 < w0) w0 = w1 = {count};")
+    p("for (long w = 0; w < w0; w++) dst[w] = 0;")
+    p(f"for (long w = w0; w < w1; w++) dst[w] = {source('w')};")
+    p(f"for (long w = w1; w < {count}; w++) dst[w] = 0;")
+
+
+def linear_text(terms: dict, const: int = 0) -> str:
+    """C text of const + sum coef * var (terms: var -> coef), without zero terms."""
+    parts = [f"{c}*{v}" if c != 1 else v for v, c in terms.items() if c]
+    if const or not parts:
+        parts.append(str(const))
+    return " + ".join(parts)
+
+
+class PackCopies:
+    """The packing methods of ``emit._Emitter`` (which sets ``p``, ``w``, ``plan``, ``tid`` and
+    ``base_terms``)."""
+
+    def panel_words(self, pack) -> int:
+        """Words of one panel of a panel-packed box."""
+        axis, width = pack.panel
+        return width * math.prod(n for a, n in enumerate(pack.box) if a != axis)
+
+    def source_index(self, pack, t, a: int, x: str) -> str:
+        """C expression of the index along axis ``a`` of ``t`` that box position ``x`` holds: the pack's
+        origin plus ``x``, or along an unrolled axis each dim's first value plus its digit of ``x``."""
+        k = self.tid[t.name]
+        if a not in pack.unrolled:
+            return f"(lo{k}_{pack.slots.index((a, None))} + {x})"
+        e, parts = t.indices[a], []
+        radices = unrolled_radices(pack, a)
+        for n, (d, extent) in enumerate(pack.unrolled[a]):
+            digit = f"({x})" if radices[d] == 1 else f"(({x}) / {radices[d]})"
+            digit = digit if n == 0 else f"({digit} % {extent})"
+            parts.append(f"{e.coef(d)}*(lo{k}_{pack.slots.index((a, d))} + {digit})")
+        return "(" + " + ".join(parts + [str(e.offset)]) + ")"
+
+    # --- prelude ---------------------------------------------------------------------------
+    # --- packing -----------------------------------------------------------------------------
+    def pack(self, name: str, level: int) -> None:
+        p, t, pk = self.p, self.w.tensor(name), self.plan.packs[name]
+        k, it = self.tid[name], C_TYPES[self.plan.dtypes[name]]
+        shape = self.plan.shapes[name]
+        src_strides = row_major_strides(shape)
+        base = self.base_terms(level)
+        n = len(t.indices)
+        p(f"/* pack {name}: box {'x'.join(map(str, pk.box))} at level {level} ({self.plan.arch.levels[level].name}) */")
+        p.open("")
+        for slot, (a, dim) in enumerate(pk.slots):
+            e = t.indices[a]
+            terms: dict = {}
+            for d, c in (e.terms if dim is None else [(dim, 1)]):
+                for v, s in base[d].items():
+                    terms[v] = terms.get(v, 0) + c * s
+            p(f"const long lo{k}_{slot} = {linear_text(terms, e.offset if dim is None else 0)};")
+        changed = " || ".join(f"lo{k}_{slot} != pl{k}[{slot}]" for slot in range(len(pk.slots)))
+        p.open(f"if ({changed})")
+        for slot in range(len(pk.slots)):
+            p(f"pl{k}[{slot}] = lo{k}_{slot};")
+        if pk.panel is not None:
+            self.pack_panels(pk, k, it, shape, src_strides)
+            p.close(2)
+            return
+        row = []
+        for a in range(n - 1):
+            p.open(f"for (long a{a} = 0; a{a} < {pk.box[a]}; a{a}++)")
+            row.append(f"a{a}*{row_major_strides(pk.box)[a]}")
+        dst = f"pk{k} + " + (" + ".join(row) if row else "0")
+        at = {a: self.source_index(pk, t, a, f"a{a}") for a in range(n - 1)}
+        src = " + ".join(f"{at[a]}*{src_strides[a]}" for a in range(n - 1)) or "0"
+        last, e_last = n - 1, pk.box[-1]
+        if pk.guard and last not in pk.unrolled:
+            ok = " && ".join(f"{at[a]} >= 0 && {at[a]} < {shape[a]}" for a in range(n - 1)) or "1"
+            p(f"{it} *dst = {dst};")
+            s0 = f"lo{k}_{pk.slots.index((last, None))}"
+            _copy_run(p, s0, e_last, shape[last], ok, lambda w: f"t{k}[{src} + {s0} + {w}]")
+        elif pk.guard:
+            ok = " && ".join(f"{at[a]} >= 0 && {at[a]} < {shape[a]}" for a in range(n - 1)) or "1"
+            p(f"{it} *dst = {dst};")
+            p(f"const int ok = {ok};")
+            p(f"for (long a = 0; a < {e_last}; a++) {{ long s = {self.source_index(pk, t, last, 'a')}; "
+              f"dst[a] = (ok && s >= 0 && s < {shape[last]}) ? t{k}[{src} + s] : 0; }}")
+        elif last in pk.unrolled:
+            p(f"{it} *dst = {dst};")
+            p(f"for (long a = 0; a < {e_last}; a++) dst[a] = t{k}[{src} + {self.source_index(pk, t, last, 'a')}];")
+        else:
+            p(f"memcpy({dst}, t{k} + {src} + lo{k}_{pk.slots.index((last, None))}, {e_last} * sizeof({it}));")
+        p.close(n - 1)
+        p.close(2)
+
+    def pack_panels(self, pk, k: int, it: str, shape, src_strides) -> None:
+        """The copy into a panel-packed box (``Pack.panel``): panel by panel, the other axes in C order,
+        ``width`` positions of the panel axis innermost (contiguous in the source when that is its last
+        axis); positions outside the stored tensor read as zero when the pack is guarded."""
+        p = self.p
+        axis, width = pk.panel
+        n = len(pk.box)
+        merged = _transposed_run(pk, shape)
+        if merged:
+            self.pack_transposed(pk, k, shape, src_strides, merged)
+            return
+        others = [a for a in range(n) if a != axis]
+        p.open(f"for (long pn = 0; pn < {pk.box[axis] // width}; pn++)")
+        dst = [f"pn*{self.panel_words(pk)}"]
+        ostr = [s * width for s in row_major_strides([1 if a == axis else pk.box[a] for a in range(n)])]
+        for a in others:
+            p.open(f"for (long a{a} = 0; a{a} < {pk.box[a]}; a{a}++)")
+            dst.append(f"a{a}*{ostr[a]}")
+        p(f"{it} *dst = pk{k} + {' + '.join(dst)};")
+        p(f"const long a{axis}0 = pn*{width};")
+        t = self.w.tensor(pk.tensor)
+        coord = {a: self.source_index(pk, t, a, f"a{a}") for a in others} | \
+            {axis: self.source_index(pk, t, axis, f"a{axis}0 + w")}
+        if pk.guard and axis not in pk.unrolled:  # the panel's run along its axis: zeros, the data, zeros
+            ok = " && ".join(f"{coord[a]} >= 0 && {coord[a]} < {shape[a]}" for a in others) or "1"
+            s0 = self.source_index(pk, t, axis, f"a{axis}0")
+            rest = "".join(f"{coord[a]}*{src_strides[a]} + " for a in others)
+            _copy_run(p, s0, width, shape[axis], ok, lambda w: f"t{k}[{rest}({s0} + {w})*{src_strides[axis]}]")
+            p.close(len(others) + 1)
+            return
+        p.open(f"for (long w = 0; w < {width}; w++)")
+        src = " + ".join(f"{coord[a]}*{src_strides[a]}" for a in range(n))
+        if pk.guard:
+            ok = " && ".join(f"{coord[a]} >= 0 && {coord[a]} < {shape[a]}" for a in range(n))
+            p(f"dst[w] = ({ok}) ? t{k}[{src}] : 0;")
+        else:
+            p(f"dst[w] = t{k}[{src}];")
+        p.close(len(others) + 2)
+
+    def pack_transposed(self, pk, k: int, shape, src_strides, merged: int) -> None:
+        """The copy into a panel-packed box whose panel axis is not the source's contiguous one (weights
+        K x C x R x S into panels of K innermost), as a blocked transpose: the last ``merged`` axes read as
+        one contiguous run of x words (``_transposed_run``), and per panel ``width`` rows of it, one
+        ``transpose_block`` square at a time, by ``trp_`` (a register transpose where the machine has
+        one).  A copy element by element walked ``width`` rows a whole source row apart at once and took
+        half of a 7 x 7 3x3 convolution's time."""
+        p, t, dt = self.p, self.w.tensor(pk.tensor), self.plan.dtypes[pk.tensor]
+        axis, width = pk.panel
+        n = len(pk.box)
+        run, side = math.prod(pk.box[n - merged:]), transpose_block(dt)
+        ostr = [s * width for s in row_major_strides([1 if a == axis else pk.box[a] for a in range(n)])]
+        p.open(f"for (long pn = 0; pn < {pk.box[axis] // width}; pn++)")
+        dst = [f"pn*{self.panel_words(pk)}"]
+        for a in range(n - merged):
+            if a != axis:
+                p.open(f"for (long a{a} = 0; a{a} < {pk.box[a]}; a{a}++)")
+                dst.append(f"a{a}*{ostr[a]}")
+        at = {a: f"a{a}" for a in range(n - merged)} | {axis: f"pn*{width}"} | {a: "0" for a in range(n - merged, n)}
+        src = " + ".join(f"{self.source_index(pk, t, a, at[a])}*{src_strides[a]}" for a in range(n))
+        p.open(f"for (long x = 0; x < {run}; x += {side})")
+        p.open(f"for (long w = 0; w < {width}; w += {side})")
+        rows = str(side) if width % side == 0 else f"(int)({width} - w < {side} ? {width} - w : {side})"
+        cols = str(side) if run % side == 0 else f"(int)({run} - x < {side} ? {run} - x : {side})"
+        p(f"trp_{dt}(t{k} + {src} + x + w*{src_strides[axis]}, {src_strides[axis]}, "
+          f"pk{k} + {' + '.join(dst)} + x*{width} + w, {width}, {rows}, {cols});")
+        p.close(n - merged + 2)
