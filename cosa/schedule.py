@@ -89,8 +89,11 @@ class Schedule:
         elif how == "factor moves":
             text += "; returned the mapping the cost model's prime-factor moves reached from that optimum (faster there)"
         elif how not in (None, "main"):
-            text += (f"; returned the {how} mapping within {tolerance:.0%} of that optimum (ties: fewer DRAM bytes, "
+            tie = how.removesuffix(", factor moves")
+            text += (f"; returned the {tie} mapping within {tolerance:.0%} of that optimum (ties: fewer DRAM bytes, "
                      "then less energy, in the cost model)")
+            if tie != how:
+                text += ", then the cost model's prime-factor moves from it (faster there)"
         padded = (self.extra or {}).get("padded")
         if padded:  # a schedule of the layer padded to fill the array (cosa.mip.padding, ZigZag's read back)
             text += "; of the layer padded " + ", ".join(f"{d} {b} -> {p}" for d, (b, p) in padded.items())

@@ -86,7 +86,10 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     """Schedule ``workload`` on ``arch`` with the CoSA MIP.
 
     Returns a Schedule whose mapping passed ``mappings.validate``.  ``polish``
-    refines loop orders with the exact cost model (factors unchanged).
+    refines loop orders with the exact cost model (factors unchanged); on a
+    CPU arch (``params["micro_kernel"]``) under the latency objective also the
+    factors (``factors.polish_factors``: prime-factor moves and exchanges), of
+    the main solve's mapping and of a tie-break's where one wins.
     ``order_levels``: the levels whose loop order is a MIP decision: "outer"
     (CoSA's choice: the DRAM level only; the model counts the irrelevant
     loops of the other levels as reloads, an upper bound that ``polish`` then
@@ -339,6 +342,14 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
         if min_utilization is not None:
             _add_min_utilization(form, min_utilization)
         build_s += time.perf_counter() - t1
+    if (polish and objective == "latency" and best is not None and best[2] is not None
+            and best[5] not in ("main", "factor moves") and arch.params.get("micro_kernel")):
+        # a tie-break's mapping won: the factor moves the main mapping had, from it too
+        other, other_cost, n = polish_factors(workload, arch, best[1], evaluate, objective, cost=best[2])
+        evaluated += n
+        if other is not best[1]:
+            pool.offer(other_cost, other, (best[3], best[4], f"{best[5]}, factor moves"))
+            best = _pool_best(pool, objective)
     key, mapping, cost, result, returned, tie_break = best
     nvars, nint, ncons = form.size()
     stats = SolverStats(solver=solver, status=result.status, variables=nvars, binaries=nint, constraints=ncons,

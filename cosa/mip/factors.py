@@ -7,7 +7,8 @@ lower bound of them), and the hardware-managed caches (``lru_caches``: a tile th
 touched since still fits is a hit; the MIP counts a scratchpad's refills, an upper bound).  So the MIP's
 optimum is re-priced with the cost model and improved by local moves: one prime factor of one dim's
 temporal loop moved to another level's temporal loop (the moved loop goes innermost there), every move
-that leaves the mapping valid tried, the best kept, until no move helps or the budget is spent.  Spatial
+that leaves the mapping valid tried, the best kept, until no move helps or the budget is spent; where none
+helps, two opposite moves between a pair of levels (``exchanges``) are tried the same way.  Spatial
 factors and bypass never change.  Deterministic, and never worse than the start under the schedulers'
 lexicographic rule (``cosa.baselines.objective``).
 """
@@ -54,30 +55,54 @@ def neighbours(workload, mapping: Mapping):
                         yield _moved(mapping, d, prime, src, dst)
 
 
+def exchanges(workload, mapping: Mapping):
+    """Every mapping two opposite prime-factor moves away, in a fixed order: a prime of one dim's temporal
+    factor from level ``a`` to a deeper level ``b`` and a prime of another dim's from ``b`` to ``a``.  Such a
+    swap keeps both tiles near their size, so it reaches what single moves cannot where a capacity binds
+    (a 7 x 7 3x3 convolution: half the output channels out of the L1 tile, twice the input channels in)."""
+    n = len(mapping.levels)
+    for a in range(n):
+        for b in range(a + 1, n):
+            for d in workload.dims:
+                fd = mapping.levels[a].temporal_factor(d)
+                for p in sorted(prime_factor_counts(fd)) if fd > 1 else ():
+                    for e in workload.dims:
+                        fe = mapping.levels[b].temporal_factor(e)
+                        if e == d or fe <= 1:
+                            continue
+                        for q in sorted(prime_factor_counts(fe)):
+                            yield _moved(_moved(mapping, d, p, a, b), e, q, b, a)
+
+
 def polish_factors(workload, arch, mapping: Mapping, evaluate, objective: str, cost=None,
                    max_evaluations: int = MAX_EVALUATIONS, gain: float = MIN_GAIN):
-    """Steepest descent over single prime-factor moves under ``evaluate``; returns (mapping, cost, evaluations).
+    """Steepest descent over single prime-factor moves under ``evaluate``, then over ``exchanges`` where no
+    single move helps; returns (mapping, cost, evaluations).
 
     Each sweep prices every valid neighbour of the current best and moves to the one with the lowest
     ``objective`` when that beats the current one by more than ``gain`` (relative), so the descent cannot
-    cycle; ties among neighbours go to the first in ``neighbours``' order."""
+    cycle; ties among neighbours go to the first in ``neighbours``' (``exchanges``') order."""
     best = mapping
     best_cost = cost if cost is not None else evaluate(workload, arch, mapping)
     evaluations = 0 if cost is not None else 1
     seen = {repr(best)}
     while evaluations < max_evaluations:
         step = None
-        for candidate in neighbours(workload, best):
-            if evaluations >= max_evaluations:
+        for moves in (neighbours, exchanges):
+            for candidate in moves(workload, best):
+                if evaluations >= max_evaluations:
+                    break
+                key = repr(candidate)
+                if key in seen or violations(candidate, workload, arch):
+                    continue
+                seen.add(key)
+                got = evaluate(workload, arch, candidate)
+                evaluations += 1
+                if step is None or objective_value(got, objective) < objective_value(step[1], objective):
+                    step = (candidate, got)
+            if step is not None and objective_value(step[1], objective) < \
+                    (1 - gain) * objective_value(best_cost, objective):
                 break
-            key = repr(candidate)
-            if key in seen or violations(candidate, workload, arch):
-                continue
-            seen.add(key)
-            got = evaluate(workload, arch, candidate)
-            evaluations += 1
-            if step is None or objective_value(got, objective) < objective_value(step[1], objective):
-                step = (candidate, got)
         if step is None or objective_value(step[1], objective) >= (1 - gain) * objective_value(best_cost, objective):
             break
         best, best_cost = step
