@@ -126,19 +126,44 @@ class PackCopies:
             p(f"{it} *dst = {dst};")
             s0 = f"lo{k}_{pk.slots.index((last, None))}"
             _copy_run(p, s0, e_last, shape[last], ok, lambda w: f"t{k}[{src} + {s0} + {w}]")
-        elif pk.guard:
+        elif last in pk.unrolled:
             ok = " && ".join(f"{at[a]} >= 0 && {at[a]} < {shape[a]}" for a in range(n - 1)) or "1"
             p(f"{it} *dst = {dst};")
-            p(f"const int ok = {ok};")
-            p(f"for (long a = 0; a < {e_last}; a++) {{ long s = {self.source_index(pk, t, last, 'a')}; "
-              f"dst[a] = (ok && s >= 0 && s < {shape[last]}) ? t{k}[{src} + s] : 0; }}")
-        elif last in pk.unrolled:
-            p(f"{it} *dst = {dst};")
-            p(f"for (long a = 0; a < {e_last}; a++) dst[a] = t{k}[{src} + {self.source_index(pk, t, last, 'a')}];")
+            if pk.guard:
+                p(f"const int ok = {ok};")
+            self.unrolled_row(pk, t, last, shape[last], "ok" if pk.guard else None, lambda s: f"t{k}[{src} + {s}]")
         else:
             p(f"memcpy({dst}, t{k} + {src} + lo{k}_{pk.slots.index((last, None))}, {e_last} * sizeof({it}));")
         p.close(n - 1)
         p.close(2)
+
+    def unrolled_row(self, pk, t, a: int, size: int, ok: str | None, read) -> None:
+        """The copy of one row of ``t``'s unrolled axis ``a`` (``Pack.unrolled``, e.g. ``2*P + R`` as R x P
+        positions) into ``dst``: a loop per outer digit, then a run along the innermost (strided) dim at its
+        stride, with no division per word; guarded (``ok``: the row's other axes are inside the tensor),
+        the run's in-bounds part [w0, w1) is worked out once and the rest zero-filled.  ``read(s)``: C text
+        of the source word at index ``s`` along the axis."""
+        p, k, e = self.p, self.tid[t.name], t.indices[a]
+        digits, radices = pk.unrolled[a], unrolled_radices(pk, a)
+        for n, (d, extent) in enumerate(digits[:-1]):
+            p.open(f"for (long u{n} = 0; u{n} < {extent}; u{n}++)")
+        inner, count = digits[-1]
+        c = e.coef(inner)
+        start = [f"{e.coef(d)}*(lo{k}_{pk.slots.index((a, d))} + u{n})" for n, (d, _) in enumerate(digits[:-1])]
+        start += [f"{c}*lo{k}_{pk.slots.index((a, inner))}", str(e.offset)]
+        p.open("")
+        p(f"const long s0 = {' + '.join(start)};")
+        p(f"{C_TYPES[self.plan.dtypes[t.name]]} *row = dst + {linear_text({f'u{n}': radices[d] for n, (d, _) in enumerate(digits[:-1])})};")
+        if ok is None:
+            p(f"for (long w = 0; w < {count}; w++) row[w] = {read(f's0 + {c}*w')};")
+        else:
+            p(f"long w0 = s0 < 0 ? (-s0 + {c - 1}) / {c} : 0, w1 = {size} - s0 <= 0 ? 0 : ({size} - s0 + {c - 1}) / {c};")
+            p(f"if (w1 > {count}) w1 = {count};")
+            p(f"if (!({ok}) || w1 < w0) w0 = w1 = {count};")
+            p("for (long w = 0; w < w0; w++) row[w] = 0;")
+            p(f"for (long w = w0; w < w1; w++) row[w] = {read(f's0 + {c}*w')};")
+            p(f"for (long w = w1; w < {count}; w++) row[w] = 0;")
+        p.close(len(digits))
 
     def pack_panels(self, pk, k: int, it: str, shape, src_strides) -> None:
         """The copy into a panel-packed box (``Pack.panel``): panel by panel, the other axes in C order,

@@ -42,6 +42,7 @@ def _dense_cases():
         workloads.conv2d("conv1x1_s3p", C=6, K=16, H=13, W=11, R=1, S=1, stride=(3, 2), padding=(1, 2), bits=32),
         workloads.conv2d("conv3x3_s2", C=4, K=16, H=17, W=19, R=3, S=3, stride=2, padding=1, bits=32),
         workloads.conv2d("conv_s2d2", C=4, K=8, H=15, W=16, R=3, S=2, stride=2, dilation=(1, 2), bits=32),
+        workloads.conv2d("conv3x3_s3p2", C=3, K=16, H=14, W=16, R=3, S=3, stride=3, padding=2, bits=32),
         workloads.depthwise_conv2d("dw", C=8, H=9, W=9, R=3, S=3, padding=1, bits=32),
         _int8(workloads.conv2d("conv_i8", C=8, K=16, H=9, W=11, R=3, S=3, padding=1, bits=I8)),
         workloads.einsum("ikl,kj,lj->ij", {"i": 12, "j": 16, "k": 5, "l": 6}, name="mttkrp", bits=32),
