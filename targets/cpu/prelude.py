@@ -90,8 +90,9 @@ def transposer(p, dtype: str) -> None:
     """Print ``trp_<dtype>(s, ss, d, ds, rows, cols)``: ``d[c * ds + r] = s[r * ss + c]`` for a ``rows`` x
     ``cols`` block, the copy a panel pack makes when the panel's axis is not the source's contiguous one
     (a convolution's weights, K x C x R x S, into panels of K innermost: ``emit._Emitter.pack_transposed``).
-    A full ``transpose_block`` square is transposed in registers with AVX-512 (rows read and columns
-    written as whole vectors); otherwise, and on other machines, element by element."""
+    With AVX-512 a block of at most a ``transpose_block`` square is transposed in registers (rows read and
+    columns written as whole vectors, masked where the block is narrower: a 4-row A panel's 4 x 16); on
+    other machines element by element."""
     it, n = C_TYPES[dtype], transpose_block(dtype)
     if dtype in _TRANSPOSES:
         p("#if defined(__AVX512F__)")
@@ -103,9 +104,13 @@ def transposer(p, dtype: str) -> None:
         cast = (lambda x: x) if sfx == "pd" else (lambda x: f"_mm512_castpd_ps({x})")
         as_pd = (lambda x: x) if sfx == "pd" else (lambda x: f"_mm512_castps_pd({x})")
         p("#if defined(__AVX512F__)")
-        p(f"    if (rows == {n} && cols == {n}) {{")
+        mask = "__mmask16" if n == 16 else "__mmask8"
+        _four_rows(p, sfx, reg, lane_shuffle, n)
+        p(f"    if (rows <= {n} && cols <= {n}) {{")
         p(f"        {reg} r[{n}], t[{n}];")
-        p(f"        for (int i = 0; i < {n}; i++) r[i] = _mm512_loadu_{sfx}(s + i * ss);")
+        p(f"        if (rows == {n} && cols == {n}) for (int i = 0; i < {n}; i++) r[i] = _mm512_loadu_{sfx}(s + i * ss);")
+        p(f"        else for (int i = 0; i < {n}; i++) r[i] = i < rows ? _mm512_maskz_loadu_{sfx}(({mask})((1u << cols) - 1), "
+          f"s + i * ss) : _mm512_setzero_{sfx}();")
         p("        /* pairs of rows interleaved: t[2k + c], 128-bit lane L, rows 2k, 2k+1 of column per_lane*L + c */")
         p(f"        for (int i = 0; i < {n}; i += 2) {{ t[i] = _mm512_unpacklo_{sfx}(r[i], r[i + 1]); "
           f"t[i + 1] = _mm512_unpackhi_{sfx}(r[i], r[i + 1]); }}")
@@ -131,9 +136,38 @@ def transposer(p, dtype: str) -> None:
                                          ("x1", "y1", "0xdd")]):
             p(f"            {out}[{m * per_lane} + c] = _mm512_shuffle_{lane_shuffle}({x}, {y}, {imm});")
         p("        }")
-        p(f"        for (int i = 0; i < {n}; i++) _mm512_storeu_{sfx}(d + i * ds, {out}[i]);")
+        p(f"        if (rows == {n} && cols == {n}) for (int i = 0; i < {n}; i++) _mm512_storeu_{sfx}(d + i * ds, {out}[i]);")
+        p(f"        else for (int i = 0; i < cols; i++) _mm512_mask_storeu_{sfx}(d + i * ds, ({mask})((1u << rows) - 1), {out}[i]);")
         p("        return;")
         p("    }")
         p("#endif")
     p("    for (int c = 0; c < cols; c++) for (int r = 0; r < rows; r++) d[c * ds + r] = s[r * ss + c];")
     p("}")
+
+
+def _four_rows(p, sfx: str, reg: str, lane_shuffle: str, n: int) -> None:
+    """The AVX-512 branch of ``trp_`` for a 4 x ``n`` block into a 4-wide panel (``ds`` = 4: a 4-row A
+    panel, as a 1x1 convolution's weights for a 4-row register block): four rows in, four vectors out,
+    each holding whole columns, by two (float32) or one (float64) rounds of unpacks and a 4 x 4
+    transpose of 128-bit lanes."""
+    p(f"    if (rows == 4 && cols == {n} && ds == 4) {{")
+    p(f"        {reg} r0 = _mm512_loadu_{sfx}(s), r1 = _mm512_loadu_{sfx}(s + ss), "
+      f"r2 = _mm512_loadu_{sfx}(s + 2 * ss), r3 = _mm512_loadu_{sfx}(s + 3 * ss);")
+    p(f"        {reg} t0 = _mm512_unpacklo_{sfx}(r0, r1), t1 = _mm512_unpackhi_{sfx}(r0, r1), "
+      f"t2 = _mm512_unpacklo_{sfx}(r2, r3), t3 = _mm512_unpackhi_{sfx}(r2, r3);")
+    if sfx == "ps":  # a, b, c, e, lane L: rows 0..3 of column 4L, 4L + 1, 4L + 2, 4L + 3
+        def pairs(kind: str, x: str, y: str) -> str:
+            return f"_mm512_castpd_ps(_mm512_unpack{kind}_pd(_mm512_castps_pd({x}), _mm512_castps_pd({y})))"
+
+        p(f"        {reg} a = {pairs('lo', 't0', 't2')}, b = {pairs('hi', 't0', 't2')};")
+        p(f"        {reg} c = {pairs('lo', 't1', 't3')}, e = {pairs('hi', 't1', 't3')};")
+    else:  # lane L of t0, t2, t1, t3: rows (0, 1), (2, 3) of column 2L, then of column 2L + 1
+        p(f"        {reg} a = t0, b = t2, c = t1, e = t3;")
+    p(f"        {reg} x0 = _mm512_shuffle_{lane_shuffle}(a, b, 0x44), x1 = _mm512_shuffle_{lane_shuffle}(a, b, 0xee);")
+    p(f"        {reg} y0 = _mm512_shuffle_{lane_shuffle}(c, e, 0x44), y1 = _mm512_shuffle_{lane_shuffle}(c, e, 0xee);")
+    p(f"        _mm512_storeu_{sfx}(d, _mm512_shuffle_{lane_shuffle}(x0, y0, 0x88));")
+    p(f"        _mm512_storeu_{sfx}(d + {n}, _mm512_shuffle_{lane_shuffle}(x0, y0, 0xdd));")
+    p(f"        _mm512_storeu_{sfx}(d + {2 * n}, _mm512_shuffle_{lane_shuffle}(x1, y1, 0x88));")
+    p(f"        _mm512_storeu_{sfx}(d + {3 * n}, _mm512_shuffle_{lane_shuffle}(x1, y1, 0xdd));")
+    p("        return;")
+    p("    }")

@@ -19,9 +19,10 @@ def test_transposer_copies_rows_into_columns(dtype, ctype):
     go.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.c_int]
     n = transpose_block(dtype)
     src = np.arange(40 * 40).astype(dtype).reshape(40, 40)
-    for rows, cols in [(n, n), (3, n), (n, 5), (2, 2)]:
-        dst = np.zeros((40, 40), dtype)
-        go(src.ctypes.data + (1 * 40 + 2) * src.itemsize, 40, dst.ctypes.data, 40, rows, cols)
+    for rows, cols, ds in [(n, n, 40), (3, n, 40), (n, 5, 40), (2, 2, 40), (4, n, 4), (4, 5, 4)]:
+        dst = np.zeros(40 * 40, dtype)
+        go(src.ctypes.data + (1 * 40 + 2) * src.itemsize, 40, dst.ctypes.data, ds, rows, cols)
         want = np.zeros_like(dst)
-        want[:cols, :rows] = src[1:1 + rows, 2:2 + cols].T
+        for c in range(cols):
+            want[c * ds:c * ds + rows] = src[1:1 + rows, 2 + c]
         np.testing.assert_array_equal(dst, want)
