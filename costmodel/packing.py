@@ -124,3 +124,20 @@ def streamed_inputs(workload, mapping, arch, kernel: int, blk) -> frozenset[str]
                                             workload.dims) is not None:
             out.add(t.name)
     return frozenset(out)
+
+
+def read_once(workload, arch, mapping, tensor) -> bool:
+    """Whether a copy of ``tensor`` (an input) would be read once and never again: a plain array (each axis
+    at most one dim, unit coefficient, no offset: no window, no padding) and every dim that does not index it
+    covered by one register block (``microkernel.block``), so no block and no loop reads a word twice.
+    Such a copy cannot pay for itself, and the kernel reads the tensor where it is stored (a 7 x 7 1x1
+    convolution's weights: 49 pixels in one 4 x 64 block; a GEMM's B, reread by every row block, is not)."""
+    from .microkernel import block, kernel_level, spec_of
+
+    spec = spec_of(arch)
+    if spec is None or any(len(e.terms) > 1 or any(c != 1 for _, c in e.terms) or e.offset for e in tensor.indices):
+        return False
+    kernel = kernel_level(arch)
+    blk = block(workload, mapping.tile_extents(kernel, workload.dims), spec.lanes, spec.registers)
+    cover = {blk.i: blk.mr, blk.j: blk.nv * blk.lanes}
+    return all(n <= cover.get(d, 1) for d, n in workload.dims.items() if d not in tensor.dims)

@@ -8,8 +8,9 @@ touched since still fits is a hit; the MIP counts a scratchpad's refills, an upp
 optimum is re-priced with the cost model and improved by local moves: one prime factor of one dim's
 temporal loop moved to another level's temporal loop (the moved loop goes innermost there), every move
 that leaves the mapping valid tried, the best kept, until no move helps or the budget is spent; where none
-helps, two opposite moves between a pair of levels (``exchanges``) are tried the same way.  Spatial
-factors and bypass never change.  Deterministic, and never worse than the start under the schedulers'
+helps, two opposite moves between a pair of levels (``exchanges``) are tried the same way, then keeping
+an input out of (or back in) a run of levels (``bypasses``: on a CPU, whether and where it is packed).
+Spatial factors never change.  Deterministic, and never worse than the start under the schedulers'
 lexicographic rule (``cosa.baselines.objective``).
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from mappings import LevelMapping, Mapping
 from mappings.validate import violations
+from costmodel.packing import read_once
 from workloads.divisors import prime_factor_counts
 
 from ..baselines.objective import objective_value
@@ -74,10 +76,36 @@ def exchanges(workload, mapping: Mapping):
                             yield _moved(_moved(mapping, d, p, a, b), e, q, b, a)
 
 
+def bypasses(workload, arch, mapping: Mapping):
+    """Every mapping that keeps one input out of (or back in) a run of consecutive levels between DRAM and
+    the innermost level, in a fixed order, for the inputs whose copy would be read once
+    (``costmodel.packing.read_once``).  On a CPU a level that keeps an input is where the generator packs
+    it; kept out of every level above the kernel's, the input is read where it is stored: a 7 x 7 1x1
+    convolution's weights, each used once, were copied into panels at a third of the kernel's time.  Only
+    those: the cost model ranks dropping any copy above keeping it, and on a 3x3 convolution (padded
+    inputs read in place) and a GEMM (panels reread) that ran 2 to 15 times slower."""
+    inner = len(mapping.levels) - 1
+    for t in workload.inputs:
+        if not read_once(workload, arch, mapping, t):
+            continue
+        levels = [k for k in range(1, inner) if arch.levels[k].may_hold(t)]
+        for i, a in enumerate(levels):
+            for b in levels[i:]:
+                span = [k for k in levels if a <= k <= b]
+                kept = [t.name not in mapping.levels[k].bypass for k in span]
+                if all(kept) or not any(kept):
+                    out = list(mapping.levels)
+                    for k in span:
+                        lm = out[k]
+                        out[k] = LevelMapping(lm.temporal, lm.spatial, lm.order,
+                                              lm.bypass | {t.name} if all(kept) else lm.bypass - {t.name})
+                    yield Mapping(tuple(out))
+
+
 def polish_factors(workload, arch, mapping: Mapping, evaluate, objective: str, cost=None,
                    max_evaluations: int = MAX_EVALUATIONS, gain: float = MIN_GAIN):
     """Steepest descent over single prime-factor moves under ``evaluate``, then over ``exchanges`` where no
-    single move helps; returns (mapping, cost, evaluations).
+    single move helps, then over ``bypasses``; returns (mapping, cost, evaluations).
 
     Each sweep prices every valid neighbour of the current best and moves to the one with the lowest
     ``objective`` when that beats the current one by more than ``gain`` (relative), so the descent cannot
@@ -88,7 +116,7 @@ def polish_factors(workload, arch, mapping: Mapping, evaluate, objective: str, c
     seen = {repr(best)}
     while evaluations < max_evaluations:
         step = None
-        for moves in (neighbours, exchanges):
+        for moves in (neighbours, exchanges, lambda w, m: bypasses(w, arch, m)):
             for candidate in moves(workload, best):
                 if evaluations >= max_evaluations:
                     break

@@ -126,3 +126,26 @@ def test_the_copy_cost_round_trips_through_an_arch_file_and_a_negative_one_is_re
     doc["params"]["pack_cycles_per_word"] = -1
     with pytest.raises(ArchError, match="params.pack_cycles_per_word"):
         arch_from_dict(doc)
+
+
+def test_a_copy_is_read_once_only_where_one_register_block_covers_every_other_dim():
+    """7 x 7 1x1 convolution with pixel lanes: its weights' copy is read once (49 pixels in one 4 x 64
+    block); its inputs' is reread by every block of output channels; a GEMM's B by every row block and its A
+    by every column block of a 256-wide row; a padded 3x3 convolution's inputs are a window, never read in place."""
+    from costmodel.packing import read_once
+    from targets.cpu import kernel_nest
+
+    conv = kernel_nest(workloads.conv2d("c", C=64, K=128, H=7, W=7, R=1, S=1, bits=32))
+    arch = _reg_arch(conv, cores=1)
+    m = Mapping((L(temporal={"C": 2}, order=("C",)), L(), L(), L(temporal={"K": 128, "C": 32}),
+                 L(spatial={"QP": 49})))
+    assert read_once(conv, arch, m, conv.tensor("Weights"))
+    assert not read_once(conv, arch, m, conv.tensor("Inputs"))
+    gemm = workloads.matmul("g", M=64, N=256, K=64, bits=32)
+    garch = _reg_arch(gemm, cores=1)
+    g = Mapping((L(), L(), L(), L(temporal={"M": 64, "N": 4, "K": 64}), L(spatial={"N": 64})))
+    assert not read_once(gemm, garch, g, gemm.tensor("B")) and not read_once(gemm, garch, g, gemm.tensor("A"))
+    c3 = workloads.conv2d("c3", C=8, K=16, H=7, W=7, R=3, S=3, padding=1, bits=32)
+    assert not read_once(c3, _reg_arch(c3, cores=1), Mapping((L(), L(), L(), L(temporal={"K": 16, "C": 8, "Q": 7,
+                                                                                          "R": 3, "S": 3}),
+                                                               L(spatial={"P": 7}))), c3.tensor("Inputs"))

@@ -100,3 +100,20 @@ def test_the_scheduled_cpu_mapping_is_a_local_optimum_of_the_factor_moves():
         for c in moves(conv, s.mapping):
             if not violations(c, conv, arch):
                 assert costmodel.evaluate(conv, arch, c).cycles * (1 + tolerance) >= s.cost.cycles
+
+
+def test_weights_read_once_are_not_packed():
+    """res5a_branch2c (1x1, 512 -> 2048 on 7 x 7) on the recorded machine: each weight is read by one register
+    block, so the schedule keeps the weights out of the caches' levels and the kernel reads them in place
+    (a copy into panels took a third of the kernel's time); the inputs, reread, stay packed."""
+    from pathlib import Path
+
+    from costmodel.archio import load_arch
+    from targets.cpu import kernel_nest, make_plan
+    from workloads import zoo
+    from workloads.dtypes import apply_dtype
+
+    arch = load_arch(Path(__file__).parents[2] / "data" / "cpu" / "epyc_avx512_1core.yaml")
+    conv = kernel_nest(apply_dtype(zoo.layer("resnet50/res5a_branch2c"), "float32", False, "b", "dtype"))
+    s = schedule(conv, arch, time_limit_s=20, bound=False, seed=0, ragged=True)
+    assert sorted(make_plan(conv, s.mapping, arch, vector_bytes=64, registers=32).packs) == ["Inputs"]
