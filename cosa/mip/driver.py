@@ -127,7 +127,25 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     bandwidth, Simba's and Eyeriss's, on a model of every level pair built
     for it: ``tiebreak.least_energy_rebuilt``).
     Raises SchedulingError when no valid mapping exists or the time limit
-    passes with no incumbent.
+    passes with no incumbent.  ``mip_search`` is the same search in two
+    steps (the tie-breaking solves last).
+    """
+    for schedule in mip_search(workload, arch, objective, solver, time_limit_s, mip_gap, seed, weights, order_levels,
+                               polish, min_utilization, warm_start, tie_tolerance):
+        pass
+    return schedule
+
+
+def mip_search(workload, arch, objective: str = "latency", solver: str = "highs", time_limit_s: float = 60.0,
+               mip_gap: float = 0.001, seed: int = 0, weights: CosaWeights | None = None,
+               order_levels="outer", polish: bool = True, min_utilization: float | None = None,
+               warm_start: bool = True, tie_tolerance: float = TIE_TOLERANCE):
+    """``mip_schedule`` in two steps, a generator: when the tie-breaking solves are due it first yields the
+    Schedule without them (the main solution's, with the fewest-compute solve's and the polish), and when
+    resumed runs them and yields the final Schedule, the one ``mip_schedule`` returns; otherwise it yields
+    that one only.  The tie-breaking solves get the seconds that were left at the first yield, however long
+    the caller waits before resuming (``padding.padded_schedule`` breaks ties on its winning padding only).
+    The same arguments as ``mip_schedule``, checked on the first ``next``.
     """
     src = f"schedule of {workload.name} on {arch.name}"
     if objective not in OBJECTIVES:
@@ -165,6 +183,7 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     polished = False
     pool = TieSet(objective, tie_tolerance)  # every costed mapping found; items (result, returned, tie-break)
     tie_solves = []  # per tie-breaking solve: (what, status, seconds)
+    ties = None  # (model, main result, the round's candidates) when the tie-breaking solves are due
     best = None  # (key, mapping, cost, result, "mip" or the start's source, tie-break)
     fallback = None  # (source, mapping, model objective): the first valid baseline that loaded as a start
     fallback_costed = False
@@ -277,31 +296,9 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
                                  tie_tolerance))
         if (objective in ("latency", "energy") and returned == "mip" and result.has_solution and cost is not None
                 and result.objective is not None):
-            # the lexicographic second key in the model: fewest DRAM bytes within the tolerance of the optimum.
-            # That solve goes to the edge of the cap, where the model and the cost model may disagree by a
-            # little: when the cost model puts its mapping outside the tolerance, once more with half the cap
-            fastest = min(objective_value(c, objective) for _, c, _, _ in costed if c is not None)
-            for share in TIE_CAP_SHARES:
-                other, spent, status = fewest_dram_bytes(form, result.objective, tie_tolerance * share, deadline,
-                                                         solver, seed, mip_gap, src)
-                solve_s += spent
-                tie_solves.append((f"fewest DRAM bytes (cap {tie_tolerance * share:.2%})", status, spent))
-                costed.append(_costed(other, "fewest DRAM bytes", workload, arch, evaluate, objective, polish,
-                                      tie_tolerance))
-                got = costed[-1][1]
-                if got is None or within(objective_value(got, objective), fastest, tie_tolerance):
-                    break
-            if objective == "latency" and other is not None:
-                # the third key in the model: least energy at those DRAM bytes (the model is at that solution)
-                other, spent, status = least_energy(form, result.objective, tie_tolerance * share, deadline, solver,
-                                                    seed, mip_gap, src)
-                if status == "no energy terms":  # on-chip levels without a bandwidth: a model that states them
-                    other, spent, status = least_energy_rebuilt(problem, costed[-1][0], deadline, solver, seed,
-                                                                mip_gap, src, weights)
-                solve_s += spent
-                tie_solves.append(("least energy", status, spent))
-                costed.append(_costed(other, "least energy", workload, arch, evaluate, objective, polish,
-                                      tie_tolerance))
+            # the tie-breaking solves start from the model's point (this round's last solution): they run after
+            # the loop, which ends with this round (no later round under these objectives), on the same model
+            ties = (form, result, list(costed))
         for other, other_cost, how, n in costed:
             evaluated += n
             if other is None:
@@ -342,6 +339,44 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
         if min_utilization is not None:
             _add_min_utilization(form, min_utilization)
         build_s += time.perf_counter() - t1
+
+    def finish() -> Schedule:
+        """The Schedule of the best candidate so far."""
+        key, mapping, cost, result, returned, tie_break = best
+        nvars, nint, ncons = form.size()
+        stats = SolverStats(solver=solver, status=result.status, variables=nvars, binaries=nint, constraints=ncons,
+                            gap=result.gap, objective=result.objective, build_s=build_s, solve_s=solve_s, cuts=cuts,
+                            seed=seed, evaluated=evaluated, model="the MIP's linearised model")
+        extra = {"objective": objective, "order_levels": list(problem.order_levels), "polished": polished,
+                 "tie_broken": tie_break not in ("main", "start", "factor moves"), "tie_break": tie_break,
+                 "tie_tolerance": tie_tolerance,
+                 "tie_solves": [{"what": w, "status": st, "seconds": sec} for w, st, sec in tie_solves],
+                 "rounds": rounds, "last_round_objective": objective_of_round,
+                 "start": starts[0][0] if starts and starts[0] else None,
+                 "start_objective": starts[0][1] if starts and starts[0] else None,
+                 "starts_used": sum(1 for s in starts if s), "returned": returned,
+                 # stated in every report: whether the solver began from a baseline mapping (the vendor's on a
+                 # Gemmini preset) and whether the schedule returned is that start rather than the MIP's own
+                 "warm_start": {"enabled": bool(warm_start),
+                                "start": starts[0][0] if starts and starts[0] else None,
+                                "returned_start": returned != "mip"}}
+        return Schedule(workload, arch, mapping, cost, "cosa", stats, extra)
+
+    if ties is not None:
+        left = deadline - time.perf_counter()  # the tie-breaking solves get the time left now, whenever they run
+        yield finish()
+        deadline = time.perf_counter() + left
+        found, solves, spent = _tie_solves(*ties, problem, weights, deadline, dict(
+            workload=workload, arch=arch, evaluate=evaluate, objective=objective, polish=polish,
+            tie_tolerance=tie_tolerance, solver=solver, seed=seed, mip_gap=mip_gap, src=src))
+        solve_s += spent
+        tie_solves += solves
+        for other, other_cost, how, n in found:
+            evaluated += n
+            if other is not None and other_cost is not None:
+                pool.offer(other_cost, other, (ties[1], "mip", how))
+        if len(pool):
+            best = _pool_best(pool, objective)
     if (polish and objective == "latency" and best is not None and best[2] is not None
             and best[5] not in ("main", "factor moves") and arch.params.get("micro_kernel")):
         # a tie-break's mapping won: the factor moves the main mapping had, from it too
@@ -350,25 +385,42 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
         if other is not best[1]:
             pool.offer(other_cost, other, (best[3], best[4], f"{best[5]}, factor moves"))
             best = _pool_best(pool, objective)
-    key, mapping, cost, result, returned, tie_break = best
-    nvars, nint, ncons = form.size()
-    stats = SolverStats(solver=solver, status=result.status, variables=nvars, binaries=nint, constraints=ncons,
-                        gap=result.gap, objective=result.objective, build_s=build_s, solve_s=solve_s, cuts=cuts,
-                        seed=seed, evaluated=evaluated, model="the MIP's linearised model")
-    extra = {"objective": objective, "order_levels": list(problem.order_levels), "polished": polished,
-             "tie_broken": tie_break not in ("main", "start", "factor moves"), "tie_break": tie_break,
-             "tie_tolerance": tie_tolerance,
-             "tie_solves": [{"what": w, "status": st, "seconds": sec} for w, st, sec in tie_solves],
-             "rounds": rounds, "last_round_objective": objective_of_round,
-             "start": starts[0][0] if starts and starts[0] else None,
-             "start_objective": starts[0][1] if starts and starts[0] else None,
-             "starts_used": sum(1 for s in starts if s), "returned": returned,
-             # stated in every report: whether the solver began from a baseline mapping (the vendor's on a
-             # Gemmini preset) and whether the schedule returned is that start rather than the MIP's own
-             "warm_start": {"enabled": bool(warm_start),
-                            "start": starts[0][0] if starts and starts[0] else None,
-                            "returned_start": returned != "mip"}}
-    return Schedule(workload, arch, mapping, cost, "cosa", stats, extra)
+    yield finish()
+
+
+def _tie_solves(form, result, costed, problem, weights, deadline: float, options: dict):
+    """The tie-breaking solves of the last round (``mip_schedule``'s docstring), from the model's current point:
+    (their costed candidates as ``_costed`` gives them, [(what, status, seconds)], solver seconds).
+    ``costed``: the round's candidates (the main solution's first); ``options``: workload, arch, evaluate,
+    objective, polish, tie_tolerance, solver, seed, mip_gap, src."""
+    o = options
+    workload, arch, evaluate, objective, polish = o["workload"], o["arch"], o["evaluate"], o["objective"], o["polish"]
+    tolerance, solver, seed, mip_gap, src = o["tie_tolerance"], o["solver"], o["seed"], o["mip_gap"], o["src"]
+    out, tie_solves, solve_s = [], [], 0.0
+    # the lexicographic second key in the model: fewest DRAM bytes within the tolerance of the optimum.
+    # That solve goes to the edge of the cap, where the model and the cost model may disagree by a
+    # little: when the cost model puts its mapping outside the tolerance, once more with half the cap
+    fastest = min(objective_value(c, objective) for _, c, _, _ in costed if c is not None)
+    for share in TIE_CAP_SHARES:
+        other, spent, status = fewest_dram_bytes(form, result.objective, tolerance * share, deadline, solver, seed,
+                                                 mip_gap, src)
+        solve_s += spent
+        tie_solves.append((f"fewest DRAM bytes (cap {tolerance * share:.2%})", status, spent))
+        out.append(_costed(other, "fewest DRAM bytes", workload, arch, evaluate, objective, polish, tolerance))
+        got = out[-1][1]
+        if got is None or within(objective_value(got, objective), fastest, tolerance):
+            break
+    if objective == "latency" and other is not None:
+        # the third key in the model: least energy at those DRAM bytes (the model is at that solution)
+        other, spent, status = least_energy(form, result.objective, tolerance * share, deadline, solver, seed,
+                                            mip_gap, src)
+        if status == "no energy terms":  # on-chip levels without a bandwidth: a model that states them
+            other, spent, status = least_energy_rebuilt(problem, out[-1][0], deadline, solver, seed, mip_gap, src,
+                                                        weights)
+        solve_s += spent
+        tie_solves.append(("least energy", status, spent))
+        out.append(_costed(other, "least energy", workload, arch, evaluate, objective, polish, tolerance))
+    return out, tie_solves, solve_s
 
 
 def _costed(mapping, how: str, workload, arch, evaluate, objective: str, polish: bool, tolerance: float):
@@ -464,4 +516,4 @@ def _add_min_utilization(form, min_utilization: float) -> None:
     m.min_util = pe.Constraint(expr=used >= need - 1e-7)
 
 
-__all__ = ["mip_schedule"]
+__all__ = ["mip_schedule", "mip_search"]

@@ -97,36 +97,50 @@ def padded_schedule(workload, arch, max_growth: float, keep: int = 2, **mip_opti
     """The MIP's schedule of ``workload`` and of its best ``keep`` paddings (``candidates``), the cheapest in the
     cost model by the objective (ties: the layer as written).  The paddings are solved only when the layer as
     written is bound by compute and a padding's score promises more busy units than its utilization gives
-    (a layer bound by a bandwidth gains nothing from more units).  A padded winner is a Schedule of the padded
+    (a layer bound by a bandwidth gains nothing from more units).  The layers are compared by their schedules
+    before the tie-breaking solves (``driver.mip_search``: the main solution, the fewest-compute one, polished),
+    and only the winner's ties are then broken: those solves cost more than the rest together and, capped
+    within the tie tolerance of the main solution's objective, they are there to cut DRAM bytes and energy,
+    not the objective.  A padded winner is a Schedule of the padded
     layer (its ``workload``), with ``extra["padded"]`` {dim: [bound, padded bound]} and its utilization and MACs
-    those of the real layer; ``extra["pad_tried"]`` lists every padding solved, its objective value and seconds
-    (the Schedule's ``stats`` count every solve's seconds)."""
+    those of the real layer; ``extra["pad_tried"]`` lists every padding solved, its objective value (before
+    the tie-breaking solves) and seconds (the Schedule's ``stats`` count every solve's seconds)."""
     import dataclasses
 
     from ..baselines.objective import objective_value
-    from .driver import mip_schedule
+    from .driver import mip_search
     from .problem import build_problem
 
     objective = mip_options.get("objective", "latency")
-    best = mip_schedule(workload, arch, **mip_options)
+    search = mip_search(workload, arch, **mip_options)
+    best = next(search)
     best_value = objective_value(best.cost, objective)
-    build_s, solve_s = best.stats.build_s, best.stats.solve_s
     tried = [{"padded": {}, "objective": best_value, "seconds": best.stats.total_s}]
     found = candidates(workload, build_problem(workload, arch).slots, max_growth, keep)
     busy = best.cost.utilization * arch.total_macs_per_cycle / arch.macs_per_cycle  # units the layer keeps busy
     if best.cost.bound_by != "compute":
         found = []
+    build_s = solve_s = 0.0  # the losers' seconds
+    won = 0  # the winner's index in tried
     for cand in [c for c in found if c.score > busy * 1.01]:
         layer = workload.with_dims(**{d: p for d, (_, p) in cand.dims.items()})
-        got = mip_schedule(layer, arch, **mip_options)
-        build_s, solve_s = build_s + got.stats.build_s, solve_s + got.stats.solve_s
+        other = mip_search(layer, arch, **mip_options)
+        got = next(other)
         value = objective_value(got.cost, objective)
         tried.append({"padded": {d: list(v) for d, v in cand.dims.items()}, "objective": value,
                       "seconds": got.stats.total_s})
         if value < best_value * (1 - 1e-9):
-            best, best_value = got, value
+            build_s, solve_s = build_s + best.stats.build_s, solve_s + best.stats.solve_s
+            best, best_value, search, won = got, value, other, len(tried) - 1
             padded = cand.dims
-    best = dataclasses.replace(best, stats=dataclasses.replace(best.stats, build_s=build_s, solve_s=solve_s))
+        else:
+            build_s, solve_s = build_s + got.stats.build_s, solve_s + got.stats.solve_s
+    final = next(search, None)  # the winner's tie-breaking solves, when it has any
+    if final is not None:
+        tried[won]["seconds"] = final.stats.total_s
+        best = final
+    best = dataclasses.replace(best, stats=dataclasses.replace(best.stats, build_s=best.stats.build_s + build_s,
+                                                                solve_s=best.stats.solve_s + solve_s))
     if best.workload is workload:  # seconds: every solve's, the paddings' included
         return dataclasses.replace(best, extra={**best.extra, "pad_tried": tried})
     real = workload.macs

@@ -130,12 +130,14 @@ def _objective_value(model) -> float:
 
 
 def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: float = 0.01, seed: int = 0,
-          source: str = "", size: tuple[int, int, int] | None = None, warm_start: bool = False) -> SolveResult:
+          source: str = "", size: tuple[int, int, int] | None = None, warm_start: bool = False,
+          highs_options: dict | None = None) -> SolveResult:
     """Solve ``model`` in place; load the incumbent when there is one.
 
     ``warm_start``: pass the variables' current values as a MIP start (the
     caller loads a feasible solution first; an infeasible one is ignored by
-    the solver).
+    the solver).  ``highs_options``: more HiGHS options (name: value), for
+    HiGHS only.
 
     Raises SchedulingError for an unknown solver, a solver that is not
     installed or licensed, and a model over Gurobi's size-limited licence
@@ -158,7 +160,7 @@ def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: flo
         extra = {"warmstart_discrete_vars": True} if warm_start else {}
     else:
         opt = _HighsWithStart() if warm_start else SolverFactory("highs")
-        options = {"random_seed": int(seed), "output_flag": False}
+        options = {"random_seed": int(seed), "output_flag": False, **(highs_options or {})}
         extra = {}
     from ..deadline import clamp_s
 
