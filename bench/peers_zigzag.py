@@ -14,6 +14,7 @@ does; otherwise it is the nearest mapping (loops moved outwards) and its row say
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -214,6 +215,13 @@ NOTES = ("Both searches minimise latency.  `ours` prices a mapping with `costmod
          "(`cosa.baselines.zigzag_compare.MECHANISMS`).")
 
 
+ROOM_NOTE = ("  With `--refill-needs-room` both Eyeriss and Simba carry ZigZag's rule for double buffering in our "
+             "model and MIP (`params[\"refill_needs_room\"]`): a transfer from a double-buffered level (DRAM) into "
+             "the next level overlaps compute only while that level's tiles fill at most half of it, else it stalls "
+             "(`costmodel.evaluate.refills_without_room`), and the MIP keeps those levels' tiles within half "
+             "(`Arch.usable_capacity`); without it ours overlaps every such transfer, as Timeloop's does.")
+
+
 def main(args) -> int:
     from costmodel import preset
     from cosa.baselines.zigzag_mapper import EXTRA, SETTINGS, zigzag_version
@@ -231,6 +239,8 @@ def main(args) -> int:
     rows = []
     for arch_name in archs:
         arch = preset(arch_name)
+        if args.refill_needs_room:  # ZigZag's rule in our model and the MIP (costmodel.arch.Arch.usable_capacity)
+            arch = dataclasses.replace(arch, params={**arch.params, "refill_needs_room": True})
         for w in _layers(args):
             rows.append(run_layer(w, arch, settings, args.time_limit, args.pad))
             r = rows[-1]
@@ -249,11 +259,13 @@ def main(args) -> int:
         command = ("python bench/peers.py zigzag" + (" --quick" if args.quick else "")
                    + (f" --layers {args.layers}" if args.layers else "") + f" --archs {args.archs} --settings "
                    f"{args.settings} --time-limit {args.time_limit:g} --pad {args.pad:g}"
+                   + (" --refill-needs-room" if args.refill_needs_room else "")
                    + ("" if args.section == "peers_zigzag" else f" --section {args.section}"))
         save_outputs(name=args.section, title="ZigZag peers: cosa against ZigZag's LOMA, in both cost models "
                      "(`bench/peers.py zigzag`)" + ("" if args.section == "peers_zigzag" else
                                                    ", every layer of the networks"), date=date, machine=machine, command=command, console=text,
-                     data=data, json_path=args.json, results_path=args.results, notes=NOTES, summary=SUMMARY,
+                     data=data, json_path=args.json, results_path=args.results,
+                     notes=NOTES + (ROOM_NOTE if args.refill_needs_room else ""), summary=SUMMARY,
                      packages=("numpy", "scipy", "highspy", "zigzag-dse"))
     return 0
 
@@ -268,6 +280,9 @@ def add_parser(sub) -> None:
     p.add_argument("--time-limit", type=float, default=30.0, help="cosa's MIP time limit per layer (s)")
     p.add_argument("--pad", type=float, default=0.125,
                    help="cosa may pad a dim by up to this fraction to fill the array (0: never; ZigZag pads as it needs)")
+    p.add_argument("--refill-needs-room", action="store_true",
+                   help="ZigZag's double-buffering rule in our model and MIP (a refill overlaps only into a level "
+                        "filled at most half)")
     p.add_argument("--json")
     p.add_argument("--results", help="record the tables in this results file (bench/RESULTS.md)")
     p.add_argument("--section", default="peers_zigzag",

@@ -292,6 +292,28 @@ class Arch:
     def level_index(self, name: str) -> int:
         return self.level_names.index(self.level(name).name)
 
+    def refilled_by_double_buffer(self, index: int) -> bool:
+        """Whether ``params["refill_needs_room"]`` asks level ``index`` for room for two tiles: it is the next
+        level that may hold some role below a ``double_buffered`` level, whose transfers into it overlap
+        compute only while the next tile can arrive beside the one in use (ZigZag's rule: a memory filled
+        over half is refilled between uses; Timeloop's model and ours by default overlap regardless)."""
+        if not self.params.get("refill_needs_room") or index == 0:
+            return False
+        lv = self.levels[index]
+        for role in lv.holds:
+            above = next((k for k in range(index - 1, -1, -1) if role in self.levels[k].holds), None)
+            if above is not None and self.levels[above].double_buffered:
+                return True
+        return False
+
+    def usable_capacity(self, index: int) -> float | None:
+        """Bytes one buffer of level ``index`` may fill: its capacity, halved where it is ``double_buffered``
+        or refilled by a double-buffered level under ``params["refill_needs_room"]``; None: unbounded."""
+        cap = self.levels[index].capacity_bytes
+        if cap is None:
+            return None
+        return cap / (2 if self.levels[index].double_buffered or self.refilled_by_double_buffer(index) else 1)
+
     def instances(self, index: int) -> int:
         """Instances of level ``index`` in the whole machine."""
         return math.prod(lv.fanout for lv in self.levels[:index])

@@ -165,9 +165,9 @@ def _check_params(params: dict, source: str) -> None:
         _num(params["pack_cycles_per_word"], float, source, "params.pack_cycles_per_word", minimum=0)
     if "dataflow" in params and params["dataflow"] not in ("ws", "os"):
         raise ArchError(f"must be 'ws' or 'os', got {params['dataflow']!r}", source=source, field="params.dataflow")
-    if "pipelined" in params and not isinstance(params["pipelined"], bool):
-        raise ArchError(f"expected true or false, got {params['pipelined']!r}", source=source,
-                        field="params.pipelined")
+    for key in ("pipelined", "refill_needs_room"):
+        if key in params and not isinstance(params[key], bool):
+            raise ArchError(f"expected true or false, got {params[key]!r}", source=source, field=f"params.{key}")
 
 
 def _with_energy_table(arch: Arch, doc: dict, source: str) -> Arch:

@@ -98,7 +98,9 @@ costs its 16-byte beats + 1 cycle, an mvout row at least 1.5 cycles; input
 rows carry up to 64 channels, weight rows up to 64 output channels, output
 rows one DIM-column block).  ``Cost.transfer_rows`` counts the rows.  Levels with
 ``double_buffered`` overlap their transfers with compute, the others stall it:
-cycles = max(compute, overlapped transfers) + sum(non-overlapped transfers).
+cycles = max(compute, overlapped transfers) + sum(non-overlapped transfers).  Under
+``params["refill_needs_room"]`` a double-buffered level's transfers with a level its tiles fill over
+half stall too (``refills_without_room``: ZigZag's rule).
 
 Hardware-managed caches (levels named in ``params["lru_caches"]``, the ``cpu`` preset's): a cache
 keeps what the loops touched last, so its tensors refill with the tile of the outermost level whose
@@ -449,6 +451,36 @@ def transfer_rows(workload, arch, mapping, accesses, psums) -> tuple[dict, dict]
     return extra, rows
 
 
+def refills_without_room(workload, arch, mapping, accesses, foot) -> dict[str, float]:
+    """{double-buffered level: cycles of its transfers that stall compute}, under
+    ``arch.params["refill_needs_room"]`` only (else empty): a tensor's transfers between a double-buffered
+    level and the next level that stores it overlap compute only while that level's tiles fill at most
+    half of it (``Arch.refilled_by_double_buffer``); past half, the next tile cannot arrive beside the one
+    in use, and those transfers are added to the cycles (ZigZag's rule)."""
+    if not arch.params.get("refill_needs_room"):
+        return {}
+    tensors = {t.name: t for t in workload.tensors}
+    out = {}
+    for i, lv in enumerate(arch.levels):
+        if not lv.double_buffered:
+            continue
+        reads = writes = 0.0
+        for n, a in accesses[i].items():
+            t = tensors[n]
+            k = next((k for k in range(i + 1, len(arch.levels)) if mapping.stores(k, t, arch)), None)
+            inner = arch.levels[k] if k is not None else None
+            if inner is None or inner.capacity_bytes is None or inner.row_bytes is not None:
+                continue
+            used = sum(w * inner.bytes_per_word(tensors[m]) for m, w in foot[k].items())
+            if used > inner.capacity_bytes / 2:
+                reads += a.reads * lv.bytes_per_word(t) * t.density
+                writes += a.writes * lv.bytes_per_word(t) * t.density
+        if reads or writes:
+            per_instance = arch.instances(i)
+            out[lv.name] = lv.transfer_cycles(reads / per_instance, writes / per_instance)
+    return out
+
+
 def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cost:
     """Accesses, latency, energy and utilization of ``mapping`` (see the module docstring).
 
@@ -503,9 +535,10 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
         energy = table_energy(arch.params["energy_table"], {arch.levels[i].name: per for i, per in accesses.items()},
                               workload.macs, arch.level_names, source=f"arch {arch.name}")
 
-    hidden = max([compute_cycles] + [c for n, c in transfer.items() if overlapped[n]]
+    stalled = refills_without_room(workload, arch, mapping, accesses, foot)
+    hidden = max([compute_cycles] + [c - stalled.get(n, 0.0) for n, c in transfer.items() if overlapped[n]]
                  + [streams[n] for n in transfer if not overlapped[n]])
-    cycles = hidden + sum(c - streams[n] for n, c in transfer.items() if not overlapped[n])
+    cycles = hidden + sum(c - streams[n] for n, c in transfer.items() if not overlapped[n]) + sum(stalled.values())
     terms = {"compute": float(compute_cycles)}
     terms.update({f"{n} bandwidth": c for n, c in transfer.items()})
     bound_by = max(terms, key=lambda k: (terms[k], k == "compute"))

@@ -119,7 +119,7 @@ def cycle_mechanisms(cost, zz, arch) -> list[str]:
                      "before and after the loops (double buffering: ours overlaps them)")
     if zz.stall_cycles > 0 and zz.stalls:
         notes.append(f"ZigZag stalls {zz.stall_cycles:,.0f} cycles on transfers: "
-                     + "; ".join(_stall_words(x) for x in zz.stalls[:2]))
+                     + "; ".join(_stall_words(x, bool(arch.params.get("refill_needs_room"))) for x in zz.stalls[:2]))
     elif zz.stall_cycles > 0:
         single = sorted({name for op, flags in zz.double_buffered.items()
                          for name, flag in zip(zz.memories[op], flags) if not flag})
@@ -133,9 +133,11 @@ def cycle_mechanisms(cost, zz, arch) -> list[str]:
 _WORDS = {"O": "outputs", "W": "weights", "I": "inputs"}
 
 
-def _stall_words(x) -> str:
+def _stall_words(x, room: bool = False) -> str:
     """One stalled transfer in words, with its mechanism: a window shorter than the transfer because ZigZag
-    does not double-buffer the end that sets it (double buffering), or a whole period too short (bandwidth)."""
+    does not double-buffer the end that sets it (double buffering), or a whole period too short (bandwidth).
+    ``room``: our arch has ``params["refill_needs_room"]`` (ours then stalls such a refill for its whole
+    transfer, ZigZag for the part outside its window)."""
     src, dst = (x.memory, x.other) if x.direction.startswith("rd") else (x.other, x.memory)
     what = f"{_WORDS.get(x.op, x.op)} {src} -> {dst} take {x.transfer:,.0f} cycles per period"
     if x.double_buffered:
@@ -143,8 +145,9 @@ def _stall_words(x) -> str:
                 "averages transfers over the whole run)")
     end = x.other if x.direction in ("rd_out_to_low", "wr_in_by_low") else x.memory
     return (f"{what} inside a {x.allowed:,.0f}-cycle window ({x.cycles:,.0f} cycles; double buffering: ZigZag does "
-            f"not double-buffer {end}, whose tiles fill over half of it, so it is refilled between uses; ours, "
-            "as Timeloop's, overlaps every transfer of a double-buffered level with compute)")
+            f"not double-buffer {end}, whose tiles fill over half of it, so it is refilled between uses; "
+            + ("ours, with refill_needs_room, stalls for the whole transfer)" if room else
+               "ours, as Timeloop's, overlaps every transfer of a double-buffered level with compute)"))
 
 
 def explain(workload, arch, mapping, cost, zz, hw, top: int = 3) -> str:

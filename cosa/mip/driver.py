@@ -482,7 +482,7 @@ def _shrink_capacity(problem, mapping, level: int):
     from mappings.validate import tile_bytes
 
     lv = problem.arch.levels[level]
-    usable = lv.capacity_bytes / (2 if lv.double_buffered else 1)
+    usable = problem.arch.usable_capacity(level)
     floor = usable
     row_bytes = getattr(lv, "row_bytes", None)
     if row_bytes:

@@ -120,11 +120,8 @@ def build_problem(workload, arch, order_levels: str | tuple[int, ...] = "all") -
     primes = {d: prime_factor_counts(bounds[d]) for d in dims}
     holders = {t.name: tuple(i for i, lv in enumerate(arch.levels) if i == 0 or lv.may_hold(t)) for t in workload.tensors}
     capacity = []
-    for i, lv in enumerate(arch.levels):
-        cap = lv.capacity_bytes
-        if cap is not None and i > 0:
-            cap = cap / (2 if lv.double_buffered else 1)
-        capacity.append(cap if i > 0 else None)
+    for i in range(len(arch.levels)):
+        capacity.append(arch.usable_capacity(i) if i > 0 else None)
     # A level must hold a one-word tile of each tensor it stores (and all of them together).
     for i, lv in enumerate(arch.levels):
         if capacity[i] is None:

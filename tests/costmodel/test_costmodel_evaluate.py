@@ -166,3 +166,35 @@ def test_traffic_never_below_compulsory(case, seed):
     assert dram[out].writes - dram[out].reads == wl.size_words(out)
     assert cost.cycles >= cost.compute_cycles >= wl.macs / arch.total_macs_per_cycle
     assert 0 < cost.utilization <= 1
+
+
+def _room_arch(capacity: int, room: bool) -> Arch:
+    arch = two_level(True)
+    levels = (arch.levels[0], Level("Buffer", capacity, read_energy_pj_per_byte=1.0, write_energy_pj_per_byte=2.0,
+                                    fanout=4))
+    return Arch("two", levels, mac_energy_pj=0.5, params={"refill_needs_room": True} if room else {})
+
+
+@pytest.mark.parametrize("capacity", [64, 4096])
+def test_refills_into_a_level_filled_over_half_stall_under_refill_needs_room(capacity):
+    """ZigZag's rule: DRAM's transfers overlap compute only while the Buffer's tiles (24 words of 1 byte
+    here) fill at most half of it; the same mapping with 64 bytes stalls for the whole transfer, with 4 KiB
+    it keeps overlapping; without the rule both overlap."""
+    plain, room = evaluate(MM, _room_arch(capacity, False), MAPPING), evaluate(MM, _room_arch(capacity, True), MAPPING)
+    used = sum(room.footprint_bytes["Buffer"].values())
+    assert 32 < used <= 64
+    dram = plain.transfer_cycles["DRAM"]
+    assert plain.cycles == pytest.approx(max(plain.compute_cycles, dram))
+    if used > capacity / 2:
+        assert room.cycles == pytest.approx(plain.compute_cycles + dram)
+    else:
+        assert room.cycles == plain.cycles
+
+
+def test_usable_capacity_halves_the_levels_a_double_buffered_level_refills():
+    assert _room_arch(64, True).usable_capacity(1) == 32 and _room_arch(64, False).usable_capacity(1) == 64
+    simba = preset("simba")
+    room = Arch(simba.name, simba.levels, simba.macs_per_cycle, simba.mac_energy_pj,
+                params={**simba.params, "refill_needs_room": True})
+    below = [lv.name for i, lv in enumerate(room.levels) if room.refilled_by_double_buffer(i)]
+    assert below == ["GlobalBuffer", "WeightBuffer"]  # DRAM's children: inputs and outputs, weights
