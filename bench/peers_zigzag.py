@@ -261,9 +261,12 @@ def main(args) -> int:
                    f"{args.settings} --time-limit {args.time_limit:g} --pad {args.pad:g}"
                    + (" --refill-needs-room" if args.refill_needs_room else "")
                    + ("" if args.section == "peers_zigzag" else f" --section {args.section}"))
-        save_outputs(name=args.section, title="ZigZag peers: cosa against ZigZag's LOMA, in both cost models "
-                     "(`bench/peers.py zigzag`)" + ("" if args.section == "peers_zigzag" else
-                                                   ", every layer of the networks"), date=date, machine=machine, command=command, console=text,
+        title = "ZigZag peers: cosa against ZigZag's LOMA, in both cost models (`bench/peers.py zigzag`)"
+        if args.refill_needs_room:
+            title += ", ZigZag's double-buffering rule in ours too"
+        if not args.layers and not args.quick:
+            title += ", every layer of the networks"
+        save_outputs(name=args.section, title=title, date=date, machine=machine, command=command, console=text,
                      data=data, json_path=args.json, results_path=args.results,
                      notes=NOTES + (ROOM_NOTE if args.refill_needs_room else ""), summary=SUMMARY,
                      packages=("numpy", "scipy", "highspy", "zigzag-dse"))
