@@ -111,7 +111,7 @@ def transposer(p, dtype: str) -> None:
         p(f"        if (rows == {n} && cols == {n}) for (int i = 0; i < {n}; i++) r[i] = _mm512_loadu_{sfx}(s + i * ss);")
         p(f"        else for (int i = 0; i < {n}; i++) r[i] = i < rows ? _mm512_maskz_loadu_{sfx}(({mask})((1u << cols) - 1), "
           f"s + i * ss) : _mm512_setzero_{sfx}();")
-        p("        /* pairs of rows interleaved: t[2k + c], 128-bit lane L, rows 2k, 2k+1 of column per_lane*L + c */")
+        p(f"        /* pairs of rows interleaved: t[2k + c], 128-bit lane L, rows 2k, 2k+1 of column {per_lane}L + c */")
         p(f"        for (int i = 0; i < {n}; i += 2) {{ t[i] = _mm512_unpacklo_{sfx}(r[i], r[i + 1]); "
           f"t[i + 1] = _mm512_unpackhi_{sfx}(r[i], r[i + 1]); }}")
         q = n // 4  # registers per group of rows a 128-bit lane ends up holding
