@@ -109,7 +109,7 @@ def polish_factors(workload, arch, mapping: Mapping, evaluate, objective: str, c
 
     Each sweep prices every valid neighbour of the current best and moves to the one with the lowest
     ``objective`` when that beats the current one by more than ``gain`` (relative), so the descent cannot
-    cycle; ties among neighbours go to the first in ``neighbours``' (``exchanges``') order."""
+    cycle; ties among neighbours go to the first in the order the three generators yield them."""
     best = mapping
     best_cost = cost if cost is not None else evaluate(workload, arch, mapping)
     evaluations = 0 if cost is not None else 1
