@@ -8,7 +8,7 @@ import workloads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.cpu_rank import on_cores, rank_study, register_arch, study_cases  # noqa: E402
+from bench.cpu_rank import on_cores, rank_study, register_arch, round_orders, study_cases  # noqa: E402
 
 
 def test_rank_study_of_a_tiny_gemm():
@@ -33,3 +33,11 @@ def test_the_study_models_as_many_cores_as_it_runs_threads():
     assert one.levels[1].fanout == 1 and one.params["cores"] == 1
     assert [lv.fanout for lv in one.levels[2:]] == [lv.fanout for lv in base.levels[2:]]
     assert on_cores(base, 8) is base and on_cores(base, 16) is base
+
+
+def test_every_round_runs_every_kernel_once_in_a_seeded_order():
+    orders = round_orders(6, 20, seed=0)
+    assert len(orders) == 20 and all(sorted(o) == list(range(6)) for o in orders)
+    assert orders == round_orders(6, 20, seed=0) and orders != round_orders(6, 20, seed=1)
+    assert len({tuple(o) for o in orders}) > 1  # not one fixed order
+    assert len({o.index(0) for o in orders}) > 1  # kernel 0 does not always follow the same one
