@@ -80,15 +80,20 @@ def copies_per_core(mapping, workload, tensor, level: int, kernel: int) -> int:
     return math.prod(lp.factor for lp in above[:relevant[-1] + 1]) if relevant else 1
 
 
-def pack_cycles(workload, mapping, arch, kernel: int, per_word: float) -> float:
-    """Cycles one core spends copying its inputs into their packed tiles over the whole nest."""
-    total = 0.0
+def pack_cycles_by_tensor(workload, mapping, arch, kernel: int, per_word: float) -> dict[str, float]:
+    """{packed input: cycles one core spends copying it into its packed tiles over the whole nest}."""
+    out = {}
     for t in workload.inputs:
         level = pack_level(mapping, workload, arch, t, kernel)
         if level is not None:
             words = math.prod(pack_box(mapping, workload, t, level))
-            total += copies_per_core(mapping, workload, t, level, kernel) * words * per_word
-    return total
+            out[t.name] = copies_per_core(mapping, workload, t, level, kernel) * words * per_word
+    return out
+
+
+def pack_cycles(workload, mapping, arch, kernel: int, per_word: float) -> float:
+    """Cycles one core spends copying its inputs into their packed tiles over the whole nest."""
+    return sum(pack_cycles_by_tensor(workload, mapping, arch, kernel, per_word).values())
 
 
 def panel_axis(tensor, blk, extents: dict, box: tuple, bounds: dict) -> tuple[int, int] | None:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from .entry import ab_entry
 from .emit_pack import PackCopies, linear_text, unrolled_radices, row_major_strides
-from .prelude import prelude
+from .prelude import prelude, profile_counters
 from .plan import C_TYPES, WORD_BYTES, Plan
 
 
@@ -44,8 +44,9 @@ class _Printer:
 
 
 class _Emitter(PackCopies):
-    def __init__(self, plan: Plan, vector_bytes: int):
+    def __init__(self, plan: Plan, vector_bytes: int, profile: bool = False):
         self.plan = plan
+        self.profile = profile
         self.w = plan.workload
         self.dims = list(self.w.dims)
         self.tid = {t.name: k for k, t in enumerate(self.w.tensors)}
@@ -54,6 +55,15 @@ class _Emitter(PackCopies):
         self.ker = plan.kernel  # the kernel tile being printed (a ragged dim's last one is cut)
         self.vector_bytes = vector_bytes
         self.p = _Printer()
+
+    # --- profile counters (``profile=True``: ``targets.cpu.profile``) --------------------------
+    def profile_begin(self, var: str) -> None:
+        if self.profile:
+            self.p(f"const unsigned long long {var} = cosa_ticks();")
+
+    def profile_end(self, var: str, slot: int) -> None:
+        if self.profile:
+            self.p(f"__atomic_fetch_add(&cosa_prof[{slot}], cosa_ticks() - {var}, __ATOMIC_RELAXED);")
 
     # --- names and index arithmetic --------------------------------------------------------
     def dvar(self, d: str) -> str:
@@ -370,7 +380,10 @@ class _Emitter(PackCopies):
             steps = ", ".join(f"::{s}" if s > 1 else ":" for s in how["strides"])
             p(f"/* t{self.tid[name]}: the copy {name}[{steps}] of the stored {list(how['shape'])}, first "
               f"{list(how['copy_shape'])} */")
+        if self.profile:
+            profile_counters(p, 1 + len(plan.packs))
         p.open(f"void cosa_kernel({', '.join(args)}, int nthreads)")
+        self.profile_begin("pt_call")
         out = w.output
         p(f"memset(t{self.tid[out.name]}, 0, {math.prod(plan.shapes[out.name])} * sizeof({self.ctype}));")
         parallel = any(lv.parallel for lv in plan.loops)
@@ -405,13 +418,16 @@ class _Emitter(PackCopies):
         p.close(opened)
         for name in plan.packs:
             p(f"free(pk{self.tid[name]});")
-        p.close(2)
+        p.close()
+        self.profile_end("pt_call", 0)
+        p.close()
         names = [f"t{self.tid[t.name]}" for t in w.tensors]
         params = [a.replace("restrict ", "") for a in args]
         out_words = str(math.prod(plan.shapes[out.name]))
         return "\n".join(p.lines) + "\n" + ab_entry(self.ctype, params, names, names[self.tid[out.name]], out_words)
 
 
-def emit_c(plan: Plan, vector_bytes: int = 32) -> str:
-    """C source of ``plan`` (see the module docstring for the calling convention)."""
-    return _Emitter(plan, vector_bytes).kernel()
+def emit_c(plan: Plan, vector_bytes: int = 32, profile: bool = False) -> str:
+    """C source of ``plan`` (see the module docstring for the calling convention); ``profile``: with
+    counters of the time spent in the whole call and in each packing copy (``targets.cpu.profile``)."""
+    return _Emitter(plan, vector_bytes, profile).kernel()

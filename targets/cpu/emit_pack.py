@@ -109,8 +109,12 @@ class PackCopies:
         p.open(f"if ({changed})")
         for slot in range(len(pk.slots)):
             p(f"pl{k}[{slot}] = lo{k}_{slot};")
+        self.profile_begin(f"pt{k}")
+        p.open("")
         if pk.panel is not None:
             self.pack_panels(pk, k, it, shape, src_strides)
+            p.close()
+            self.profile_end(f"pt{k}", 1 + list(self.plan.packs).index(name))
             p.close(2)
             return
         row = []
@@ -135,6 +139,8 @@ class PackCopies:
         else:
             p(f"memcpy({dst}, t{k} + {src} + lo{k}_{pk.slots.index((last, None))}, {e_last} * sizeof({it}));")
         p.close(n - 1)
+        p.close()
+        self.profile_end(f"pt{k}", 1 + list(self.plan.packs).index(name))
         p.close(2)
 
     def unrolled_row(self, pk, t, a: int, size: int, ok: str | None, read) -> None:

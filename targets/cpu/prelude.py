@@ -171,3 +171,23 @@ def _four_rows(p, sfx: str, reg: str, lane_shuffle: str, n: int) -> None:
     p(f"        _mm512_storeu_{sfx}(d + {3 * n}, _mm512_shuffle_{lane_shuffle}(x1, y1, 0xdd));")
     p("        return;")
     p("    }")
+
+
+def profile_counters(p, slots: int) -> None:
+    """The counters of a profiled kernel (``targets.cpu.profile``): ``cosa_ticks()`` (the time-stamp
+    counter on x86, else the monotonic clock in nanoseconds), ``slots`` tick totals that the kernel adds to
+    (slot 0 its whole calls, slot 1 + n the copies of its n-th packed input, summed over its threads), and
+    ``cosa_profile(out)``, which hands them over and zeroes them (shares of ticks need no tick rate)."""
+    p("#if defined(__x86_64__) || defined(__i386__)")
+    p("#include <x86intrin.h>")
+    p("static inline unsigned long long cosa_ticks(void) { return __rdtsc(); }")
+    p("#else")
+    p("#include <time.h>")
+    p("static inline unsigned long long cosa_ticks(void) { struct timespec s; clock_gettime(CLOCK_MONOTONIC, &s); "
+      "return (unsigned long long)s.tv_sec * 1000000000ull + (unsigned long long)s.tv_nsec; }")
+    p("#endif")
+    p(f"static unsigned long long cosa_prof[{slots}];")
+    p("void cosa_profile(unsigned long long *out) {")
+    p(f"    for (int i = 0; i < {slots}; i++) {{ out[i] = __atomic_exchange_n(&cosa_prof[i], 0ull, __ATOMIC_RELAXED); }}")
+    p("}")
+    p()
