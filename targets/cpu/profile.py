@@ -63,7 +63,9 @@ def profiled_kernel(workload, mapping, arch) -> tuple[CpuKernel, object]:
 
 
 def model_shares(workload, mapping, arch) -> dict:
-    """{packed input: its copy cycles over the model's cycles of ``mapping``}; {} without micro-kernel facts."""
+    """{packed input: its copy cycles over the model's cycles of ``mapping``}; {} without micro-kernel facts.
+    A ragged mapping (``cosa.mip.ragged``: a dim's factors multiply past its bound, the last tile cut) is
+    priced on the nest padded to its factors, as the MIP chose it; both terms scale alike."""
     from costmodel import evaluate
     from costmodel.microkernel import kernel_level, spec_of
     from costmodel.packing import pack_cycles_by_tensor
@@ -71,6 +73,9 @@ def model_shares(workload, mapping, arch) -> dict:
     spec = spec_of(arch)
     if spec is None:
         return {}
+    padded = {d: f for d in workload.dims
+              if (f := mapping.factor(d)) > workload.dims[d]}
+    workload = workload.with_dims(**padded) if padded else workload
     cycles = evaluate(workload, arch, mapping).cycles
     by = pack_cycles_by_tensor(workload, mapping, arch, kernel_level(arch), spec.pack_cycles_per_word)
     return {n: c / cycles for n, c in by.items()} if cycles else {}
