@@ -114,7 +114,8 @@ scalar tiles counted as whole instructions, with each block's accumulator loads 
 copies of the inputs into packed tiles (``costmodel.packing``), and the operand reads at a tensor's
 innermost holder (those loads) are not charged again at its bandwidth.  An input packed as micro-kernel
 panels is one sequential stream the prefetchers fetch ahead: its transfers at every level overlap
-compute (they enter the max above), the other tensors' stall.  The register level's outputs move once per run
+compute (they enter the max above), the other tensors' stall; a packed input's reads from DRAM happen in its
+copies and stall too (``packing.copy_fill_cycles``).  The register level's outputs move once per run
 of the kernel tile (the level above it, with the register level's loops inside), at every run
 (``blocked_levels``): the code loads each output block, holds it across the tile's reduction loops and
 stores it back.
@@ -137,7 +138,7 @@ from .compute_runs import compute_runs, compute_work
 from .cost import Access, Cost, PartialSums
 from .energy import table_energy
 from .microkernel import block, issue_cycles, kernel_level, spec_of
-from .packing import pack_cycles, streamed_inputs
+from .packing import copy_fill_cycles, pack_cycles, streamed_inputs
 from .tiling import NestLoop, TileCounts, nest_loops, tile_counts
 
 
@@ -536,6 +537,9 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
                               workload.macs, arch.level_names, source=f"arch {arch.name}")
 
     stalled = refills_without_room(workload, arch, mapping, accesses, foot)
+    if spec is not None:  # a packed input's source is read inside its copies (costmodel.packing)
+        for n, c in copy_fill_cycles(workload, arch, mapping, accesses, kernel).items():
+            stalled[n] = stalled.get(n, 0.0) + c
     hidden = max([compute_cycles] + [c - stalled.get(n, 0.0) for n, c in transfer.items() if overlapped[n]]
                  + [streams[n] for n in transfer if not overlapped[n]])
     cycles = hidden + sum(c - streams[n] for n, c in transfer.items() if not overlapped[n]) + sum(stalled.values())

@@ -149,3 +149,36 @@ def test_a_copy_is_read_once_only_where_one_register_block_covers_every_other_di
     assert not read_once(c3, _reg_arch(c3, cores=1), Mapping((L(), L(), L(), L(temporal={"K": 16, "C": 8, "Q": 7,
                                                                                           "R": 3, "S": 3}),
                                                                L(spatial={"P": 7}))), c3.tensor("Inputs"))
+
+
+def test_a_packed_inputs_reads_from_dram_stall_in_its_copies():
+    """The copies read a packed input's source between the FMAs: its DRAM reads (a level whose transfers
+    otherwise overlap compute) are priced as stalls; an input read in place keeps overlapping."""
+    from costmodel.evaluate import access_counts
+    from costmodel.packing import copy_fill_cycles, read_once
+    from targets.cpu import kernel_nest
+
+    conv = kernel_nest(workloads.conv2d("c", C=64, K=128, H=7, W=7, R=1, S=1, bits=32))
+    arch = _reg_arch(conv, cores=1)
+    kernel = kernel_level(arch)
+    packed = Mapping((L(temporal={"C": 2}, order=("C",)), L(), L(), L(temporal={"K": 128, "C": 32}),
+                      L(spatial={"QP": 49})))
+    accesses, _ = access_counts(conv, arch, packed, {})
+    dram = arch.levels[0]
+    assert dram.double_buffered
+    names = {t.name for t in conv.inputs if pack_level(packed, conv, arch, t, kernel) is not None}
+    assert names == {"Weights", "Inputs"}
+    read = sum(accesses[0][n].reads * dram.bytes_per_word(conv.tensor(n)) for n in names)
+    assert copy_fill_cycles(conv, arch, packed, accesses, kernel) == {"DRAM": pytest.approx(dram.transfer_cycles(read, 0))}
+    # the weights read in place (bypassed at every cache, as the polish keeps a read-once copy out): only the
+    # inputs' copies stall
+    assert read_once(conv, arch, packed, conv.tensor("Weights"))
+    in_place = Mapping(tuple(L(lm.temporal, lm.spatial, lm.order, frozenset({"Weights"}) if 0 < i < 4 else lm.bypass)
+                             for i, lm in enumerate(packed.levels)))
+    accesses, _ = access_counts(conv, arch, in_place, {})
+    assert pack_level(in_place, conv, arch, conv.tensor("Weights"), kernel) is None
+    inputs = accesses[0]["Inputs"].reads * dram.bytes_per_word(conv.tensor("Inputs"))
+    assert copy_fill_cycles(conv, arch, in_place, accesses, kernel) == {"DRAM": pytest.approx(dram.transfer_cycles(inputs, 0))}
+    # and evaluate adds them to the cycles: the stall is paid on top of the overlapped max
+    cost = costmodel.evaluate(conv, arch, packed)
+    assert cost.cycles >= cost.compute_cycles + dram.transfer_cycles(read, 0) - 1e-6
