@@ -50,6 +50,16 @@ def _cpu_run(workload, mapping, arch, args) -> dict:
 
     got = run(workload, mapping, arch, threads=args.threads, repeat=args.repeat, seed=args.seed,
               exceptions=args.exceptions).to_dict()
+    if getattr(args, "profile", False):
+        from targets.cpu.profile import profile_packs
+
+        if any(t.density < 1.0 for t in workload.tensors):
+            from workloads import FrameworkError
+
+            raise FrameworkError("a sparse nest has no packing copies to profile", field="--profile")
+        prof = profile_packs(workload, mapping, arch, threads=got["threads"], repeat=max(args.repeat, 10),
+                             seed=args.seed)
+        got["packing"] = {"measured": prof.measured, "model": prof.model}
     done = {k: workload.op[k] for k in ("fused_dims", "subsampled") if k in workload.op}
     if done:
         got["rewrites"] = {"dims": dict(workload.dims), **done}
@@ -197,6 +207,9 @@ def add_target_parsers(targets, command: str, func) -> None:
         else:
             if name == "cpu":
                 p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+                p.add_argument("--profile", action="store_true",
+                               help="also build the kernel with counters and report the share of its time in "
+                                    "each packing copy, beside the cost model's (targets.cpu.profile)")
             else:
                 p.set_defaults(threads=None)
             p.add_argument("--repeat", type=int, default=5, help="timed runs; seconds is their median (default 5)")
@@ -264,6 +277,13 @@ def cmd_run(args) -> int:
               f"(max abs err {d['max_abs_err']:.3g}), {d['seconds'] * 1e3:.3f} ms, {d['gflops']:.2f} GFLOP/s, "
               f"{d['threads']} thread(s)" + (f"; exceptions: {d['exception_status']['message']}"
                                               if args.exceptions == "check" else ""))
+        if "packing" in d:
+            pk = d["packing"]
+            per = lambda shares: ", ".join(f"{n} {100 * v:.1f}%" for n, v in shares.items())  # noqa: E731
+            print(f"packing copies: {100 * sum(pk['measured'].values()):.1f}% of the time measured"
+                  + (f" ({per(pk['measured'])})" if pk["measured"] else " (none packed)")
+                  + (f"; the cost model: {100 * sum(pk['model'].values()):.1f}% ({per(pk['model'])})"
+                     if pk["model"] else ""))
     if not d["verified"]:
         raise RunFailed(f"{workload.name}: output differs from the {d['reference']} reference "
                         f"(max abs err {d['max_abs_err']:.3g})")

@@ -107,3 +107,16 @@ def test_run_names_the_strided_copy_a_strided_1x1_convolution_reads(tmp_path, ca
     assert got["verified"] and got["rewrites"]["dims"] == {"K": 32, "C": 16, "QP": 49}
     assert got["rewrites"]["subsampled"] == {"Inputs": {"strides": [1, 1, 2, 2], "shape": [1, 16, 14, 14],
                                                         "copy_shape": [1, 16, 7, 7]}}
+
+
+def test_run_profile_reports_the_packing_copies_share(tmp_path, capsys):
+    wl = tmp_path / "c.yaml"
+    wl.write_text("kind: conv2d\nname: c3\nC: 32\nK: 64\nH: 14\nW: 14\nR: 3\nS: 3\npadding: 1\ndtype: float32\n")
+    assert main(["run", "cpu", str(wl), "--threads", "1", "--repeat", "2", "--time-limit", "10", "--profile",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["verified"] and set(got["packing"]) == {"measured", "model"}
+    assert got["packing"]["measured"] and all(0 < v < 1 for v in got["packing"]["measured"].values())
+    assert main(["run", "cpu", str(wl), "--threads", "1", "--repeat", "2", "--time-limit", "10", "--profile"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1].startswith("packing copies: ") and "% of the time measured" in lines[-1]
