@@ -100,12 +100,13 @@ def pack_cycles(workload, mapping, arch, kernel: int, per_word: float) -> float:
     return sum(pack_cycles_by_tensor(workload, mapping, arch, kernel, per_word).values())
 
 
-def copy_fill_cycles(workload, arch, mapping, accesses, kernel: int) -> dict[str, float]:
+def copy_fill_cycles(workload, arch, mapping, accesses, kernel: int, only=None) -> dict[str, float]:
     """{level name: cycles} of the packed inputs' reads from the levels whose transfers otherwise overlap
     compute (``double_buffered``: DRAM, which the prefetchers stream while the FMAs run): the kernel reads
     a packed input's source only inside its copies, which run between the FMAs, so those reads stall.
-    ``accesses``: ``costmodel.evaluate.access_counts``'s per level."""
-    packed = {t.name: t for t in workload.inputs if pack_level(mapping, workload, arch, t, kernel) is not None}
+    ``accesses``: ``costmodel.evaluate.access_counts``'s per level; ``only``: these inputs' reads alone."""
+    packed = {t.name: t for t in workload.inputs if pack_level(mapping, workload, arch, t, kernel) is not None
+              and (only is None or t.name in only)}
     out = {}
     for i, lv in enumerate(arch.levels):
         if not lv.double_buffered:

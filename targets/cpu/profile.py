@@ -7,7 +7,8 @@ packing copy that runs), checks its output against NumPy, calls it ``repeat`` ti
 faster half of the calls, the share of the calls' time each packed input's copies took.  With more than
 one thread the copies' ticks are summed over the threads, so a share is of threads x the calls' time.
 Beside it, the model's share: the input's copy cycles (``costmodel.packing.pack_cycles_by_tensor``, at
-the arch's measured ``pack_cycles_per_word``) over ``costmodel.evaluate``'s cycles of the mapping.  A
+the arch's measured ``pack_cycles_per_word``) and the copies' stalls on its DRAM reads
+(``costmodel.packing.copy_fill_cycles``), over ``costmodel.evaluate``'s cycles of the mapping.  A
 counter read costs some tens of cycles, once per copy and twice per call, so the profiled call runs
 slightly slower than the plain one; the shares are its own.
 """
@@ -68,7 +69,8 @@ def model_shares(workload, mapping, arch) -> dict:
     priced on the nest padded to its factors, as the MIP chose it; both terms scale alike."""
     from costmodel import evaluate
     from costmodel.microkernel import kernel_level, spec_of
-    from costmodel.packing import pack_cycles_by_tensor
+    from costmodel.evaluate import access_counts
+    from costmodel.packing import copy_fill_cycles, pack_cycles_by_tensor
 
     spec = spec_of(arch)
     if spec is None:
@@ -77,7 +79,11 @@ def model_shares(workload, mapping, arch) -> dict:
               if (f := mapping.factor(d)) > workload.dims[d]}
     workload = workload.with_dims(**padded) if padded else workload
     cycles = evaluate(workload, arch, mapping).cycles
-    by = pack_cycles_by_tensor(workload, mapping, arch, kernel_level(arch), spec.pack_cycles_per_word)
+    kernel = kernel_level(arch)
+    by = pack_cycles_by_tensor(workload, mapping, arch, kernel, spec.pack_cycles_per_word)
+    accesses, _ = access_counts(workload, arch, mapping, {})
+    for n in by:  # the copies' stalls on their sources' DRAM reads (copy_fill_cycles) are the copies' time too
+        by[n] += sum(copy_fill_cycles(workload, arch, mapping, accesses, kernel, only={n}).values())
     return {n: c / cycles for n, c in by.items()} if cycles else {}
 
 
