@@ -532,9 +532,10 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
         s_read = sum(a.reads * moved(n) - issued.get(n, 0.0) for n, a in accesses[i].items() if n in streamed)
         s_write = sum(a.writes * moved(n) for n, a in accesses[i].items() if n in streamed)
         streams[lv.name] = lv.transfer_cycles(s_read / per_instance, s_write / per_instance) if streamed else 0.0
-        first = once.get(i, (0.0, 0.0))  # tiles loaded once: the first fill, priced apart (costmodel.onload)
-        cycles = lv.transfer_cycles((read_bytes - sum(issued.values()) - s_read) / per_instance - first[0],
-                                    (write_bytes - s_write) / per_instance - first[1])
+        net = ((read_bytes - sum(issued.values()) - s_read) / per_instance, (write_bytes - s_write) / per_instance)
+        if i in once:  # tiles loaded once: the first fill, priced apart (costmodel.onload)
+            net = (max(0.0, net[0] - once[i][0]), max(0.0, net[1] - once[i][1]))
+        cycles = lv.transfer_cycles(*net)
         cycles += row_extra[i] / per_instance + streams[lv.name]
         transfer[lv.name] = cycles
         overlapped[lv.name] = bool(lv.double_buffered)

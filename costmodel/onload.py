@@ -18,8 +18,8 @@ our bandwidths (``fill_and_drain``):
   down to the time of the innermost holder's tile at that port's bandwidth (a MAC needs that much before
   it starts).  Ours does the same: such tiles leave the loops' transfers (``once_bytes``), and a level's
   idle cycles are the loops' cycles minus its remaining transfer cycles.  ZigZag applies this to the
-  output's last write-back too
-  (which cannot leave before the last MAC); ours follows it, as the option is ZigZag's timing.
+  output's last write-back too (which cannot leave before the last MAC); ours follows it, as the option is
+  ZigZag's timing.
 * Fill: each input's links add up along its chain (the tile reaches ``c`` before ``c`` feeds the next
   level).  Two inputs fill side by side except on links whose ports at both ends carry both inputs (ours:
   levels that store both inputs and have a bandwidth): those run one after the other, ordered to finish
