@@ -222,6 +222,14 @@ ROOM_NOTE = ("  With `--refill-needs-room` both Eyeriss and Simba carry ZigZag's
              "(`Arch.usable_capacity`); without it ours overlaps every such transfer, as Timeloop's does.")
 
 
+FILL_NOTE = ("  With `--fill-before-compute` our model also waits for the first tiles before the loops and for the "
+             "output's last tiles after them (`params[\"fill_before_compute\"]`, `costmodel.onload`: ZigZag's "
+             "onloading and offloading in our tiles and bandwidths; a tile loaded once is part of that fill, "
+             "overlapped with the loops where its port is idle, as in ZigZag), and the scheduler, whose MIP does "
+             "not price the fill, also tries factor moves and re-solves with the slowest-filling level's budget "
+             "halved or the room rule lifted, choosing by the cost model (`cosa.mip.fill`).")
+
+
 def main(args) -> int:
     from costmodel import preset
     from cosa.baselines.zigzag_mapper import EXTRA, SETTINGS, zigzag_version
@@ -241,6 +249,8 @@ def main(args) -> int:
         arch = preset(arch_name)
         if args.refill_needs_room:  # ZigZag's rule in our model and the MIP (costmodel.arch.Arch.usable_capacity)
             arch = dataclasses.replace(arch, params={**arch.params, "refill_needs_room": True})
+        if args.fill_before_compute:  # ZigZag's onloading and offloading in our model (costmodel.onload)
+            arch = dataclasses.replace(arch, params={**arch.params, "fill_before_compute": True})
         for w in _layers(args):
             rows.append(run_layer(w, arch, settings, args.time_limit, args.pad))
             r = rows[-1]
@@ -260,15 +270,19 @@ def main(args) -> int:
                    + (f" --layers {args.layers}" if args.layers else "") + f" --archs {args.archs} --settings "
                    f"{args.settings} --time-limit {args.time_limit:g} --pad {args.pad:g}"
                    + (" --refill-needs-room" if args.refill_needs_room else "")
+                   + (" --fill-before-compute" if args.fill_before_compute else "")
                    + ("" if args.section == "peers_zigzag" else f" --section {args.section}"))
         title = "ZigZag peers: cosa against ZigZag's LOMA, in both cost models (`bench/peers.py zigzag`)"
         if args.refill_needs_room:
             title += ", ZigZag's double-buffering rule in ours too"
+        if args.fill_before_compute:
+            title += ", ZigZag's first fill and last drain in ours too"
         if not args.layers and not args.quick:
             title += ", every layer of the networks"
         save_outputs(name=args.section, title=title, date=date, machine=machine, command=command, console=text,
                      data=data, json_path=args.json, results_path=args.results,
-                     notes=NOTES + (ROOM_NOTE if args.refill_needs_room else ""), summary=SUMMARY,
+                     notes=NOTES + (ROOM_NOTE if args.refill_needs_room else "")
+                     + (FILL_NOTE if args.fill_before_compute else ""), summary=SUMMARY,
                      packages=("numpy", "scipy", "highspy", "zigzag-dse"))
     return 0
 
@@ -286,6 +300,9 @@ def add_parser(sub) -> None:
     p.add_argument("--refill-needs-room", action="store_true",
                    help="ZigZag's double-buffering rule in our model and MIP (a refill overlaps only into a level "
                         "filled at most half)")
+    p.add_argument("--fill-before-compute", action="store_true",
+                   help="ZigZag's first fill and last drain in our model (before and after the loops), which the "
+                        "scheduler then looks to shrink")
     p.add_argument("--json")
     p.add_argument("--results", help="record the tables in this results file (bench/RESULTS.md)")
     p.add_argument("--section", default="peers_zigzag",

@@ -165,7 +165,7 @@ def _check_params(params: dict, source: str) -> None:
         _num(params["pack_cycles_per_word"], float, source, "params.pack_cycles_per_word", minimum=0)
     if "dataflow" in params and params["dataflow"] not in ("ws", "os"):
         raise ArchError(f"must be 'ws' or 'os', got {params['dataflow']!r}", source=source, field="params.dataflow")
-    for key in ("pipelined", "refill_needs_room"):
+    for key in ("pipelined", "refill_needs_room", "fill_before_compute"):
         if key in params and not isinstance(params[key], bool):
             raise ArchError(f"expected true or false, got {params[key]!r}", source=source, field=f"params.{key}")
 

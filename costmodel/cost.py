@@ -52,6 +52,9 @@ class Cost:
     transfer_rows[level][tensor]: rows moved between the level and the inner
     holder of the tensor where the level charges per row (``Level`` row
     cycles; ``costmodel.evaluate.transfer_rows``), summed over instances.
+    fill_cycles / drain_cycles: cycles before the loops start (the first tiles
+    moving in) and after they end (the last output tiles moving out), included in
+    ``cycles``; 0 unless ``params["fill_before_compute"]`` (``costmodel.onload``).
     """
 
     cycles: float
@@ -73,6 +76,8 @@ class Cost:
     computes: int = 0
     footprint_rows: dict = field(default_factory=dict)
     transfer_rows: dict = field(default_factory=dict)
+    fill_cycles: float = 0.0
+    drain_cycles: float = 0.0
 
     def to_dict(self) -> dict:
         """The JSON form of ``cosa evaluate --json``."""
@@ -95,6 +100,8 @@ class Cost:
             "computes": self.computes,
             "footprint_rows": {lv: dict(per) for lv, per in self.footprint_rows.items()},
             "transfer_rows": {lv: dict(per) for lv, per in self.transfer_rows.items()},
+            "fill_cycles": self.fill_cycles,
+            "drain_cycles": self.drain_cycles,
         }
 
 

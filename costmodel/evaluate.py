@@ -100,7 +100,11 @@ rows one DIM-column block).  ``Cost.transfer_rows`` counts the rows.  Levels wit
 ``double_buffered`` overlap their transfers with compute, the others stall it:
 cycles = max(compute, overlapped transfers) + sum(non-overlapped transfers).  Under
 ``params["refill_needs_room"]`` a double-buffered level's transfers with a level its tiles fill over
-half stall too (``refills_without_room``: ZigZag's rule).
+half stall too (``refills_without_room``: ZigZag's rule).  Under ``params["fill_before_compute"]`` the
+first tiles' fill waits before the loops and the output's last tiles drain after them
+(``costmodel.onload``: ZigZag's onloading and offloading), added as ``Cost.fill_cycles`` and
+``Cost.drain_cycles``; a tile loaded once leaves the loops' transfers for them.  Without it ours
+overlaps both.
 
 Hardware-managed caches (levels named in ``params["lru_caches"]``, the ``cpu`` preset's): a cache
 keeps what the loops touched last, so its tensors refill with the tile of the outermost level whose
@@ -138,6 +142,7 @@ from .compute_runs import compute_runs, compute_work
 from .cost import Access, Cost, PartialSums
 from .energy import table_energy
 from .microkernel import block, issue_cycles, kernel_level, spec_of
+from .onload import fill_and_drain, once_bytes, once_loaded
 from .packing import copy_fill_cycles, pack_cycles, streamed_inputs
 from .tiling import NestLoop, TileCounts, nest_loops, tile_counts
 
@@ -457,10 +462,12 @@ def refills_without_room(workload, arch, mapping, accesses, foot) -> dict[str, f
     ``arch.params["refill_needs_room"]`` only (else empty): a tensor's transfers between a double-buffered
     level and the next level that stores it overlap compute only while that level's tiles fill at most
     half of it (``Arch.refilled_by_double_buffer``); past half, the next tile cannot arrive beside the one
-    in use, and those transfers are added to the cycles (ZigZag's rule)."""
+    in use, and those transfers are added to the cycles (ZigZag's rule).  Under ``params["fill_before_compute"]``
+    a tile loaded once in the run is no refill: it is the first fill, priced by ``costmodel.onload``."""
     if not arch.params.get("refill_needs_room"):
         return {}
     tensors = {t.name: t for t in workload.tensors}
+    once = once_loaded(workload, arch, mapping) if arch.params.get("fill_before_compute") else set()
     out = {}
     for i, lv in enumerate(arch.levels):
         if not lv.double_buffered:
@@ -470,7 +477,7 @@ def refills_without_room(workload, arch, mapping, accesses, foot) -> dict[str, f
             t = tensors[n]
             k = next((k for k in range(i + 1, len(arch.levels)) if mapping.stores(k, t, arch)), None)
             inner = arch.levels[k] if k is not None else None
-            if inner is None or inner.capacity_bytes is None or inner.row_bytes is not None:
+            if inner is None or inner.capacity_bytes is None or inner.row_bytes is not None or (n, k) in once:
                 continue
             used = sum(w * inner.bytes_per_word(tensors[m]) for m, w in foot[k].items())
             if used > inner.capacity_bytes / 2:
@@ -511,6 +518,7 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
     extra_read, extra_write = calibration_bytes(workload, arch, mapping, psums)
     row_extra, rows_moved = transfer_rows(workload, arch, mapping, accesses, psums)
 
+    once = once_bytes(workload, arch, mapping, foot)  # empty unless params["fill_before_compute"]
     transfer, overlapped, energy = {}, {}, {}
     level_bytes, streams = {}, {}
     for i, lv in enumerate(arch.levels):
@@ -525,8 +533,10 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
         s_read = sum(a.reads * moved(n) - issued.get(n, 0.0) for n, a in accesses[i].items() if n in streamed)
         s_write = sum(a.writes * moved(n) for n, a in accesses[i].items() if n in streamed)
         streams[lv.name] = lv.transfer_cycles(s_read / per_instance, s_write / per_instance) if streamed else 0.0
-        cycles = lv.transfer_cycles((read_bytes - sum(issued.values()) - s_read) / per_instance,
-                                    (write_bytes - s_write) / per_instance)
+        net = ((read_bytes - sum(issued.values()) - s_read) / per_instance, (write_bytes - s_write) / per_instance)
+        if i in once:  # tiles loaded once: the first fill, priced apart (costmodel.onload)
+            net = (max(0.0, net[0] - once[i][0]), max(0.0, net[1] - once[i][1]))
+        cycles = lv.transfer_cycles(*net)
         cycles += row_extra[i] / per_instance + streams[lv.name]
         transfer[lv.name] = cycles
         overlapped[lv.name] = bool(lv.double_buffered)
@@ -543,6 +553,8 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
     hidden = max([compute_cycles] + [c - stalled.get(n, 0.0) for n, c in transfer.items() if overlapped[n]]
                  + [streams[n] for n in transfer if not overlapped[n]])
     cycles = hidden + sum(c - streams[n] for n, c in transfer.items() if not overlapped[n]) + sum(stalled.values())
+    edges = fill_and_drain(workload, arch, mapping, foot, cycles, transfer)  # zeros unless fill_before_compute
+    cycles += edges.fill_cycles + edges.drain_cycles
     terms = {"compute": float(compute_cycles)}
     terms.update({f"{n} bandwidth": c for n, c in transfer.items()})
     bound_by = max(terms, key=lambda k: (terms[k], k == "compute"))
@@ -577,4 +589,6 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
         computes=sum(r.computes for r in runs.values()),
         footprint_rows={names[i]: {n: r.get(n, 0) for n in foot[i]} for i, r in rows.items() if r is not None},
         transfer_rows={names[i]: per for i, per in rows_moved.items()},
+        fill_cycles=float(edges.fill_cycles),
+        drain_cycles=float(edges.drain_cycles),
     )

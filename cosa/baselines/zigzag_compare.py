@@ -7,7 +7,8 @@ writes from above, reads its reads to below plus to above, writes its writes fro
 Each differing count carries its energy at our per-word price and a mechanism, named by rules on where it
 differs (``MECHANISMS``).  ``cycle_mechanisms`` says why the latencies differ: ZigZag adds the first fill and
 the last drain and counts stalls where it does not double-buffer; ours overlaps double-buffered levels and
-DRAM and takes the slowest of compute and each level's transfers.
+DRAM and takes the slowest of compute and each level's transfers (with ``params["fill_before_compute"]`` ours
+adds the first fill and last drain too, ``costmodel.onload``).
 """
 
 from __future__ import annotations
@@ -115,8 +116,10 @@ def cycle_mechanisms(cost, zz, arch) -> list[str]:
     """Why the latencies differ, in words (ZigZag's terms over its temporal cycles, and ours)."""
     notes = []
     if zz.onload_cycles or zz.offload_cycles:
+        ours = (f"ours, with fill_before_compute, {cost.fill_cycles:,.0f} and {cost.drain_cycles:,.0f}"
+                if arch.params.get("fill_before_compute") else "double buffering: ours overlaps them")
         notes.append(f"ZigZag adds {zz.onload_cycles:,.0f} cycles to fill and {zz.offload_cycles:,.0f} to drain "
-                     "before and after the loops (double buffering: ours overlaps them)")
+                     f"before and after the loops ({ours})")
     if zz.stall_cycles > 0 and zz.stalls:
         notes.append(f"ZigZag stalls {zz.stall_cycles:,.0f} cycles on transfers: "
                      + "; ".join(_stall_words(x, bool(arch.params.get("refill_needs_room"))) for x in zz.stalls[:2]))

@@ -14,6 +14,7 @@ from ..schedule import Schedule, SchedulingError, SolverStats
 from .decode import add_capacity_cut, decode
 from .formulation import OBJECTIVES, CosaWeights, build
 from .factors import polish_factors
+from .fill import smaller_fills
 from .polish import polish_orders
 from .predict import baseline_mappings, load_start
 from .problem import build_problem
@@ -126,6 +127,10 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     arch whose latency model states no traffic for levels without a
     bandwidth, Simba's and Eyeriss's, on a model of every level pair built
     for it: ``tiebreak.least_energy_rebuilt``).
+    Under ``arch.params["fill_before_compute"]`` (the cost model waits for the
+    first fill and the last drain, which the MIP does not price) the latency
+    objective's best mapping is also improved by ``fill.smaller_fills``
+    (factor moves, re-solves with the slowest-filling level's budget halved).
     Raises SchedulingError when no valid mapping exists or the time limit
     passes with no incumbent.  ``mip_search`` is the same search in two
     steps (the tie-breaking solves last).
@@ -348,7 +353,8 @@ def mip_search(workload, arch, objective: str = "latency", solver: str = "highs"
                             gap=result.gap, objective=result.objective, build_s=build_s, solve_s=solve_s, cuts=cuts,
                             seed=seed, evaluated=evaluated, model="the MIP's linearised model")
         extra = {"objective": objective, "order_levels": list(problem.order_levels), "polished": polished,
-                 "tie_broken": tie_break not in ("main", "start", "factor moves"), "tie_break": tie_break,
+                 "tie_broken": tie_break not in ("main", "start", "factor moves") and not tie_break.startswith("fill"),
+                 "tie_break": tie_break,
                  "tie_tolerance": tie_tolerance,
                  "tie_solves": [{"what": w, "status": st, "seconds": sec} for w, st, sec in tie_solves],
                  "rounds": rounds, "last_round_objective": objective_of_round,
@@ -385,6 +391,16 @@ def mip_search(workload, arch, objective: str = "latency", solver: str = "highs"
         if other is not best[1]:
             pool.offer(other_cost, other, (best[3], best[4], f"{best[5]}, factor moves"))
             best = _pool_best(pool, objective)
+    if polish and objective == "latency" and best is not None and best[2] is not None \
+            and arch.params.get("fill_before_compute"):
+        # the cost model waits for the first fill, the MIP does not see it: smaller fills (cosa.mip.fill)
+        found, spent = smaller_fills(problem, best[1], best[2], evaluate, objective, weights, dict(
+            solver=solver, mip_gap=mip_gap, seed=seed, src=src, deadline=deadline, tie_tolerance=tie_tolerance))
+        solve_s += spent
+        for other, other_cost, how, n in found:
+            evaluated += n
+            pool.offer(other_cost, other, (best[3], best[4], how))
+        best = _pool_best(pool, objective)
     yield finish()
 
 
