@@ -119,7 +119,8 @@ copies of the inputs into packed tiles (``costmodel.packing``), and the operand 
 innermost holder (those loads) are not charged again at its bandwidth.  An input packed as micro-kernel
 panels is one sequential stream the prefetchers fetch ahead: its transfers at every level overlap
 compute (they enter the max above), the other tensors' stall; a packed input's reads from DRAM happen in its
-copies and stall too (``packing.copy_fill_cycles``).  The register level's outputs move once per run
+copies and stall too (``packing.copy_fill_cycles``).  The kernel level's transfers overlap: a line moving
+in is priced (a stall) where it is read, at the next level, and arrives beside the FMAs.  The register level's outputs move once per run
 of the kernel tile (the level above it, with the register level's loops inside), at every run
 (``blocked_levels``): the code loads each output block, holds it across the tile's reduction loops and
 stores it back.
@@ -539,7 +540,8 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
         cycles = lv.transfer_cycles(*net)
         cycles += row_extra[i] / per_instance + streams[lv.name]
         transfer[lv.name] = cycles
-        overlapped[lv.name] = bool(lv.double_buffered)
+        # the micro-kernel's cache: a line moving in is priced where it is read; its arrival overlaps the FMAs
+        overlapped[lv.name] = bool(lv.double_buffered) or (spec is not None and i == kernel)
         energy[lv.name] = read_bytes * lv.read_energy_pj_per_byte + write_bytes * lv.write_energy_pj_per_byte
     energy["MAC"] = workload.macs * arch.mac_energy_pj
     if arch.params.get("energy_table"):  # per-access energies (an ERT) replace the per-byte ones

@@ -145,3 +145,35 @@ def test_strided_accumulators_cost_their_lane_by_lane_moves_once_per_block():
     assert got_long == pytest.approx(fma_only + blocks_long * 2 * blk.mr * blk.nv * blk.lanes
                                      / SPEC.loads_per_cycle)
     assert got_short > got_long > fma_only   # a shorter reduction per block moves the accumulators more often
+
+
+def test_the_micro_kernels_cache_fills_overlap_the_fmas_and_the_next_level_stalls():
+    """A line moving into the kernel level is priced where it is read (L2: a stall); its arrival in L1
+    overlaps compute.  Without a register level (no micro-kernel) every cache level stalls as before."""
+    w = _gemm(64)
+    arch = _reg_arch(w)
+    m = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"M": 16, "K": 2}, order=("M", "K")),
+                 LevelMapping(temporal={"K": 32}), LevelMapping(temporal={"M": 4}, spatial={"N": 64})))
+    cost = costmodel.evaluate(w, arch, m)
+    assert cost.overlapped["L1"] and not cost.overlapped["L2"] and not cost.overlapped["L3"]
+    assert cost.transfer_cycles["L1"] > 0
+    from dataclasses import replace
+
+    def slower(name):  # the arch with level ``name`` at half its bandwidth
+        levels = tuple(replace(lv, read_bandwidth=lv.read_bandwidth / 2, write_bandwidth=lv.write_bandwidth / 2)
+                       if lv.name == name else lv for lv in arch.levels)
+        return costmodel.evaluate(w, replace(arch, levels=levels), m)
+
+    assert cost.compute_cycles > 2 * cost.transfer_cycles["L1"]  # hidden under the FMAs even at half speed
+    assert slower("L1").cycles == pytest.approx(cost.cycles)
+    assert slower("L2").cycles > cost.cycles
+    plain = costmodel.preset("cpu")
+    assert not any(costmodel.evaluate(w, plain, _plain_mapping(w)).overlapped[lv.name] for lv in plain.levels[1:])
+
+
+def _plain_mapping(w):
+    """Every loop at DRAM but N across the L1's lanes: a valid mapping of the plain cpu preset."""
+    plain = costmodel.preset("cpu")
+    lanes = plain.levels[-1].fanout
+    levels = [LevelMapping(temporal={"M": 64, "K": 64, "N": 64 // lanes})] + [LevelMapping()] * (len(plain.levels) - 2)
+    return Mapping(tuple(levels + [LevelMapping(spatial={"N": lanes})]))
