@@ -21,14 +21,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import costmodel  # noqa: E402
 
-from bench.cpu_kernels import cases, mip_mapping, tile_text  # noqa: E402
+from bench.cpu_kernels import cases, interleaved, mip_mapping, tile_text  # noqa: E402
 from bench.cpu_rank import on_cores, register_arch  # noqa: E402
 from targets.cpu import compile_kernel, kernel_nest  # noqa: E402
 from targets.cpu.profile import profile_packs  # noqa: E402
@@ -44,28 +43,18 @@ SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the prin
 ]
 
 
-def _fastest(fn, rounds: list) -> None:
-    t0 = time.perf_counter()
-    fn()
-    rounds.append(time.perf_counter() - t0)
-
-
 def measure(w, base, repeat: int, time_limit: float) -> dict:
     """One case: its packing shares, measured and modelled, and what the counters cost."""
-    from targets.cpu.profile import profiled_kernel
-
     kw = kernel_nest(w)
     arch = register_arch(kw, base)
     mapping = mip_mapping(kw, arch, time_limit)
     plain = compile_kernel(kw, mapping, arch)
     prof = profile_packs(kw, mapping, arch, threads=1, repeat=repeat)  # verifies the profiled kernel
-    profiled, _ = profiled_kernel(kw, mapping, arch)
+    profiled = compile_kernel(kw, mapping, arch, profile=True)
     arrays = random_inputs(kw, plain.plan.dtypes, plain.plan.input_shapes, 0)
     out, out2 = plain(arrays, threads=1), profiled(arrays, threads=1)
-    times = {"plain": [], "profiled": []}
-    for _ in range(repeat):  # interleaved rounds
-        _fastest(lambda: plain(arrays, out, 1), times["plain"])
-        _fastest(lambda: profiled(arrays, out2, 1), times["profiled"])
+    times = interleaved({"plain": lambda: plain(arrays, out, 1), "profiled": lambda: profiled(arrays, out2, 1)},
+                        repeat, 1)
     return {"case": w.name, "tile": tile_text(plain), "packs": list(prof.measured),
             "measured": prof.measured, "model": prof.model, "gflops": 2 * w.macs / min(times["plain"]) / 1e9,
             "overhead": min(times["profiled"]) / min(times["plain"])}

@@ -21,11 +21,8 @@ import time
 from dataclasses import dataclass
 
 from .. import TargetError
-from . import build as _build
-from .emit import emit_c
-from .plan import make_plan
 from .reference import compare, random_inputs, reference
-from .run import CpuKernel
+from .run import CpuKernel, compile_kernel
 
 
 @dataclass(frozen=True)
@@ -52,12 +49,8 @@ class PackProfile:
 
 def profiled_kernel(workload, mapping, arch) -> tuple[CpuKernel, object]:
     """The kernel of ``mapping`` built with counters, and its ``cosa_profile`` function."""
-    isa = _build.isa()
-    plan = make_plan(workload, mapping, arch, vector_bytes=isa.vector_bytes, registers=isa.registers)
-    source = emit_c(plan, isa.vector_bytes, profile=True)
-    lib = _build.build(source)
-    kernel = CpuKernel(plan, source, lib, _build.load(lib, "cosa_kernel", len(workload.tensors)))
-    read = getattr(ctypes.CDLL(str(lib)), "cosa_profile")
+    kernel = compile_kernel(workload, mapping, arch, profile=True)
+    read = getattr(ctypes.CDLL(str(kernel.library)), "cosa_profile")
     read.argtypes = [ctypes.c_void_p]
     read.restype = None
     return kernel, read

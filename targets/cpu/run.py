@@ -109,11 +109,12 @@ def emit(workload, mapping, arch, *, scalar: bool = False) -> str:
     return emit_c(plan, isa.vector_bytes)
 
 
-def compile_kernel(workload, mapping, arch, *, scalar: bool = False) -> CpuKernel:
-    """Plan, emit and build (cached) the kernel of ``mapping``."""
+def compile_kernel(workload, mapping, arch, *, scalar: bool = False, profile: bool = False) -> CpuKernel:
+    """Plan, emit and build (cached) the kernel of ``mapping``; ``profile``: with the counters of
+    ``targets.cpu.profile``."""
     isa = _build.isa()
     plan = make_plan(workload, mapping, arch, vector_bytes=isa.vector_bytes, registers=isa.registers, scalar=scalar)
-    source = emit_c(plan, isa.vector_bytes)
+    source = emit_c(plan, isa.vector_bytes, profile=profile)
     lib = _build.build(source)
     return CpuKernel(plan, source, lib, _build.load(lib, "cosa_kernel", len(workload.tensors)))
 
