@@ -85,9 +85,27 @@ def _end(lv, tensor, words: float, bandwidth: float | None) -> tuple[float, floa
     return moved, (moved / bandwidth if bandwidth else 0.0)
 
 
-def _raw_links(workload, arch, mapping, foot: dict) -> list[list]:
-    """Per link: [tensor, p, c, parent cycles, child cycles, once, shared, parent floor, child floor,
-    parent bytes, child bytes] (bytes per instance of that end, cycles at that end's bandwidth)."""
+@dataclass
+class _RawLink:
+    """One link before the idle-port credit (``_credit_idle_ports`` shortens the cycles in place): levels
+    ``p`` and ``c`` (indices), per end its cycles, bytes per instance and floor (the innermost holder's tile
+    at that end's bandwidth), ``once`` and ``shared`` as ``Link``'s."""
+
+    tensor: object
+    p: int
+    c: int
+    p_cycles: float
+    c_cycles: float
+    once: bool
+    shared: bool
+    p_floor: float
+    c_floor: float
+    p_bytes: float
+    c_bytes: float
+
+
+def _raw_links(workload, arch, mapping, foot: dict) -> list[_RawLink]:
+    """Every link of every tensor, with both ends' cycles at their bandwidths (see ``_RawLink``)."""
     loops = nest_loops(mapping, list(workload.dims))
     timeloop = bool(arch.params.get("timeloop_counts", False))
     inputs = [t for t in workload.tensors if not t.is_output]
@@ -116,7 +134,7 @@ def _raw_links(workload, arch, mapping, foot: dict) -> list[list]:
             shared = not t.is_output and all(
                 bw and sum(1 for x in inputs if k == 0 or mapping.stores(k, x, arch)) > 1
                 for k, bw in ((p, p_bw), (c, c_bw)))
-            raw.append([t, p, c, p_cycles, c_cycles, (t.name, c) in single, shared, *floors, p_bytes, c_bytes])
+            raw.append(_RawLink(t, p, c, p_cycles, c_cycles, (t.name, c) in single, shared, *floors, p_bytes, c_bytes))
     return raw
 
 
@@ -128,10 +146,9 @@ def once_bytes(workload, arch, mapping, foot: dict) -> dict[int, tuple[float, fl
         return {}
     out: dict[int, list[float]] = {}
     for r in _raw_links(workload, arch, mapping, foot):
-        t, p, c, once, p_bytes, c_bytes = r[0], r[1], r[2], r[5], r[9], r[10]
-        if once:
-            out.setdefault(p, [0.0, 0.0])[1 if t.is_output else 0] += p_bytes
-            out.setdefault(c, [0.0, 0.0])[0 if t.is_output else 1] += c_bytes
+        if r.once:
+            out.setdefault(r.p, [0.0, 0.0])[1 if r.tensor.is_output else 0] += r.p_bytes
+            out.setdefault(r.c, [0.0, 0.0])[0 if r.tensor.is_output else 1] += r.c_bytes
     return {k: (r, w) for k, (r, w) in out.items()}
 
 
@@ -147,24 +164,25 @@ def fill_and_drain(workload, arch, mapping, foot: dict, loop_cycles: float,
         return FillDrain()
     raw = _raw_links(workload, arch, mapping, foot)
     _credit_idle_ports(arch, raw, loop_cycles, transfer)
-    links = tuple(Link(r[0].name, arch.levels[r[1]].name, arch.levels[r[2]].name, r[3], r[4], r[5], r[6])
-                  for r in raw)
-    drain = sum(x.cycles for x, r in zip(links, raw) if r[0].is_output)
+    links = tuple(Link(r.tensor.name, arch.levels[r.p].name, arch.levels[r.c].name, r.p_cycles, r.c_cycles, r.once,
+                       r.shared) for r in raw)
+    drain = sum(x.cycles for x, r in zip(links, raw) if r.tensor.is_output)
     return FillDrain(_fill(links, [t.name for t in workload.tensors if not t.is_output]), drain, links)
 
 
 def _credit_idle_ports(arch, raw: list, loop_cycles: float, transfer: dict[str, float]) -> None:
-    """Shorten the once-only links' ends (``raw`` rows, in place) by their level's idle cycles during the
-    loops, the longest first, each down to its floor (ZigZag's rule; see the module docstring)."""
+    """Shorten the once-only links' ends (in place) by their level's idle cycles during the loops, the
+    longest first, each down to its floor (ZigZag's rule; see the module docstring)."""
     for k, lv in enumerate(arch.levels):
-        ends = [(r, 3 + side) for r in raw if r[5] for side, level in ((0, r[1]), (1, r[2])) if level == k]
-        ends = [(r, j) for r, j in ends if r[j] > 0]
+        ends = [(r, end) for r in raw if r.once for end, level in (("p", r.p), ("c", r.c)) if level == k]
+        ends = [(r, end) for r, end in ends if getattr(r, f"{end}_cycles") > 0]
         if not ends:
             continue
         idle = max(0.0, loop_cycles - transfer.get(lv.name, 0.0))
-        for r, j in sorted(ends, key=lambda e: -e[0][e[1]]):
-            cut = min(idle, max(0.0, r[j] - r[j + 4]))
-            r[j] -= cut
+        for r, end in sorted(ends, key=lambda e: -getattr(e[0], f"{e[1]}_cycles")):
+            cycles = getattr(r, f"{end}_cycles")
+            cut = min(idle, max(0.0, cycles - getattr(r, f"{end}_floor")))
+            setattr(r, f"{end}_cycles", cycles - cut)
             idle -= cut
 
 
