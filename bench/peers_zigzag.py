@@ -230,6 +230,29 @@ FILL_NOTE = ("  With `--fill-before-compute` our model also waits for the first 
              "halved or the room rule lifted, choosing by the cost model (`cosa.mip.fill`).")
 
 
+WINDOWS_NOTE = ("  With `--whole-windows` our model counts a changed input tile as ZigZag does, its whole window "
+                "moved again (`params[\"delta_fetch\"]` off), not only the rows the sliding window lacks, as "
+                "Timeloop's model and Simba's preset count them; the Eyeriss preset already counts whole windows.")
+
+
+def zigzag_rules(arch, refill_needs_room: bool = False, fill_before_compute: bool = False,
+                 whole_windows: bool = False):
+    """``arch`` with ZigZag's rules in our model and scheduler, each one a flag of the bench.
+
+    ``refill_needs_room``: a refill from a double-buffered level overlaps the loops only into a level filled at
+    most half (``costmodel.evaluate.refills_without_room``); ``fill_before_compute``: the first fill and the
+    last drain before and after the loops (``costmodel.onload``); ``whole_windows``: a changed input tile moves
+    its whole window, halo included (``delta_fetch`` off)."""
+    params = dict(arch.params)
+    if refill_needs_room:
+        params["refill_needs_room"] = True
+    if fill_before_compute:
+        params["fill_before_compute"] = True
+    if whole_windows:
+        params["delta_fetch"] = False
+    return dataclasses.replace(arch, params=params) if params != arch.params else arch
+
+
 def main(args) -> int:
     from costmodel import preset
     from cosa.baselines.zigzag_mapper import EXTRA, SETTINGS, zigzag_version
@@ -246,11 +269,7 @@ def main(args) -> int:
     archs = args.archs.split(",")
     rows = []
     for arch_name in archs:
-        arch = preset(arch_name)
-        if args.refill_needs_room:  # ZigZag's rule in our model and the MIP (costmodel.arch.Arch.usable_capacity)
-            arch = dataclasses.replace(arch, params={**arch.params, "refill_needs_room": True})
-        if args.fill_before_compute:  # ZigZag's onloading and offloading in our model (costmodel.onload)
-            arch = dataclasses.replace(arch, params={**arch.params, "fill_before_compute": True})
+        arch = zigzag_rules(preset(arch_name), args.refill_needs_room, args.fill_before_compute, args.whole_windows)
         for w in _layers(args):
             rows.append(run_layer(w, arch, settings, args.time_limit, args.pad))
             r = rows[-1]
@@ -271,18 +290,22 @@ def main(args) -> int:
                    f"{args.settings} --time-limit {args.time_limit:g} --pad {args.pad:g}"
                    + (" --refill-needs-room" if args.refill_needs_room else "")
                    + (" --fill-before-compute" if args.fill_before_compute else "")
+                   + (" --whole-windows" if args.whole_windows else "")
                    + ("" if args.section == "peers_zigzag" else f" --section {args.section}"))
         title = "ZigZag peers: cosa against ZigZag's LOMA, in both cost models (`bench/peers.py zigzag`)"
         if args.refill_needs_room:
             title += ", ZigZag's double-buffering rule in ours too"
         if args.fill_before_compute:
             title += ", ZigZag's first fill and last drain in ours too"
+        if args.whole_windows:
+            title += ", ZigZag's whole input windows in ours too"
         if not args.layers and not args.quick:
             title += ", every layer of the networks"
         save_outputs(name=args.section, title=title, date=date, machine=machine, command=command, console=text,
                      data=data, json_path=args.json, results_path=args.results,
                      notes=NOTES + (ROOM_NOTE if args.refill_needs_room else "")
-                     + (FILL_NOTE if args.fill_before_compute else ""), summary=SUMMARY,
+                     + (FILL_NOTE if args.fill_before_compute else "")
+                     + (WINDOWS_NOTE if args.whole_windows else ""), summary=SUMMARY,
                      packages=("numpy", "scipy", "highspy", "zigzag-dse"))
     return 0
 
@@ -303,6 +326,9 @@ def add_parser(sub) -> None:
     p.add_argument("--fill-before-compute", action="store_true",
                    help="ZigZag's first fill and last drain in our model (before and after the loops), which the "
                         "scheduler then looks to shrink")
+    p.add_argument("--whole-windows", action="store_true",
+                   help="ZigZag's input counts in our model: a changed input tile moves its whole window again "
+                        "(Simba's preset counts only the new rows, as Timeloop does)")
     p.add_argument("--json")
     p.add_argument("--results", help="record the tables in this results file (bench/RESULTS.md)")
     p.add_argument("--section", default="peers_zigzag",

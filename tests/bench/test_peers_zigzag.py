@@ -73,3 +73,42 @@ def test_the_disagreement_table_gives_ratios_and_the_mechanisms():
 def test_an_arch_zigzag_cannot_state_is_a_row_with_the_reason():
     row = pz.run_layer(zoo.layer("bert_base_128/attention_context"), preset("gemmini"), ["default"], 5.0)
     assert set(row) == {"layer", "arch", "skip"} and "does not model" in row["skip"]
+
+
+def test_zigzag_rules_set_only_the_flags_asked_for():
+    simba = preset("simba")
+    assert pz.zigzag_rules(simba) is simba
+    arch = pz.zigzag_rules(simba, refill_needs_room=True, fill_before_compute=True, whole_windows=True)
+    assert arch.params["refill_needs_room"] and arch.params["fill_before_compute"]
+    assert arch.params["delta_fetch"] is False and simba.params["delta_fetch"] is True
+    assert pz.zigzag_rules(simba, whole_windows=True).params.keys() == simba.params.keys()
+
+
+@pytest.mark.skipif(zigzag_version() is None, reason="ZigZag is not installed (pip install cosa-framework[zigzag])")
+def test_whole_windows_count_a_sliding_input_tile_as_zigzag_does_but_for_the_padding_rows():
+    from cosa.baselines.zigzag_compare import count_differences
+    from cosa.baselines.zigzag_mapper import build, zigzag_evaluate
+    from costmodel import evaluate
+    from mappings import LevelMapping, Mapping, validate
+    from workloads import conv2d
+
+    w = conv2d("c3", C=16, K=16, P=16, Q=16, R=3, S=3, padding=1)
+    simba = preset("simba")
+    m = Mapping((LevelMapping({"P": 4}, {}, ("P",)), LevelMapping(spatial={"K": 2, "C": 2, "Q": 4}),
+                 LevelMapping(spatial={"K": 8}), LevelMapping(), LevelMapping({"R": 3, "S": 3}, {"C": 8}),
+                 LevelMapping({"P": 4, "Q": 4})))
+    validate(m, w, simba)
+    theirs = zigzag_evaluate(w, simba, m)
+    _, _, _, hw = build(w, simba)
+
+    def dram_input_reads(arch):
+        cost = evaluate(w, arch, m)
+        diff = [d for d in count_differences(w, arch, m, cost, theirs, hw)
+                if (d.level, d.tensor, d.kind) == ("DRAM", "Inputs", "reads")]
+        return cost.accesses["DRAM"]["Inputs"].reads, diff[0].zigzag
+
+    # four row tiles of 4 output rows: 6 input rows each, 16 x 16 channels by columns
+    delta, zz = dram_input_reads(simba)  # the preset (Timeloop's rule): only the 4 new rows after the first tile
+    assert delta == 16 * 16 * 16 and zz == pytest.approx(24 * 256, abs=8)  # ZigZag: 6 rows every tile
+    whole, _ = dram_input_reads(pz.zigzag_rules(simba, whole_windows=True))
+    assert whole == (5 + 6 + 6 + 5) * 256  # every window again, less the padding rows at the two borders
