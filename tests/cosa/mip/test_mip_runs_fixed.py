@@ -100,6 +100,9 @@ def certified(problem, mapping, run) -> bool:
         for prev, d in zip(run, run[1:]))
 
 
+SOLVER_REL = 1e-6  # a count read from a solved model: 23.99998 for 24 was seen (HiGHS's feasibility tolerance)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(sorted(NESTS)), rows=st.sampled_from([3, 5, 8]), data=st.data())
 def test_fixed_run_model_counts_the_cost_models_compute_commands(name, rows, data):
@@ -110,10 +113,10 @@ def test_fixed_run_model_counts_the_cost_models_compute_commands(name, rows, dat
     form = _form(name, rows)
     computes, chain = model_runs(form, mapping, REGS)
     exact = certified(form.problem, mapping, runs.run_dims)
-    if exact:
-        assert computes == pytest.approx(runs.computes, rel=1e-9), (mapping, runs, chain)
+    if exact:  # the count is a solver's value: HiGHS holds its constraints to about 1e-7, not to the last bit
+        assert computes == pytest.approx(runs.computes, rel=SOLVER_REL), (mapping, runs, chain)
     else:
-        assert computes >= runs.computes * (1 - 1e-9), (mapping, runs, chain)
+        assert computes >= runs.computes * (1 - SOLVER_REL), (mapping, runs, chain)
     # the model's run is one the mapping realizes: a prefix of the loops in the mapping's (or a free) order
     lm = mapping.levels[REGS]
     loops = run_loops(lm, list(nest.dims))
@@ -123,7 +126,7 @@ def test_fixed_run_model_counts_the_cost_models_compute_commands(name, rows, dat
     if exact and chain:
         length = math.prod(lm.temporal_factor(d) for d in chain)
         assert computes == pytest.approx(runs.residencies * -(-length // rows) * math.prod(
-            lm.temporal_factor(d) for d in loops if d not in chain), rel=1e-9)
+            lm.temporal_factor(d) for d in loops if d not in chain), rel=SOLVER_REL)
 
 
 def test_the_property_sees_merged_and_split_runs():
