@@ -119,7 +119,8 @@ copies of the inputs into packed tiles (``costmodel.packing``), and the operand 
 innermost holder (those loads) are not charged again at its bandwidth.  An input packed as micro-kernel
 panels is one sequential stream the prefetchers fetch ahead: its transfers at every level overlap
 compute (they enter the max above), the other tensors' stall; a packed input's reads from DRAM happen in its
-copies and stall too (``packing.copy_fill_cycles``).  The kernel level's transfers overlap: a line moving
+copies and stall too (``packing.copy_fill_cycles``), as do those of an input the micro-kernel gathers lane by
+lane where it is stored (``packing.gathered_inputs``).  The kernel level's transfers overlap: a line moving
 in is priced (a stall) where it is read, at the next level, and arrives beside the FMAs.  The register level's outputs move once per run
 of the kernel tile (the level above it, with the register level's loops inside), at every run
 (``blocked_levels``): the code loads each output block, holds it across the tile's reduction loops and
@@ -144,7 +145,7 @@ from .cost import Access, Cost, PartialSums
 from .energy import table_energy
 from .microkernel import block, issue_cycles, kernel_level, spec_of
 from .onload import fill_and_drain, once_bytes, once_loaded
-from .packing import copy_fill_cycles, pack_cycles, streamed_inputs
+from .packing import copy_fill_cycles, gathered_inputs, pack_cycles, streamed_inputs
 from .tiling import NestLoop, TileCounts, nest_loops, tile_counts
 
 
@@ -510,9 +511,10 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
     streamed = frozenset()
     if spec is not None:  # a CPU micro-kernel: the cycles its FMAs and loads take to issue on one core,
         kernel = kernel_level(arch)  # and its copies into packed tiles (costmodel.packing)
-        compute_cycles = math.ceil(issue_cycles(workload, mapping, kernel, spec)
-                                   + pack_cycles(workload, mapping, arch, kernel, spec.pack_cycles_per_word))
         blk = block(workload, mapping.tile_extents(kernel, workload.dims), spec.lanes, spec.registers)
+        gathered = gathered_inputs(workload, mapping, arch, kernel, blk)
+        compute_cycles = math.ceil(issue_cycles(workload, mapping, kernel, spec, gathered)
+                                   + pack_cycles(workload, mapping, arch, kernel, spec.pack_cycles_per_word))
         streamed = streamed_inputs(workload, mapping, arch, kernel, blk)
     else:
         compute_cycles = math.ceil(compute_work(arch, mapping, runs) / arch.macs_per_cycle)
@@ -550,7 +552,7 @@ def evaluate(workload, arch, mapping, *, delta_fetch: bool | None = None) -> Cos
 
     stalled = refills_without_room(workload, arch, mapping, accesses, foot)
     if spec is not None:  # a packed input's source is read inside its copies (costmodel.packing)
-        for n, c in copy_fill_cycles(workload, arch, mapping, accesses, kernel).items():
+        for n, c in copy_fill_cycles(workload, arch, mapping, accesses, kernel, gathered=gathered).items():
             stalled[n] = stalled.get(n, 0.0) + c
     hidden = max([compute_cycles] + [c - stalled.get(n, 0.0) for n, c in transfer.items() if overlapped[n]]
                  + [streams[n] for n in transfer if not overlapped[n]])

@@ -174,21 +174,34 @@ def block(workload, extents: dict, lanes: int, registers: int, scalar: bool = Fa
     return Block(j, i, lanes, mr, nv)
 
 
-def step_cycles(workload, blk: Block, spec: MicroKernelSpec) -> float:
-    """Issue cycles of one reduction step of a block (see the module docstring)."""
+def step_cycles(workload, blk: Block, spec: MicroKernelSpec, gathered: frozenset = frozenset()) -> float:
+    """Issue cycles of one reduction step of a block (see the module docstring); a vector of an input in
+    ``gathered`` takes a load per lane."""
     fmas = blk.mr * blk.nv
     loads = 0
     for t in workload.inputs:
         rows = blk.mr if blk.i is not None and blk.i in t.dims else 1
-        loads += rows * (blk.nv if blk.j in t.dims else 1)
+        loads += rows * (blk.nv * (blk.lanes if t.name in gathered else 1) if blk.j in t.dims else 1)
     return max(fmas / spec.fma_per_cycle, spec.fma_chains / spec.fma_per_cycle, loads / spec.loads_per_cycle)
 
 
-def issue_cycles(workload, mapping, kernel: int, spec: MicroKernelSpec) -> float:
+def lane_stride(tensor, dim: str, bounds: dict) -> int:
+    """Words between two elements of ``tensor``'s stored array (row-major over its axes) one step of
+    ``dim`` apart: 1 where ``dim`` moves its last axis by one, as a vector's lanes need."""
+    stride, out = 1, 0
+    for a in reversed(range(len(tensor.indices))):
+        e = tensor.indices[a]
+        out += stride * e.coef(dim)
+        stride *= tensor.shape[a] if tensor.shape is not None else e.value_range(bounds)[1] + 1
+    return out
+
+
+def issue_cycles(workload, mapping, kernel: int, spec: MicroKernelSpec, gathered: frozenset = frozenset()) -> float:
     """Cycles one core takes to issue the micro-kernel's FMAs and operand loads over the whole nest.
 
     ``kernel``: the level whose tile is the micro-kernel.  The MACs are shared by the instances of the
-    fan-outs above it (the cores)."""
+    fan-outs above it (the cores).  ``gathered``: the inputs whose vectors the kernel gathers lane by lane
+    (``packing.gathered_inputs``)."""
     extents = mapping.tile_extents(kernel, workload.dims)
     blk = block(workload, extents, spec.lanes, spec.registers)
     cores = math.prod(mapping.levels[k].spatial_factor(d) for k in range(kernel) for d in workload.dims)
@@ -198,7 +211,7 @@ def issue_cycles(workload, mapping, kernel: int, spec: MicroKernelSpec) -> float
         vector_fmas = per_core / width * math.ceil(width / blk.lanes)
     else:
         vector_fmas = per_core
-    cycles = vector_fmas * step_cycles(workload, blk, spec) / (blk.mr * blk.nv)
+    cycles = vector_fmas * step_cycles(workload, blk, spec, gathered) / (blk.mr * blk.nv)
     # each block loads its accumulators before its reduction and stores them after, through the load and
     # store ports: one whole vector each, or, along a strided output dim, lane by lane
     steps = math.prod(extents[d] for d in workload.dims if d not in workload.output.dims)

@@ -101,12 +101,16 @@ def pack_cycles(workload, mapping, arch, kernel: int, per_word: float) -> float:
     return sum(pack_cycles_by_tensor(workload, mapping, arch, kernel, per_word).values())
 
 
-def copy_fill_cycles(workload, arch, mapping, accesses, kernel: int, only=None) -> dict[str, float]:
+def copy_fill_cycles(workload, arch, mapping, accesses, kernel: int, only=None,
+                     gathered: frozenset = frozenset()) -> dict[str, float]:
     """{level name: cycles} of the packed inputs' reads from the levels whose transfers otherwise overlap
     compute (``double_buffered``: DRAM, which the prefetchers stream while the FMAs run): the kernel reads
     a packed input's source only inside its copies, which run between the FMAs, so those reads stall.
-    ``accesses``: ``costmodel.evaluate.access_counts``'s per level; ``only``: these inputs' reads alone."""
-    packed = {t.name: t for t in workload.inputs if pack_level(mapping, workload, arch, t, kernel) is not None
+    ``accesses``: ``costmodel.evaluate.access_counts``'s per level; ``only``: these inputs' reads alone;
+    ``gathered``: inputs read in place lane by lane (``gathered_inputs``), whose reads are no stream
+    either and stall as well."""
+    packed = {t.name: t for t in workload.inputs
+              if (pack_level(mapping, workload, arch, t, kernel) is not None or t.name in gathered)
               and (only is None or t.name in only)}
     out = {}
     for i, lv in enumerate(arch.levels):
@@ -152,6 +156,23 @@ def streamed_inputs(workload, mapping, arch, kernel: int, blk) -> frozenset[str]
                                             workload.dims) is not None:
             out.add(t.name)
     return frozenset(out)
+
+
+def gathered_inputs(workload, mapping, arch, kernel: int, blk) -> frozenset[str]:
+    """The inputs the micro-kernel reads where they are stored (no level below the cores keeps them: no
+    pack) as vectors along ``blk.j`` whose lanes are not adjacent there (``microkernel.lane_stride``): the
+    generator gathers such a vector lane by lane (``ldg`` in ``targets.cpu.emit``), so each costs a load per
+    lane (``microkernel.step_cycles``), and its lines, a row of the stored array apart, are no stream the
+    prefetchers run ahead of (``copy_fill_cycles``).  A 3x3 convolution's weights, stored K x C x S x R and
+    read along K, are gathered: on res5b_branch2b, kept out of every cache (``factors.bypasses``), lanes
+    18 KB apart."""
+    from .microkernel import lane_stride
+
+    if blk.j is None or blk.lanes <= 1:
+        return frozenset()
+    return frozenset(t.name for t in workload.inputs
+                     if blk.j in t.dims and pack_level(mapping, workload, arch, t, kernel) is None
+                     and lane_stride(t, blk.j, workload.dims) != 1)
 
 
 def read_once(workload, arch, mapping, tensor) -> bool:

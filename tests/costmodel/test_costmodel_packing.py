@@ -182,3 +182,45 @@ def test_a_packed_inputs_reads_from_dram_stall_in_its_copies():
     # and evaluate adds them to the cycles: the stall is paid on top of the overlapped max
     cost = costmodel.evaluate(conv, arch, packed)
     assert cost.cycles >= cost.compute_cycles + dram.transfer_cycles(read, 0) - 1e-6
+
+
+def test_lane_stride_is_the_words_between_neighbours_in_the_stored_array():
+    from costmodel.microkernel import lane_stride
+
+    c3 = workloads.conv2d("c3", C=8, K=16, H=7, W=7, R=3, S=3, padding=1, bits=32)
+    weights, inputs = c3.tensor("Weights"), c3.tensor("Inputs")  # K x C x S x R; N x C x rows x columns
+    assert [lane_stride(weights, d, c3.dims) for d in ("K", "C", "S", "R")] == [8 * 3 * 3, 3 * 3, 3, 1]
+    assert lane_stride(inputs, "P", c3.dims) == 1 and lane_stride(inputs, "R", c3.dims) == 1
+    assert lane_stride(inputs, "Q", c3.dims) == 7  # a row of the stored 7 x 7 input (its padding is not stored)
+    g = workloads.matmul("g", M=8, N=32, K=16, bits=32)
+    assert lane_stride(g.tensor("B"), "N", g.dims) == 1 and lane_stride(g.tensor("A"), "M", g.dims) == 16
+
+
+def test_weights_read_in_place_along_the_lanes_are_gathered_and_priced_so():
+    """A 3x3 convolution's block with lanes along K reads its weights, stored K x C x S x R, as vectors 72
+    words a lane: kept out of every cache (no pack) the code gathers each vector lane by lane, a load per
+    lane, and its DRAM lines are no stream; packed, they are panels of the block and nothing is gathered."""
+    from costmodel.evaluate import access_counts
+    from costmodel.microkernel import issue_cycles
+    from costmodel.packing import copy_fill_cycles, gathered_inputs
+
+    c3 = workloads.conv2d("c3", C=8, K=32, H=7, W=7, R=3, S=3, padding=1, bits=32)
+    arch = _reg_arch(c3, cores=1)
+    kernel, spec = kernel_level(arch), spec_of(arch)
+    packed = Mapping((L(temporal={"C": 2}, order=("C",)), L(), L(), L(temporal={"K": 32, "C": 4, "Q": 7, "R": 3, "S": 3}),
+                      L(spatial={"P": 7})))
+    in_place = Mapping(tuple(L(lm.temporal, lm.spatial, lm.order, frozenset({"Weights"}) if 0 < i < 4 else lm.bypass)
+                             for i, lm in enumerate(packed.levels)))
+    blk = block(c3, packed.tile_extents(kernel, c3.dims), spec.lanes, spec.registers)
+    assert blk.j == "K" and blk.lanes > 1
+    assert gathered_inputs(c3, packed, arch, kernel, blk) == frozenset()
+    assert gathered_inputs(c3, in_place, arch, kernel, blk) == {"Weights"}
+    plain = issue_cycles(c3, in_place, kernel, spec)
+    gathered = issue_cycles(c3, in_place, kernel, spec, frozenset({"Weights"}))
+    assert gathered > plain
+    cost = costmodel.evaluate(c3, arch, in_place)
+    assert cost.compute_cycles == math.ceil(gathered + pack_cycles(c3, in_place, arch, kernel, spec.pack_cycles_per_word))
+    accesses, _ = access_counts(c3, arch, in_place, {})
+    stall = copy_fill_cycles(c3, arch, in_place, accesses, kernel, gathered=frozenset({"Weights"}))
+    assert stall["DRAM"] > copy_fill_cycles(c3, arch, in_place, accesses, kernel).get("DRAM", 0.0)
+    assert cost.cycles > costmodel.evaluate(c3, arch, packed).cycles
