@@ -15,7 +15,9 @@ Issue cycles of one step (``step_cycles``), the slowest of three limits of the c
 * the FMA latency: each accumulator's FMAs form a dependent chain, so a step takes at least one FMA
   latency, ``fma_chains / fma_per_cycle`` cycles, where ``fma_chains`` is the number of independent
   chains that reach the peak (latency x pipes);
-* the load ports: ``loads / loads_per_cycle`` (a broadcast takes a load slot like a vector).
+* the load ports: ``loads / loads_per_cycle`` (a broadcast takes a load slot like a vector; a vector
+  of an input read in place whose lanes are not adjacent there is gathered, a load per lane:
+  ``packing.gathered_inputs``).
 
 A block's row that is narrower than the lanes still issues whole vectors (``ceil(ext_j / lanes)`` per
 row), and a kernel tile less than a quarter of a vector wide runs scalar code (one lane): a 7-wide row in
