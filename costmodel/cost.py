@@ -51,7 +51,7 @@ class Cost:
     footprint_bytes is rows x row_bytes.
     transfer_rows[level][tensor]: rows moved between the level and the inner
     holder of the tensor where the level charges per row (``Level`` row
-    cycles; ``costmodel.evaluate.transfer_rows``), summed over instances.
+    cycles; ``costmodel.transfers.transfer_rows``), summed over instances.
     fill_cycles / drain_cycles: cycles before the loops start (the first tiles
     moving in) and after they end (the last output tiles moving out), included in
     ``cycles``; 0 unless ``params["fill_before_compute"]`` (``costmodel.onload``).

@@ -37,7 +37,8 @@ import numpy as np
 from workloads import WorkloadError
 
 from .cost import Access, PartialSums
-from .evaluate import _validate, holders
+from .evaluate import _validate
+from .transfers import holders
 
 DEFAULT_MAX_MACS = 1 << 16
 

@@ -51,7 +51,7 @@ class Terms:
 
 def row_log(b: "Terms", t, p: int, c: int):
     """(r, cap words, axis size) for a tensor moved in rows between parent ``p`` and child ``c``
-    (``costmodel.evaluate.transfer_rows``), or None where the parent charges no per-row cycles or the
+    (``costmodel.transfers.transfer_rows``), or None where the parent charges no per-row cycles or the
     child has no row axis for the tensor.  r: log2 of the words one row carries, r <= log2(the child
     tile's extent along the dims on the row axis), r <= log2(cap words), and r <= log2(block) unless
     the block fills the axis (a narrower block moves alone); rows = words moved / 2**r, and the

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import workloads as W
 from costmodel import ArchError, Level, arch_from_dict, arch_to_dict, evaluate, preset
-from costmodel.evaluate import transfer_row_words
+from costmodel.transfers import transfer_row_words
 from mappings import LevelMapping as LM, Mapping
 
 GEMMINI = preset("gemmini")
