@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from .microkernel import separable
+from .microkernel import lane_stride, separable
 
 
 def parallel_level(mapping, workload, kernel: int) -> int | None:
@@ -167,8 +167,6 @@ def gathered_inputs(workload, mapping, arch, kernel: int, blk) -> frozenset[str]
     read along K, are gathered: res5b_branch2b's, kept out of every cache (``factors.bypasses``, lanes 18 KB
     apart), ran in 6.8 ms where its packed mapping ran in 1.5 ms; the model priced them at 1.05 ms without
     these two terms (so the scheduler chose them) and at 4.2 ms with them (the packed one: 1.55 ms)."""
-    from .microkernel import lane_stride
-
     if blk.j is None or blk.lanes <= 1:
         return frozenset()
     return frozenset(t.name for t in workload.inputs

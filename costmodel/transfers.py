@@ -90,7 +90,7 @@ def transfer_row_words(mapping, workload, arch, child: int, tensor) -> tuple[int
 
 
 def transfer_rows(workload, arch, mapping, accesses, psums) -> tuple[dict, dict]:
-    """Per-row transfer cost at parents that set row cycles (see the module docstring).
+    """Per-row transfer cost at parents that set row cycles (``costmodel.evaluate``'s docstring: per-row transfers).
 
     Returns (extra cycles per level index, summed over instances: the row
     cycles minus the bytes / bandwidth already charged; rows[level index]
