@@ -122,15 +122,34 @@ def build(source: str, extra_flags: tuple[str, ...] = ()) -> Path:
     return lib
 
 
+WAIT_SPINS = 300_000
+"""Spins of an OpenMP thread waiting for work before it sleeps (``GOMP_SPINCOUNT``; libgomp's documented
+default), about 9 ms here.  Back-to-back calls then find the threads awake: GEMM 256 on 2 threads ran in
+90 us, against 143-183 us with threads that sleep at once (NumPy's OpenBLAS, whose threads spin about 0.1 s:
+92 us), and an idle process holds a core that long at most after a call."""
+
+
+def openmp_waits() -> None:
+    """How OpenMP threads wait, unless the user set ``OMP_WAIT_POLICY``: passive (they sleep rather than
+    spin indefinitely: on a machine shared with other jobs spinning threads take the cores the others
+    need) after ``WAIT_SPINS`` spins (``GOMP_SPINCOUNT``, unless the user set it).  libgomp reads both once,
+    when it is first loaded: every library of ours that may load it opens through ``open_library``."""
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "passive"
+        os.environ.setdefault("GOMP_SPINCOUNT", str(WAIT_SPINS))
+
+
+def open_library(path) -> ctypes.CDLL:
+    """The shared object at ``path``, loaded after ``openmp_waits``."""
+    openmp_waits()
+    return ctypes.CDLL(str(path))
+
+
 @functools.lru_cache(maxsize=256)
 def load(path: Path, symbol: str = "cosa_kernel", nargs: int = 3, scalars: int = 0):
     """The kernel function ``symbol`` of the shared object at ``path``: ``nargs`` pointers, ``scalars``
     doubles (``cosa_kernel_ab``'s alpha and beta) and an int."""
-    # threads that wait at a barrier sleep instead of spinning unless the user chose otherwise: on a
-    # machine shared with other jobs spinning threads steal the cores the others need (libgomp reads
-    # this when it is first loaded)
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-    fn = getattr(ctypes.CDLL(str(path)), symbol)
+    fn = getattr(open_library(path), symbol)
     fn.argtypes = [ctypes.c_void_p] * nargs + [ctypes.c_double] * scalars + [ctypes.c_int]
     fn.restype = None
     return fn

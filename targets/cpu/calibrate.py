@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import TargetError
-from .build import build, isa
+from .build import build, isa, open_library
 from .prelude import transposer
 
 _PROBE = r"""
@@ -177,7 +177,7 @@ def _probes():
     lanes = info.vector_bytes // 4
     lines = []
     transposer(lambda text="": lines.append(text), "float32")
-    lib = ctypes.CDLL(str(build(_PROBE % {"vb": info.vector_bytes, "lanes": lanes, "transposer": "\n".join(lines)})))
+    lib = open_library(build(_PROBE % {"vb": info.vector_bytes, "lanes": lanes, "transposer": "\n".join(lines)}))
     lib.fma_probe.argtypes, lib.fma_probe.restype = [ctypes.c_long], ctypes.c_double
     lib.fma_chain_probe.argtypes, lib.fma_chain_probe.restype = [ctypes.c_long], ctypes.c_double
     lib.clock_probe.argtypes, lib.clock_probe.restype = [ctypes.c_long], ctypes.c_long

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 
 from .. import TargetError
+from .build import open_library
 from .reference import compare, random_inputs, reference
 from .run import CpuKernel, compile_kernel
 
@@ -50,7 +51,7 @@ class PackProfile:
 def profiled_kernel(workload, mapping, arch) -> tuple[CpuKernel, object]:
     """The kernel of ``mapping`` built with counters, and its ``cosa_profile`` function."""
     kernel = compile_kernel(workload, mapping, arch, profile=True)
-    read = getattr(ctypes.CDLL(str(kernel.library)), "cosa_profile")
+    read = getattr(open_library(kernel.library), "cosa_profile")
     read.argtypes = [ctypes.c_void_p]
     read.restype = None
     return kernel, read

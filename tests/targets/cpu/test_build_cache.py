@@ -56,3 +56,20 @@ def test_ranks_building_one_kernel_at_once_compile_it_once(tmp_path, counting_cc
     assert again.stdout == outs[0][0] and log.read_text().count("x") == 1   # a second run compiles nothing
     files = sorted(f.name for f in (tmp_path / "cache" / "cpu").iterdir())
     assert [f.rsplit(".", 1)[1] for f in files] == ["c", "lock", "log", "so"], files
+
+
+def test_openmp_threads_spin_briefly_then_sleep_unless_the_user_says_otherwise(monkeypatch):
+    from targets.cpu.build import WAIT_SPINS, openmp_waits
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    openmp_waits()
+    assert os.environ["OMP_WAIT_POLICY"] == "passive" and os.environ["GOMP_SPINCOUNT"] == str(WAIT_SPINS)
+    monkeypatch.setenv("GOMP_SPINCOUNT", "5")  # the user's spin count stays
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    openmp_waits()
+    assert os.environ["GOMP_SPINCOUNT"] == "5" and os.environ["OMP_WAIT_POLICY"] == "passive"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")  # the user's policy: nothing added
+    monkeypatch.delenv("GOMP_SPINCOUNT")
+    openmp_waits()
+    assert os.environ["OMP_WAIT_POLICY"] == "active" and "GOMP_SPINCOUNT" not in os.environ
