@@ -102,11 +102,14 @@ def run_stamp() -> tuple[str, str]:
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    try:  # the model name, and the family and model numbers that tell a generic name's generations apart
+        info = dict(line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()
+                    if ":" in line)
+        info = {k.strip(): v.strip() for k, v in info.items()}
+        if info.get("model name"):
+            cpu = info["model name"]
+            if info.get("cpu family") and info.get("model"):
+                cpu += f" (family {info['cpu family']}, model {info['model']})"
     except OSError:
         pass
     cpu = f"{cpu}, " if cpu else ""
