@@ -223,7 +223,8 @@ def _distinct_progression(terms: list[tuple[int, int]]) -> tuple[int, int, int] 
     return first, step, count
 
 
-def _progression_sizes(comp: _Component, loops) -> tuple[int, int | None] | None:
+@functools.lru_cache(maxsize=1 << 14)  # evaluations of neighbouring mappings repeat most (component, loops)
+def _progression_sizes(comp: _Component, loops: tuple[NestLoop, ...]) -> tuple[int, int | None] | None:
     """(sum, max or None) of a progression tile's clipped sizes over every value of ``loops`` in closed
     form, when each dim's loops move it along a progression (their positions are distinct: mixed radix);
     None otherwise (the caller enumerates).  The dim whose loops take the most values is summed in closed
@@ -262,13 +263,18 @@ def _progression_sizes(comp: _Component, loops) -> tuple[int, int | None] | None
     return total, count if fits else None
 
 
-def components(tensor, set_loops: Sequence[NestLoop]) -> list[_Component]:
+def components(tensor, set_loops: Sequence[NestLoop]) -> tuple[_Component, ...]:
     """Group the tensor's axes into components of shared dims (cached: evaluations repeat them)."""
+    return _components(tensor, tuple(set_loops))
+
+
+@functools.lru_cache(maxsize=4096)
+def _components(tensor, set_loops: tuple[NestLoop, ...]) -> tuple[_Component, ...]:
     out = []
     for axes in _axis_groups(tensor):
         dims = frozenset(d for a in axes for d in tensor.indices[a].dims)
         out.append(_component(tensor, axes, tuple(lp for lp in set_loops if lp.dim in dims)))
-    return out
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -294,6 +300,16 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
                 set_loops: Sequence[NestLoop], reuse: bool = True,
                 member_loops: Sequence[NestLoop] = (), delta: bool = False,
                 delta_across_resets: bool = True) -> TileCounts:
+    """Exact sums of tile sizes over a run (``_tile_counts``; cached: the mappings a search prices one after
+    another share most of their tensors' loop groups)."""
+    return _tile_counts(tensor, tuple(step_loops), tuple(instance_loops), tuple(set_loops), reuse,
+                        tuple(member_loops), delta, delta_across_resets)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _tile_counts(tensor, step_loops: tuple[NestLoop, ...], instance_loops: tuple[NestLoop, ...],
+                 set_loops: tuple[NestLoop, ...], reuse: bool, member_loops: tuple[NestLoop, ...], delta: bool,
+                 delta_across_resets: bool) -> TileCounts:
     """Exact sums of tile sizes over a run (see the module docstring).
 
     With ``reuse=False`` every iteration of every step loop counts (operands
@@ -336,7 +352,7 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
         """Sum of the component's tile sizes over all values of ``loops``."""
         if comp.hi is None:  # unclipped: every position has the same size
             return comp.size * math.prod(lp.factor for lp in loops)
-        closed = _progression_sizes(comp, loops)
+        closed = _progression_sizes(comp, tuple(loops))
         if closed is not None:
             return closed[0]
         return int(comp.sizes(comp.shifts(loops)).sum())
@@ -344,7 +360,7 @@ def tile_counts(tensor, step_loops: Sequence[NestLoop], instance_loops: Sequence
     def size_max(comp, loops) -> int:
         if comp.hi is None:
             return comp.size
-        closed = _progression_sizes(comp, loops)
+        closed = _progression_sizes(comp, tuple(loops))
         if closed is not None and closed[1] is not None:
             return closed[1]
         return int(comp.sizes(comp.shifts(loops)).max())

@@ -9,6 +9,7 @@ size in bits (mixed precision) and density (1.0 = dense).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -85,9 +86,18 @@ class AffineExpr:
                 pos += 1
         return AffineExpr(tuple(terms), offset)
 
-    @property
+    @functools.cached_property
     def dims(self) -> tuple[str, ...]:
         return tuple(d for d, _ in self.terms)
+
+    def __getstate__(self) -> dict:  # a string's hash differs from process to process: never pickle one
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    def __hash__(self) -> int:  # cached: the cost model hashes expressions in its caches' keys
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = hash((self.terms, self.offset))
+        return h
 
     def coef(self, dim: str) -> int:
         return dict(self.terms).get(dim, 0)
@@ -168,10 +178,20 @@ class Tensor:
     def bytes_per_word(self) -> float:
         return self.bits / 8
 
-    @property
+    @functools.cached_property
     def dims(self) -> frozenset[str]:
         """Loop dims that index this tensor (its row of the relevance matrix)."""
         return frozenset(d for e in self.indices for d in e.dims)
+
+    def __getstate__(self) -> dict:  # a string's hash differs from process to process: never pickle one
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    def __hash__(self) -> int:  # cached: the cost model hashes tensors in its caches' keys
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = hash((self.name, self.indices, self.role, self.bits, self.density,
+                                               self.shape, self.dtype))
+        return h
 
     def is_projective(self) -> bool:
         """True when every axis is a single loop variable with coefficient 1."""

@@ -128,7 +128,7 @@ def test_progression_sizes_equal_brute_force():
 
         set_loops, moves = tuple(loops(rng.randrange(0, 3))), loops(rng.randrange(1, 4))
         comp = next(c for c in tiling.components(tensor, set_loops) if "P" in c.dims)
-        got = tiling._progression_sizes(comp, moves)
+        got = tiling._progression_sizes(comp, tuple(moves))
         if got is None:
             continue
         first, step, count = comp.progression

@@ -43,3 +43,23 @@ def test_matmul_einsum_relevance():
 def test_bad_input_raises_workload_error(bad):
     with pytest.raises(WorkloadError):
         bad()
+
+
+def test_hash_is_cached_but_never_pickled():
+    """Tensors and expressions cache their hash (the cost model's caches hash them in every key); a string's
+    hash differs from process to process, so a pickled copy must compute its own."""
+    import pickle
+    import subprocess
+    import sys
+
+    t = Tensor("A", ("M + K", "K"), bits=32)
+    assert hash(t) == hash(Tensor("A", ("M + K", "K"), bits=32)) and t.dims == frozenset({"M", "K"})
+    assert "_hash" in t.__dict__ and "_hash" in t.indices[0].__dict__
+    copy = pickle.loads(pickle.dumps(t))
+    assert copy == t and "_hash" not in copy.__dict__ and "_hash" not in copy.indices[0].__dict__
+    assert hash(copy) == hash(t) and hash(AffineExpr.parse("M + K")) == hash(t.indices[0])
+    # the same tensor unpickled in another process (another string hash seed) hashes as that process does
+    code = ("import pickle, sys; t = pickle.loads(sys.stdin.buffer.read()); "
+            "from workloads.ir import Tensor; print(hash(t) == hash(Tensor('A', ('M + K', 'K'), bits=32)))")
+    out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(t), capture_output=True, check=True)
+    assert out.stdout.strip() == b"True"
