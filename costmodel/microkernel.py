@@ -25,7 +25,8 @@ row), and a kernel tile less than a quarter of a vector wide runs scalar code (o
 vectors masked).  So the issue cycles
 of the nest on one core = (vector FMAs per core) x step cycles / (FMAs per step), with the MACs shared
 evenly by the cores that the fan-outs above the kernel tile use, plus, per block, the load and store of
-its ``mr * nv`` accumulators (whole vectors; lane by lane along a strided output dim).
+its ``mr * nv`` accumulators (whole vectors; along a strided output dim from a scratch copy of the output
+with that dim innermost, ``scratch_axis``, whose copy into the output is priced as a packing copy).
 """
 
 from __future__ import annotations
@@ -132,7 +133,10 @@ def lane_use(extent: int, lanes: int) -> float:
 #: vectors (a 7-wide image row fills 44 % of 16 lanes, 16 output channels all of them).  Such lanes move
 #: their accumulators lane by lane: on a 7 x 7 1x1 convolution's 49-pixel rows (77 % of four vectors),
 #: output-channel lanes ran 55 GFLOP/s and pixel lanes 76-77 (AVX-512, one core), so a gain under a
-#: third does not pay for the strided moves.
+#: third does not pay for the strided moves.  Kept with the scratch (``scratch_axis``), which made those
+#: moves whole vectors: at 1.1 res4b_branch2b's 14 x 2-vector channel blocks ran 8 % faster than its row
+#: blocks, but a 7 x 7 1x1 convolution's 7 x 3 ones 3x slower (512 channels are no whole number of 48-lane
+#: blocks, so the weights are no panel and are gathered: ``packing.gathered_inputs``).
 LANE_GAIN = 1.35
 
 
@@ -176,6 +180,18 @@ def block(workload, extents: dict, lanes: int, registers: int, scalar: bool = Fa
     return Block(j, i, lanes, mr, nv)
 
 
+def scratch_axis(workload, blk: Block) -> int | None:
+    """The output axis of the lane dim ``j`` when that is not the output's contiguous dim (a 7x7 image's
+    output channels, ``lane_dim``), else None.  The kernel then accumulates into a scratch copy of the
+    output with that axis innermost (NCHWc-style), so a block's accumulators load and store as whole
+    vectors, and transposes the scratch into the output once, after the nest.  Timed on the 7x7 3x3
+    convolutions of ResNet-50 (AVX-512, one core): 10-12 % faster than moving the accumulators lane by
+    lane with the channel stride."""
+    if blk.j is None or blk.lanes <= 1 or blk.j == contiguous_dim(workload):
+        return None
+    return next((a for a, e in enumerate(workload.output.indices) if e.terms == ((blk.j, 1),)), None)
+
+
 def step_cycles(workload, blk: Block, spec: MicroKernelSpec, gathered: frozenset = frozenset()) -> float:
     """Issue cycles of one reduction step of a block (see the module docstring); a vector of an input in
     ``gathered`` takes a load per lane."""
@@ -215,11 +231,15 @@ def issue_cycles(workload, mapping, kernel: int, spec: MicroKernelSpec, gathered
         vector_fmas = per_core
     cycles = vector_fmas * step_cycles(workload, blk, spec, gathered) / (blk.mr * blk.nv)
     # each block loads its accumulators before its reduction and stores them after, through the load and
-    # store ports: one whole vector each, or, along a strided output dim, lane by lane
+    # store ports: one whole vector each (along a strided output dim from the scratch, ``scratch_axis``,
+    # which is copied into the output once, after the nest; lane by lane where there is none)
     steps = math.prod(extents[d] for d in workload.dims if d not in workload.output.dims)
     blocks = vector_fmas / (blk.mr * blk.nv * max(1, steps))
-    strided = blk.j is not None and blk.lanes > 1 and blk.j != contiguous_dim(workload)
+    scratch = scratch_axis(workload, blk) is not None
+    strided = blk.j is not None and blk.lanes > 1 and blk.j != contiguous_dim(workload) and not scratch
     cycles += blocks * 2 * blk.mr * blk.nv * (blk.lanes if strided else 1) / spec.loads_per_cycle
+    if scratch:
+        cycles += workload.output.tile_words(workload.dims) * spec.pack_cycles_per_word
     return cycles
 
 

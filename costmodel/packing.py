@@ -159,19 +159,41 @@ def streamed_inputs(workload, mapping, arch, kernel: int, blk) -> frozenset[str]
 
 
 def gathered_inputs(workload, mapping, arch, kernel: int, blk) -> frozenset[str]:
-    """The inputs the micro-kernel reads where they are stored (no level below the cores keeps them: no
-    pack) as vectors along ``blk.j`` whose lanes are not adjacent there (``microkernel.lane_stride``): the
-    generator gathers such a vector lane by lane (``ldg`` in ``targets.cpu.emit``), so each costs a load per
-    lane (``microkernel.step_cycles``), and its lines, a row of the stored array apart, are no stream the
-    prefetchers run ahead of (``copy_fill_cycles``).  A 3x3 convolution's weights, stored K x C x S x R and
-    read along K, are gathered: res5b_branch2b's, kept out of every cache (``factors.bypasses``, lanes 18 KB
-    apart), ran in 6.8 ms where its packed mapping ran in 1.5 ms; the model priced them at 1.05 ms without
-    these two terms (so the scheduler chose them) and at 4.2 ms with them (the packed one: 1.55 ms)."""
+    """The inputs the micro-kernel reads as vectors along ``blk.j`` whose lanes are not adjacent where it
+    reads them: where they are stored (no level below the cores keeps them: no pack;
+    ``microkernel.lane_stride``), or in a pack that is no panel along ``j`` (``panel_axis``: the blocks do
+    not tile the box) and keeps another axis innermost.  The generator gathers such a vector lane by lane
+    (``ldg`` in ``targets.cpu.emit``), so each costs a load per lane (``microkernel.step_cycles``), and the
+    lines of one read in place, a row of the stored array apart, are no stream the prefetchers run ahead
+    of (``copy_fill_cycles``).  A 3x3 convolution's weights, stored K x C x S x R and read along K, are
+    gathered: res5b_branch2b's, kept out of every cache (``factors.bypasses``, lanes 18 KB apart), ran in
+    6.8 ms where its packed mapping ran in 1.5 ms; the model priced them at 1.05 ms without these two terms
+    (so the scheduler chose them) and at 4.2 ms with them (the packed one: 1.55 ms).  A 7 x 7 1x1
+    convolution's weights packed 512 x 64 and read along K in 7 x 3 blocks (48 channels, which do not
+    tile 512: no panel) ran 3x slower than NumPy, priced at 0.6x its time before the packed case counted."""
     if blk.j is None or blk.lanes <= 1:
         return frozenset()
-    return frozenset(t.name for t in workload.inputs
-                     if blk.j in t.dims and pack_level(mapping, workload, arch, t, kernel) is None
-                     and lane_stride(t, blk.j, workload.dims) != 1)
+    extents = mapping.tile_extents(kernel, workload.dims)
+    out = set()
+    for t in workload.inputs:
+        if blk.j not in t.dims:
+            continue
+        level = pack_level(mapping, workload, arch, t, kernel)
+        if level is None:
+            if lane_stride(t, blk.j, workload.dims) != 1:
+                out.add(t.name)
+            continue
+        box = pack_box(mapping, workload, t, level)
+        if panel_axis(t, blk, extents, box, workload.dims) is not None or \
+                any(blk.j in t.indices[a].dims for a in unrolled_axes(t, workload)):
+            continue
+        stride, lane = 1, 0  # words between lanes in the box, stored in C order
+        for a in reversed(range(len(box))):
+            lane += stride * t.indices[a].coef(blk.j)
+            stride *= box[a]
+        if lane != 1:
+            out.add(t.name)
+    return frozenset(out)
 
 
 def read_once(workload, arch, mapping, tensor) -> bool:

@@ -25,6 +25,17 @@ PREFETCH_STEPS = 16
 """How many steps of the innermost reduction loop ahead a packed panel is prefetched."""
 
 
+def scratch_strides(shape: list[int], axis: int) -> list[int]:
+    """Strides per axis of an array of ``shape`` stored row-major with ``axis`` moved innermost (the output
+    scratch, ``Plan.out_scratch``)."""
+    order = [a for a in range(len(shape)) if a != axis] + [axis]
+    inner = row_major_strides([shape[a] for a in order])
+    strides = [0] * len(shape)
+    for a, s in zip(order, inner):
+        strides[a] = s
+    return strides
+
+
 class _Printer:
     def __init__(self):
         self.lines: list[str] = []
@@ -83,6 +94,8 @@ class _Emitter(PackCopies):
         adds which panel) and the other axes move by whole rows of ``width`` words."""
         pack = self.plan.packs.get(t.name)
         shape = list(pack.box) if pack else list(self.plan.shapes[t.name])
+        if t.is_output and self.plan.out_scratch is not None:
+            return shape, scratch_strides(shape, self.plan.out_scratch)
         if pack is None or pack.panel is None:
             return shape, row_major_strides(shape)
         axis, width = pack.panel
@@ -188,6 +201,22 @@ class _Emitter(PackCopies):
             return f"({self.guard(t, local)} ? {value} : ({self.ctype})0)"
         return value
 
+    def out_array(self) -> str:
+        """The C array the micro-kernel accumulates in: the output, or its scratch (``Plan.out_scratch``)."""
+        return "acc" if self.plan.out_scratch is not None else f"t{self.tid[self.w.output.name]}"
+
+    def scratch_copy(self) -> None:
+        """The output from its scratch (``Plan.out_scratch``), in the output's order."""
+        p, out = self.p, self.w.output
+        shape = list(self.plan.shapes[out.name])
+        dst, src = row_major_strides(shape), scratch_strides(shape, self.plan.out_scratch)
+        p.open("")
+        for a, n in enumerate(shape):
+            p.open(f"for (long x{a} = 0; x{a} < {n}; x{a}++)")
+        at = lambda strides: linear_text({f"x{a}": st for a, st in enumerate(strides)})  # noqa: E731
+        p(f"t{self.tid[out.name]}[{at(dst)}] = acc[{at(src)}];")
+        p.close(len(shape) + 1)
+
     def prefetch(self, local: dict, d: str) -> None:
         """Software prefetch of each panel-packed input the micro-kernel streams along the innermost
         reduction dim ``d``: the panel holds the reduction dims in C order, so the words ahead are the next
@@ -207,7 +236,7 @@ class _Emitter(PackCopies):
         p, ker, out = self.p, self.ker, self.w.output
         vector = lanes > 1
         ty = "vc_t" if vector else self.ctype
-        ko = self.tid[out.name]
+        acc = self.out_array()
         base_local = {d: f"l_{self.dvar(d)}" for d in ker.outer}
 
         def local(ii, v, extra=None):
@@ -225,13 +254,13 @@ class _Emitter(PackCopies):
             for v in range(nv):
                 at = self.offset(out, local(ii, v))
                 if vector and g != 1:
-                    p(f"vc_t c{ii}_{v} = ldgo(t{ko} + {at}, {g}, {tail if tail and v == nv - 1 else lanes});")
+                    p(f"vc_t c{ii}_{v} = ldgo({acc} + {at}, {g}, {tail if tail and v == nv - 1 else lanes});")
                 elif vector and tail and v == nv - 1:
-                    p(f"vc_t c{ii}_{v} = ldt(t{ko} + {at}, {tail});")
+                    p(f"vc_t c{ii}_{v} = ldt({acc} + {at}, {tail});")
                 elif vector:
-                    p(f"vc_t c{ii}_{v}; memcpy(&c{ii}_{v}, t{ko} + {at}, sizeof c{ii}_{v});")
+                    p(f"vc_t c{ii}_{v}; memcpy(&c{ii}_{v}, {acc} + {at}, sizeof c{ii}_{v});")
                 else:
-                    p(f"{ty} c{ii}_{v} = t{ko}[{at}];")
+                    p(f"{ty} c{ii}_{v} = {acc}[{at}];")
         red = {d: f"r_{self.dvar(d)}" for d in ker.reduction}
         for n, d in enumerate(ker.reduction):
             if n == len(ker.reduction) - 1 and ker.extents[d] >= 2 * UNROLL_K:
@@ -277,13 +306,13 @@ class _Emitter(PackCopies):
             for v in range(nv):
                 at = self.offset(out, local(ii, v))
                 if vector and g != 1:
-                    p(f"stgo(t{ko} + {at}, c{ii}_{v}, {g}, {tail if tail and v == nv - 1 else lanes});")
+                    p(f"stgo({acc} + {at}, c{ii}_{v}, {g}, {tail if tail and v == nv - 1 else lanes});")
                 elif vector and tail and v == nv - 1:
-                    p(f"stt(t{ko} + {at}, c{ii}_{v}, {tail});")
+                    p(f"stt({acc} + {at}, c{ii}_{v}, {tail});")
                 elif vector:
-                    p(f"memcpy(t{ko} + {at}, &c{ii}_{v}, sizeof c{ii}_{v});")
+                    p(f"memcpy({acc} + {at}, &c{ii}_{v}, sizeof c{ii}_{v});")
                 else:
-                    p(f"t{ko}[{at}] = c{ii}_{v};")
+                    p(f"{acc}[{at}] = c{ii}_{v};")
         p.close()
 
     def micro_kernel(self) -> None:
@@ -385,7 +414,11 @@ class _Emitter(PackCopies):
         p.open(f"void cosa_kernel({', '.join(args)}, int nthreads)")
         self.profile_begin("pt_call")
         out = w.output
-        p(f"memset(t{self.tid[out.name]}, 0, {math.prod(plan.shapes[out.name])} * sizeof({self.ctype}));")
+        words = math.prod(plan.shapes[out.name])
+        if plan.out_scratch is not None:  # lanes along a strided output dim: accumulated with that dim innermost
+            size = -(-(words + self.lanes) * WORD_BYTES[plan.dtypes[out.name]] // 64) * 64
+            p(f"{self.ctype} *acc = ({self.ctype} *)aligned_alloc(64, {size});")
+        p(f"memset({self.out_array()}, 0, {words} * sizeof({self.ctype}));")
         parallel = any(lv.parallel for lv in plan.loops)
         if parallel:
             p("#pragma omp parallel num_threads(nthreads)")
@@ -419,6 +452,9 @@ class _Emitter(PackCopies):
         for name in plan.packs:
             p(f"free(pk{self.tid[name]});")
         p.close()
+        if plan.out_scratch is not None:
+            self.scratch_copy()
+            p("free(acc);")
         self.profile_end("pt_call", 0)
         p.close()
         names = [f"t{self.tid[t.name]}" for t in w.tensors]

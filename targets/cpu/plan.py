@@ -18,7 +18,8 @@ by the cores with ``fanout`` = cores, private caches, the innermost level fannin
   positions, dense along P);
   an input that the micro-kernel walks along ``j`` (or else ``i``), indexed there by that dim alone, is
   stored as panels of the block's width (``Pack.panel``: B as K x ``nv`` vectors, A as K x ``mr`` rows,
-  each panel contiguous, as in a BLAS's packed panels); outputs are accumulated in place;
+  each panel contiguous, as in a BLAS's packed panels); outputs are accumulated in place (or in the
+  scratch, ``Plan.out_scratch``);
 * an innermost level that holds outputs only (the register file, ``register_level``) is folded into the
   level above it: that level's tile, with the register level's loops inside, is the micro-kernel;
 * a dim whose factors multiply past its bound (``ragged_nest``, chosen by ``cosa.mip.ragged``) runs its
@@ -26,8 +27,9 @@ by the cores with ``fanout`` = cores, private caches, the innermost level fannin
 * the innermost level's tile (temporal and spatial factors together: the SIMD lanes) is the
   micro-kernel: an ``mr`` x (``nv`` x lanes) block of outputs (rows along dim ``i``, lanes along the
   output's contiguous dim ``j``, or along an output dim that fills the vectors better, a small image's
-  output channels, whose accumulators then move with their stride once per block:
-  ``costmodel.microkernel.lane_dim``; sized to the vector registers by ``register_tile``) is held in vector
+  output channels, accumulated then in a scratch copy of the output with that dim innermost and copied
+  into the output after the nest: ``costmodel.microkernel.lane_dim``, ``scratch_axis``; sized to the
+  vector registers by ``register_tile``) is held in vector
   registers while the tile's reduction loops (the whole K panel) run inside it in the innermost level's
   order, the innermost one unrolled, the next part of each packed panel prefetched.  So each output
   element is accumulated in the order of the reduction loops of the whole nest, outer to inner (one
@@ -39,7 +41,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from costmodel.microkernel import block, register_tile
+from costmodel.microkernel import Block, block, register_tile, scratch_axis
 from costmodel.microkernel import separable as output_separable
 from costmodel.packing import pack_box, pack_level, panel_axis, parallel_level, unrolled_axes
 from mappings import Mapping, MappingError, validate
@@ -126,6 +128,10 @@ class Plan:
     ragged: dict = field(default_factory=dict)
     """{dim: product of its factors} for a dim whose last kernel tile is cut to the bound
     (``ragged_nest``); empty when the factors multiply to the bounds."""
+    out_scratch: int | None = None
+    """The output axis the kernel accumulates innermost in a scratch copy of the output, which it copies
+    into the output after the nest (``costmodel.microkernel.scratch_axis``: lanes along a strided output
+    dim); None: the output is accumulated in place."""
 
     @property
     def inner_level(self) -> int:
@@ -279,7 +285,9 @@ def make_plan(workload: LoopNest, mapping: Mapping, arch, *, vector_bytes: int =
                            scalar or bool(guarded))
     packs = {name: _with_panel(pk, workload.tensor(name), kernel, tiles.dims) for name, pk in packs.items()}
     ragged = {d: b for d, b in tiles.dims.items() if b != workload.dims[d]}
-    return Plan(workload, mapping, arch, dtypes, shapes, tuple(loops), par_level, packs, guarded, kernel, ragged)
+    scratch = scratch_axis(tiles, Block(kernel.j, kernel.i, kernel.lanes, kernel.mr, kernel.nv))
+    return Plan(workload, mapping, arch, dtypes, shapes, tuple(loops), par_level, packs, guarded, kernel, ragged,
+                scratch)
 
 
 def kernel_nest(workload: LoopNest) -> LoopNest:

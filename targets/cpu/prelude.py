@@ -68,8 +68,8 @@ def tail_io(p, ctype: str, vbytes: int) -> None:
     p(f"static inline void stt({ctype} *p, vc_t v, int n) {{ memcpy(p, &v, n * sizeof({ctype})); }}")
     if masked is not None:
         p("#endif")
-    # accumulators whose lanes run along a strided output dim (``costmodel.microkernel.lane_dim``): loaded
-    # and stored once per block, lane by lane
+    # accumulators whose lanes run along a strided output dim that has no output axis of its own (no scratch:
+    # ``costmodel.microkernel.scratch_axis``): loaded and stored once per block, lane by lane
     p(f"static inline vc_t ldgo(const {ctype} *p, long s, int n) {{ vc_t x = {{0}}; "
       "for (int q = 0; q < n; q++) x[q] = p[q * s]; return x; }")
     p(f"static inline void stgo({ctype} *p, vc_t v, long s, int n) {{ for (int q = 0; q < n; q++) p[q * s] = v[q]; }}")

@@ -1,6 +1,7 @@
 """costmodel.microkernel: the register block of a CPU mapping and its issue cycles; costmodel.evaluate on an
 arch with the register file as a level (outputs move with the kernel tile, operand loads issue)."""
 
+import dataclasses
 import math
 
 import pytest
@@ -131,19 +132,26 @@ def test_lanes_go_where_they_fill_the_vectors():
     assert block(conv, tile, 16, 32).j == "K"
 
 
-def test_strided_accumulators_cost_their_lane_by_lane_moves_once_per_block():
+def test_strided_accumulators_move_through_a_scratch_once_per_block():
+    """Output-channel lanes on a 7 x 7 image: the accumulators live in a scratch with K innermost
+    (``scratch_axis``), so a block moves whole vectors, and the scratch's copy into the output is priced
+    once, as a packing copy of every output word."""
+    from costmodel.microkernel import scratch_axis
+
     conv = workloads.conv2d("c", C=16, K=32, H=7, W=7, R=3, S=3, padding=1, bits=32)
     short = Mapping((LevelMapping(), LevelMapping(), LevelMapping(temporal={"C": 4}, order=("C",)),
                      LevelMapping(temporal={"K": 32, "C": 4, "R": 3, "S": 3, "P": 7, "Q": 7})))
     long_ = Mapping((LevelMapping(), LevelMapping(), LevelMapping(),
                      LevelMapping(temporal={"K": 32, "C": 16, "R": 3, "S": 3, "P": 7, "Q": 7})))
     blk = block(conv, long_.tile_extents(3, conv.dims), SPEC.lanes, SPEC.registers)
-    assert blk.j == "K"
-    fma_only = conv.macs / (blk.lanes * blk.mr * blk.nv) * step_cycles(conv, blk, SPEC)
-    got_long, got_short = issue_cycles(conv, long_, 3, SPEC), issue_cycles(conv, short, 3, SPEC)
+    assert blk.j == "K" and scratch_axis(conv, blk) == 1   # Outputs[N, K, Q, P]
+    assert scratch_axis(conv, block(conv, {**long_.tile_extents(3, conv.dims), "K": 8}, 16, 32)) is None  # P lanes
+    spec = dataclasses.replace(SPEC, pack_cycles_per_word=0.5)
+    fma_only = conv.macs / (blk.lanes * blk.mr * blk.nv) * step_cycles(conv, blk, spec)
+    got_long, got_short = issue_cycles(conv, long_, 3, spec), issue_cycles(conv, short, 3, spec)
     blocks_long = conv.macs / (blk.lanes * blk.mr * blk.nv * 16 * 9)
-    assert got_long == pytest.approx(fma_only + blocks_long * 2 * blk.mr * blk.nv * blk.lanes
-                                     / SPEC.loads_per_cycle)
+    copy = 32 * 7 * 7 * 0.5
+    assert got_long == pytest.approx(fma_only + blocks_long * 2 * blk.mr * blk.nv / spec.loads_per_cycle + copy)
     assert got_short > got_long > fma_only   # a shorter reduction per block moves the accumulators more often
 
 

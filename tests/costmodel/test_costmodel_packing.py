@@ -224,3 +224,29 @@ def test_weights_read_in_place_along_the_lanes_are_gathered_and_priced_so():
     stall = copy_fill_cycles(c3, arch, in_place, accesses, kernel, gathered=frozenset({"Weights"}))
     assert stall["DRAM"] > copy_fill_cycles(c3, arch, in_place, accesses, kernel).get("DRAM", 0.0)
     assert cost.cycles > costmodel.evaluate(c3, arch, packed).cycles
+
+
+def test_weights_packed_without_panels_are_gathered_too_and_the_kernel_does_so():
+    """A 7 x 7 1x1 convolution with lanes along K: blocks of 2 vectors (32 channels) do not tile the 80 of
+    the tile, so the packed weights (80 x 16, C innermost) are no panel and the kernel reads each K vector
+    16 words a lane (``ldg``): the model counts them gathered, as it does weights read in place; with 96
+    channels (whole blocks) they are panels and nothing is gathered."""
+    from costmodel.packing import gathered_inputs
+    from targets.cpu import emit
+    from targets.cpu.plan import make_plan
+
+    def case(k):
+        w = workloads.conv2d("c1", C=16, K=k, H=7, W=7, R=1, S=1, bits=32)
+        arch = _reg_arch(w, cores=1)
+        kernel, spec = kernel_level(arch), spec_of(arch)
+        m = Mapping((L(), L(), L(), L(temporal={"K": k, "C": 16, "Q": 7}), L(spatial={"P": 7})))
+        blk = block(w, m.tile_extents(kernel, w.dims), spec.lanes, spec.registers)
+        plan = make_plan(w, m, arch, vector_bytes=64, registers=32)
+        return w, arch, kernel, m, blk, plan
+
+    w, arch, kernel, m, blk, plan = case(80)
+    assert blk.j == "K" and 80 % (blk.nv * blk.lanes) and plan.packs["Weights"].panel is None
+    assert gathered_inputs(w, m, arch, kernel, blk) == {"Weights"} and " = ldg_float32(" in emit(w, m, arch)
+    w, arch, kernel, m, blk, plan = case(96)
+    assert blk.j == "K" and plan.packs["Weights"].panel is not None
+    assert gathered_inputs(w, m, arch, kernel, blk) == frozenset() and " = ldg_float32(" not in emit(w, m, arch)

@@ -162,18 +162,23 @@ def test_a_1x1_convolutions_input_rows_are_panels():
 @pytest.mark.parametrize("k,bits,lane_dim", [(24, 32, "K"), (32, 32, "K"), (8, 32, "P"), (24, 64, "P")])
 def test_small_images_put_the_lanes_on_the_output_channels(k, bits, lane_dim):
     """A 7-wide image row fills 7 of 16 fp32 lanes; 24 or 32 output channels fill 75-100 %, so the lanes go
-    along K (the accumulators gathered and scattered with the channel stride, once per block; a ragged last
-    vector of 8); 8 channels, or fp64's 8 lanes (7 of 8 filled), keep them along the row.  Each kernel
-    verifies against NumPy."""
+    along K (accumulated in a scratch copy of the output with K innermost, whole vectors, a ragged last one
+    of 8, copied into the output after the nest); 8 channels, or fp64's 8 lanes (7 of 8 filled), keep them
+    along the row, accumulated in place.  Each kernel verifies against NumPy, on one thread and two."""
     w = workloads.conv2d("c7", C=8, K=k, H=7, W=7, R=3, S=3, padding=1, bits=bits)
     m = Mapping((LevelMapping(), LevelMapping(), LevelMapping(),
                  LevelMapping(temporal={"K": k, "C": 8, "R": 3, "S": 3, "P": 7, "Q": 7},
                               order=("K", "P", "Q", "C", "R", "S"))))
     plan = make_plan(w, m, ARCH, vector_bytes=64, registers=32)
     assert plan.kernel.j == lane_dim and plan.kernel.lanes == 64 // (bits // 8)
+    assert plan.out_scratch == (1 if lane_dim == "K" else None)   # Outputs[N, K, Q, P]: K's axis innermost
     src = emit(w, m, ARCH)
-    assert ("stgo(t" in src and "ldgo(t" in src) == (lane_dim == "K")   # the calls, not the helpers
+    assert "ldgo(t" not in src and "stgo(t" not in src   # the calls, not the helpers: no lane-by-lane moves
+    assert ("*acc = " in src and "] = acc[" in src) == (lane_dim == "K")
     assert run(w, m, ARCH, threads=1, repeat=1).verified
+    m2 = Mapping((LevelMapping(), LevelMapping(spatial={"P": 7}), LevelMapping(),
+                  LevelMapping(temporal={"K": k, "C": 8, "R": 3, "S": 3, "Q": 7}, order=("K", "Q", "C", "R", "S"))))
+    assert run(w, m2, ARCH, threads=2, repeat=1).verified   # two threads fill disjoint parts of the scratch
 
 
 @pytest.mark.parametrize("bits", [32, 64])
