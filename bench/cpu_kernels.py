@@ -464,7 +464,7 @@ def main(argv=None) -> int:
     title = "Generated CPU kernels" + (" beside TVM's MetaSchedule" if tvm_trials else "")
     save_outputs(name=section, title=f"{title} (`bench/cpu_kernels.py`)", command=command, date=date, machine=machine,
                  console=console, data={"args": vars(args), "rows": rows, "rank": studies, "arch": base.params,
-                                            "load_average": {"before": load_before, "after": load_after}},
+                                            "load_average": {"minutes": [1, 5, 15], "before": load_before, "after": load_after}},
                  json_path=args.json, results_path=args.results,
                  notes=f"Arch: {base.params}.  Ratios > 1 mean ours is faster.  Load average (1, 5, 15 min) "
                        f"before {tuple(round(x, 1) for x in load_before)}, after "

@@ -203,7 +203,7 @@ def main(argv=None) -> int:
     save_outputs(name="cpu_rank", title="CPU cost model vs measured time", command=command, date=date,
                  machine=machine, console=console,
                  data={"args": vars(args), "studies": studies, "arch": base.params,
-                       "load_average": {"before": load_before, "after": load_after}},
+                       "load_average": {"minutes": [1, 5, 15], "before": load_before, "after": load_after}},
                  json_path=args.json, results_path=args.results,
                  notes=f"Load average (1, 5, 15 min) before {tuple(round(x, 1) for x in load_before)}, after "
                        f"{tuple(round(x, 1) for x in load_after)} on {os.cpu_count()} cores: other jobs shared the "
