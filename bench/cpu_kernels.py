@@ -168,19 +168,28 @@ def _timed(fn) -> float:
 #: GEMM 2048 on two threads ran 139 GFLOP/s right after NumPy and 192 after our own kernel).
 SETTLE_S = 0.25
 
+#: Seconds of untimed calls after that pause, before the timed one (at least one call): the library's
+#: threads awake and the cores at their clock, as in back-to-back calls.  One untimed call was too short
+#: for a 0.2 ms kernel: GEMM 256 on two threads (Zen 4) timed 223 us after one warm-up call of ours,
+#: 179-194 us after 5-50 (NumPy: 201, 186-190).
+WARM_S = 0.02
+
 
 def interleaved(calls: dict, repeat: int, threads: int) -> dict:
     """name -> seconds of each of ``repeat`` rounds.  Every round times each call once, the order rotated
     by one each round so that no call always follows the same other.  On more than one thread each timed
-    call comes after ``SETTLE_S`` of quiet (the previous library's threads parked) and one untimed call of
-    itself (its own threads awake, as in back-to-back calls of one library)."""
+    call comes after ``SETTLE_S`` of quiet (the previous library's threads parked) and ``WARM_S`` of untimed
+    calls of itself, at least one (its own threads awake, as in back-to-back calls of one library)."""
     names = list(calls)
     times = {n: [] for n in names}
     for r in range(repeat):
         for n in names[r % len(names):] + names[:r % len(names)]:
             if threads > 1:
                 time.sleep(SETTLE_S)
+                end = time.perf_counter() + WARM_S
                 calls[n]()
+                while time.perf_counter() < end:
+                    calls[n]()
             times[n].append(_timed(calls[n]))
     return times
 

@@ -4,14 +4,17 @@ starts after a quiet pause and an untimed call of itself (another library's spin
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import bench.cpu_kernels as ck  # noqa: E402
 
 
-def _recording(monkeypatch):
+def _recording(monkeypatch, warm_s: float = 0.0):
     log = []
     monkeypatch.setattr(ck.time, "sleep", lambda s: log.append(("sleep", s)))
+    monkeypatch.setattr(ck, "WARM_S", warm_s)
     calls = {name: (lambda name=name: log.append(("call", name))) for name in ("ours", "cache", "numpy")}
     return log, calls
 
@@ -32,3 +35,16 @@ def test_on_several_threads_a_timed_call_follows_a_pause_and_its_own_untimed_cal
     for k in range(0, len(log), 3):
         (kind0, pause), (kind1, warm), (kind2, timed) = log[k:k + 3]
         assert (kind0, kind1, kind2) == ("sleep", "call", "call") and pause == ck.SETTLE_S and warm == timed
+
+
+def test_the_untimed_calls_last_at_least_warm_s(monkeypatch):
+    """Each call takes 4 ms of a fake clock: 20 ms of warm-up is 5 untimed calls, then the timed one."""
+    clock = [0.0]
+    monkeypatch.setattr(ck.time, "perf_counter", lambda: clock[0])
+    log, _ = _recording(monkeypatch, warm_s=0.02)
+
+    def call():
+        clock[0] += 0.004
+        log.append(("call", "ours"))
+    times = ck.interleaved({"ours": call}, repeat=1, threads=2)
+    assert [k for k, _ in log] == ["sleep"] + ["call"] * 6 and times["ours"] == [pytest.approx(0.004)]
