@@ -203,14 +203,17 @@ def step_cycles(workload, blk: Block, spec: MicroKernelSpec, gathered: frozenset
     return max(fmas / spec.fma_per_cycle, spec.fma_chains / spec.fma_per_cycle, loads / spec.loads_per_cycle)
 
 
-def lane_stride(tensor, dim: str, bounds: dict) -> int:
-    """Words between two elements of ``tensor``'s stored array (row-major over its axes) one step of
-    ``dim`` apart: 1 where ``dim`` moves its last axis by one, as a vector's lanes need."""
+def lane_stride(tensor, dim: str, bounds: dict, shape: tuple[int, ...] | None = None) -> int:
+    """Words between two elements of ``tensor``'s stored array (row-major over its axes; ``shape`` words per
+    axis, else its stored shape) one step of ``dim`` apart: 1 where ``dim`` moves its last axis by one, as a
+    vector's lanes need.  ``shape``: a packed box (``packing.pack_box``)."""
+    if shape is None:
+        shape = tensor.shape if tensor.shape is not None else \
+            tuple(e.value_range(bounds)[1] + 1 for e in tensor.indices)
     stride, out = 1, 0
     for a in reversed(range(len(tensor.indices))):
-        e = tensor.indices[a]
-        out += stride * e.coef(dim)
-        stride *= tensor.shape[a] if tensor.shape is not None else e.value_range(bounds)[1] + 1
+        out += stride * tensor.indices[a].coef(dim)
+        stride *= shape[a]
     return out
 
 

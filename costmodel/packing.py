@@ -187,11 +187,7 @@ def gathered_inputs(workload, mapping, arch, kernel: int, blk) -> frozenset[str]
         if panel_axis(t, blk, extents, box, workload.dims) is not None or \
                 any(blk.j in t.indices[a].dims for a in unrolled_axes(t, workload)):
             continue
-        stride, lane = 1, 0  # words between lanes in the box, stored in C order
-        for a in reversed(range(len(box))):
-            lane += stride * t.indices[a].coef(blk.j)
-            stride *= box[a]
-        if lane != 1:
+        if lane_stride(t, blk.j, workload.dims, box) != 1:  # the box is stored in C order
             out.add(t.name)
     return frozenset(out)
 
