@@ -38,6 +38,20 @@ def _disjoint_terms(expr, bounds: dict[str, int]) -> bool:
     return True
 
 
+def _hash_once(obj, fields) -> int:
+    """The hash of ``fields()`` (a frozen object's fields), computed once and kept on ``obj``: the cost
+    model's caches hash tensors and their expressions in every key."""
+    h = obj.__dict__.get("_hash")
+    if h is None:
+        h = obj.__dict__["_hash"] = hash(fields())
+    return h
+
+
+def _state_without_hash(obj) -> dict:
+    """Pickled state without the kept hash: a string's hash differs from process to process."""
+    return {k: v for k, v in obj.__dict__.items() if k != "_hash"}
+
+
 @dataclass(frozen=True)
 class AffineExpr:
     """sum(coef * dim) + offset, with integer coefficients.
@@ -90,14 +104,10 @@ class AffineExpr:
     def dims(self) -> tuple[str, ...]:
         return tuple(d for d, _ in self.terms)
 
-    def __getstate__(self) -> dict:  # a string's hash differs from process to process: never pickle one
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+    __getstate__ = _state_without_hash
 
-    def __hash__(self) -> int:  # cached: the cost model hashes expressions in its caches' keys
-        h = self.__dict__.get("_hash")
-        if h is None:
-            h = self.__dict__["_hash"] = hash((self.terms, self.offset))
-        return h
+    def __hash__(self) -> int:
+        return _hash_once(self, lambda: (self.terms, self.offset))
 
     def coef(self, dim: str) -> int:
         return dict(self.terms).get(dim, 0)
@@ -183,15 +193,11 @@ class Tensor:
         """Loop dims that index this tensor (its row of the relevance matrix)."""
         return frozenset(d for e in self.indices for d in e.dims)
 
-    def __getstate__(self) -> dict:  # a string's hash differs from process to process: never pickle one
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+    __getstate__ = _state_without_hash
 
-    def __hash__(self) -> int:  # cached: the cost model hashes tensors in its caches' keys
-        h = self.__dict__.get("_hash")
-        if h is None:
-            h = self.__dict__["_hash"] = hash((self.name, self.indices, self.role, self.bits, self.density,
-                                               self.shape, self.dtype))
-        return h
+    def __hash__(self) -> int:
+        return _hash_once(self, lambda: (self.name, self.indices, self.role, self.bits, self.density, self.shape,
+                                         self.dtype))
 
     def is_projective(self) -> bool:
         """True when every axis is a single loop variable with coefficient 1."""
