@@ -169,24 +169,26 @@ def _timed(fn) -> float:
 SETTLE_S = 0.25
 
 #: Seconds of untimed calls after that pause, before the timed one (at least one call): the library's
-#: threads awake and the cores at their clock, as in back-to-back calls.  One untimed call was too short
-#: for a 0.2 ms kernel: GEMM 256 on two threads (Zen 4) timed 223 us after one warm-up call of ours,
-#: 179-194 us after 5-50 (NumPy: 201, 186-190).
+#: threads awake and the cores at their clock, as in back-to-back calls.  One untimed call (``--warm-s 0``)
+#: was too short for a 0.2 ms kernel: GEMM 256 on two threads over one, ours 1.05-1.09x and NumPy's
+#: 1.46-1.74x with it (Zen 4), 1.81x and 1.74x with 20 ms (bench/RESULTS.md, cpu_kernels_threads).
 WARM_S = 0.02
 
 
-def interleaved(calls: dict, repeat: int, threads: int) -> dict:
+def interleaved(calls: dict, repeat: int, threads: int, warm_s: float | None = None) -> dict:
     """name -> seconds of each of ``repeat`` rounds.  Every round times each call once, the order rotated
     by one each round so that no call always follows the same other.  On more than one thread each timed
-    call comes after ``SETTLE_S`` of quiet (the previous library's threads parked) and ``WARM_S`` of untimed
-    calls of itself, at least one (its own threads awake, as in back-to-back calls of one library)."""
+    call comes after ``SETTLE_S`` of quiet (the previous library's threads parked) and ``warm_s`` (None:
+    ``WARM_S``) of untimed calls of itself, at least one (its own threads awake, as in back-to-back calls of
+    one library)."""
+    warm_s = WARM_S if warm_s is None else warm_s
     names = list(calls)
     times = {n: [] for n in names}
     for r in range(repeat):
         for n in names[r % len(names):] + names[:r % len(names)]:
             if threads > 1:
                 time.sleep(SETTLE_S)
-                end = time.perf_counter() + WARM_S
+                end = time.perf_counter() + warm_s
                 calls[n]()
                 while time.perf_counter() < end:
                     calls[n]()
@@ -223,7 +225,7 @@ def tvm_kernels(w, arrays, ref, trials_list) -> dict:
     return out
 
 
-def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs, tvm_trials=()):
+def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs, tvm_trials=(), warm_s=None):
     from threadpoolctl import threadpool_limits
 
     kw = kernel_nest(w)  # the nest cosa run cpu maps: a 1x1 convolution's pixels fused into one row
@@ -259,7 +261,7 @@ def measure_case(w, base, threads_list, repeat, time_limit, naive_max_macs, tvm_
                 call()
             calls = {"ours": lambda: kernel(arrays, out, th), "cache": lambda: cache_kernel(arrays, cout, th),
                      "numpy": base_fn, **tvm_calls}
-            times = interleaved(calls, repeat, th)
+            times = interleaved(calls, repeat, th, warm_s)
             slow = [_timed(lambda: naive(*ptrs, th))] if naive is not None else []
         ours, cache, blas = times["ours"], times["cache"], times["numpy"]
         tvm_times = {t: times[f"tvm{t}"] for t in tvms if f"tvm{t}" in times}
@@ -381,6 +383,9 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=30, help="random mappings per rank study")
     ap.add_argument("--naive-max-macs", type=float, default=2.2e9, help="skip the naive loop above this")
     ap.add_argument("--no-rank", action="store_true", help="skip the rank study")
+    ap.add_argument("--warm-s", type=float, default=WARM_S,
+                    help=f"on several threads, seconds of untimed calls before each timed one (at least one "
+                         f"call; default {WARM_S:g})")
     ap.add_argument("--tvm-trials", default=None, metavar="N,N",
                     help="also TVM MetaSchedule after these trial counts, one thread (the tvm extra; default none)")
     ap.add_argument("--json", default=None)
@@ -390,6 +395,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.repeat < 1:
         raise SystemExit("cpu_kernels: --repeat must be >= 1")
+    if not args.warm_s >= 0:
+        raise SystemExit("cpu_kernels: --warm-s must be >= 0 seconds")
 
     if args.arch:
         base = costmodel.load_arch(args.arch)
@@ -427,7 +434,8 @@ def main(argv=None) -> int:
                   f"OpenBLAS kernels {blas_kernels}; {args.repeat} interleaved rounds, fastest of each")
     rows = []
     for w in selected:
-        rows += measure_case(w, base, threads_list, args.repeat, args.time_limit, args.naive_max_macs, tvm_trials)
+        rows += measure_case(w, base, threads_list, args.repeat, args.time_limit, args.naive_max_macs, tvm_trials,
+                             args.warm_s)
         console.print(f"  {w.name}: measured; micro-kernel tile / register block: ours {rows[-1]['tile']}, "
                       f"cache model {rows[-1]['cache_model_tile']}", style="dim")
     table = Table(title="Generated kernels vs NumPy (OpenBLAS) and a naive loop: GFLOP/s and ratios")
@@ -468,7 +476,8 @@ def main(argv=None) -> int:
     command = "python bench/cpu_kernels.py" + (" --quick" if args.quick else "") + \
         (f" --cases {args.cases}" if args.cases else "") + f" --threads {args.threads} --repeat {args.repeat}" + \
         (" --no-rank" if args.no_rank else "") + (f" --arch {args.arch}" if args.arch else "") + \
-        (f" --tvm-trials {args.tvm_trials}" if tvm_trials else "")
+        (f" --tvm-trials {args.tvm_trials}" if tvm_trials else "") + \
+        (f" --warm-s {args.warm_s:g}" if args.warm_s != WARM_S else "")
     section = args.section or ("cpu_kernels_tvm" if tvm_trials else "cpu_kernels")
     title = "Generated CPU kernels" + (" beside TVM's MetaSchedule" if tvm_trials else "")
     save_outputs(name=section, title=f"{title} (`bench/cpu_kernels.py`)", command=command, date=date, machine=machine,

@@ -48,3 +48,11 @@ def test_the_untimed_calls_last_at_least_warm_s(monkeypatch):
         log.append(("call", "ours"))
     times = ck.interleaved({"ours": call}, repeat=1, threads=2)
     assert [k for k, _ in log] == ["sleep"] + ["call"] * 6 and times["ours"] == [pytest.approx(0.004)]
+
+
+def test_warm_s_zero_is_one_untimed_call_and_a_negative_one_is_refused(monkeypatch):
+    log, calls = _recording(monkeypatch, warm_s=0.02)
+    ck.interleaved(calls, repeat=1, threads=2, warm_s=0.0)
+    assert [k for k, _ in log] == ["sleep", "call", "call"] * 3
+    with pytest.raises(SystemExit, match="--warm-s"):
+        ck.main(["--warm-s", "-1", "--cases", "gemm256_32"])
