@@ -383,6 +383,9 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=30, help="random mappings per rank study")
     ap.add_argument("--naive-max-macs", type=float, default=2.2e9, help="skip the naive loop above this")
     ap.add_argument("--no-rank", action="store_true", help="skip the rank study")
+    ap.add_argument("--lane-gain", type=float, default=None,
+                    help="costmodel.microkernel.LANE_GAIN for this run (how much better a strided output dim must "
+                         "fill the vectors to take the lanes; default the module's)")
     ap.add_argument("--warm-s", type=float, default=WARM_S,
                     help=f"on several threads, seconds of untimed calls before each timed one (at least one "
                          f"call; default {WARM_S:g})")
@@ -397,6 +400,12 @@ def main(argv=None) -> int:
         raise SystemExit("cpu_kernels: --repeat must be >= 1")
     if not args.warm_s >= 0:
         raise SystemExit("cpu_kernels: --warm-s must be >= 0 seconds")
+    if args.lane_gain is not None:
+        if not args.lane_gain > 0:
+            raise SystemExit("cpu_kernels: --lane-gain must be > 0")
+        from costmodel import microkernel
+
+        microkernel.LANE_GAIN = args.lane_gain  # read by every block() call: the MIP's, the plan's, the model's
 
     if args.arch:
         base = costmodel.load_arch(args.arch)
@@ -477,7 +486,8 @@ def main(argv=None) -> int:
         (f" --cases {args.cases}" if args.cases else "") + f" --threads {args.threads} --repeat {args.repeat}" + \
         (" --no-rank" if args.no_rank else "") + (f" --arch {args.arch}" if args.arch else "") + \
         (f" --tvm-trials {args.tvm_trials}" if tvm_trials else "") + \
-        (f" --warm-s {args.warm_s:g}" if args.warm_s != WARM_S else "")
+        (f" --warm-s {args.warm_s:g}" if args.warm_s != WARM_S else "") + \
+        (f" --lane-gain {args.lane_gain:g}" if args.lane_gain is not None else "")
     section = args.section or ("cpu_kernels_tvm" if tvm_trials else "cpu_kernels")
     title = "Generated CPU kernels" + (" beside TVM's MetaSchedule" if tvm_trials else "")
     save_outputs(name=section, title=f"{title} (`bench/cpu_kernels.py`)", command=command, date=date, machine=machine,

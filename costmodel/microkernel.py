@@ -134,9 +134,10 @@ def lane_use(extent: int, lanes: int) -> float:
 #: their accumulators lane by lane: on a 7 x 7 1x1 convolution's 49-pixel rows (77 % of four vectors),
 #: output-channel lanes ran 55 GFLOP/s and pixel lanes 76-77 (AVX-512, one core), so a gain under a
 #: third does not pay for the strided moves.  Kept with the scratch (``scratch_axis``), which made those
-#: moves whole vectors: at 1.1 res4b_branch2b's 14 x 2-vector channel blocks ran 8 % faster than its row
-#: blocks, but a 7 x 7 1x1 convolution's 7 x 3 ones 3x slower (512 channels are no whole number of 48-lane
-#: blocks, so the weights are no panel and are gathered: ``packing.gathered_inputs``).
+#: moves whole vectors: ``bench/cpu_kernels.py --cases res4b_branch2b,res5b_branch2a --threads 1 --lane-gain
+#: 1.1`` (Zen 4) ran res4b_branch2b's 14 x 2-vector channel blocks at 1.15x NumPy, as its row blocks at
+#: 1.35, but res5b_branch2a's 7 x 3 ones at 0.40x against 1.12x (512 channels are no whole number of
+#: 48-lane blocks, so the weights are no panel and are gathered: ``packing.gathered_inputs``).
 LANE_GAIN = 1.35
 
 
@@ -184,9 +185,9 @@ def scratch_axis(workload, blk: Block) -> int | None:
     """The output axis of the lane dim ``j`` when that is not the output's contiguous dim (a 7x7 image's
     output channels, ``lane_dim``), else None.  The kernel then accumulates into a scratch copy of the
     output with that axis innermost (NCHWc-style), so a block's accumulators load and store as whole
-    vectors, and transposes the scratch into the output once, after the nest.  Timed on the 7x7 3x3
-    convolutions of ResNet-50 (AVX-512, one core): 10-12 % faster than moving the accumulators lane by
-    lane with the channel stride."""
+    vectors, and transposes the scratch into the output once, after the nest.  ``bench/cpu_kernels.py``
+    on Zen 4 (bench/RESULTS.md, one core): res5a_branch2b 0.81x NumPy with lane-by-lane moves (6de41d8),
+    1.09x with the scratch (dd97202); res5b_branch2b 1.13x and 1.21x."""
     if blk.j is None or blk.lanes <= 1 or blk.j == contiguous_dim(workload):
         return None
     return next((a for a, e in enumerate(workload.output.indices) if e.terms == ((blk.j, 1),)), None)
