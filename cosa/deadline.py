@@ -26,6 +26,9 @@ import time
 DEFAULT_DEADLINE_S = 3600.0
 """Every command's wall-time limit unless ``--deadline`` says otherwise (seconds)."""
 
+RETRY_S = 0.1
+"""Seconds after which a deadline whose exception was swallowed is raised again."""
+
 _expires_at: float | None = None  # time.monotonic() at which the innermost deadline expires
 
 
@@ -75,6 +78,9 @@ def deadline(seconds: float):
             if callable(previous):
                 previous(signum, frame)  # the caller's alarm: its handler decides (a harness raises)
         if now >= mine - 1e-3:
+            # Python ignores an exception raised where it cannot propagate (a garbage-collector callback, a
+            # __del__): the alarm comes again until one propagates and the way out disarms it
+            signal.setitimer(signal.ITIMER_REAL, RETRY_S)
             raise DeadlineExceeded(seconds)
         signal.setitimer(signal.ITIMER_REAL, max(1e-3, mine - now))  # early wake-up: sleep again
 
