@@ -3,6 +3,8 @@ micro-kernel reads, and every such kernel built, run and compared with NumPy."""
 
 import random
 
+import re
+
 import numpy as np
 import pytest
 
@@ -183,12 +185,18 @@ def test_small_images_put_the_lanes_on_the_output_channels(k, bits, lane_dim):
 
 @pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("outer", [{}, {"C": 2}])
-def test_weights_packed_by_a_blocked_transpose_verify(bits, outer):
+@pytest.mark.parametrize("stage", [None, 2048, 0])
+def test_weights_packed_by_a_blocked_transpose_verify(bits, outer, stage, monkeypatch):
     """Output-channel lanes on a 7 x 7 image: the weights (K x C x R x S) go into panels of K innermost,
     copied as a transpose of K rows by C*R*S runs in register-sized squares (``trp_``), with a run that is
     not a whole number of squares (180 or 90 words) and, split by a DRAM loop, an origin inside the
-    row; the kernel matches NumPy."""
+    row; the rows staged whole (``emit_pack.STAGE_BYTES``: the default, one chunk of the run; 2048 bytes,
+    chunks of 16 words, the next one prefetched; 0, transposed from the source); the kernel matches NumPy."""
+    from targets.cpu import emit_pack
     from targets.cpu.plan import arch_for
+
+    if stage is not None:
+        monkeypatch.setattr(emit_pack, "STAGE_BYTES", stage)
 
     w = workloads.conv2d("conv", C=20, K=32, H=7, W=7, R=3, S=3, padding=1, bits=bits)
     arch = arch_for(w, ARCH, registers=(32, 64))
@@ -199,7 +207,12 @@ def test_weights_packed_by_a_blocked_transpose_verify(bits, outer):
     k = compile_kernel(w, m, arch)
     pack = k.plan.packs["Weights"]
     assert pack.panel == (0, 1024 // bits) and pack.box[1] == (10 if outer else 20)
-    assert f"trp_float{bits}(t" in k.source
+    if stage == 0:
+        assert f"trp_float{bits}(t" in k.source and "stage" not in k.source
+    else:
+        assert f"trp_float{bits}(stage" in k.source and "memcpy(stage" in k.source and "__builtin_prefetch" in k.source
+        chunk = int(re.search(r"x0 \+= (\d+)\)", k.source).group(1))
+        assert chunk == (16 if stage else -(-pack.box[1] * 9 // (512 // bits)) * (512 // bits))
     arrays = random_inputs(w, k.plan.dtypes, k.plan.input_shapes, 0)
     ref = reference(w, k.prepared(arrays), k.plan.shapes, k.plan.compute_dtype)
     np.testing.assert_allclose(k(arrays, threads=1), ref, rtol=1e-4, atol=1e-4)
