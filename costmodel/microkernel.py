@@ -186,8 +186,8 @@ def scratch_axis(workload, blk: Block) -> int | None:
     output channels, ``lane_dim``), else None.  The kernel then accumulates into a scratch copy of the
     output with that axis innermost (NCHWc-style), so a block's accumulators load and store as whole
     vectors, and transposes the scratch into the output once, after the nest.  ``bench/cpu_kernels.py``
-    on Zen 4 (bench/RESULTS.md, one core): res5a_branch2b 0.81x NumPy with lane-by-lane moves (6de41d8),
-    1.09x with the scratch (dd97202); res5b_branch2b 1.13x and 1.21x."""
+    on Zen 4 (one core, the runs recorded at these commits): res5a_branch2b 0.81x NumPy with lane-by-lane
+    moves (6de41d8), 1.09x with the scratch (dd97202); res5b_branch2b 1.13x and 1.21x."""
     if blk.j is None or blk.lanes <= 1 or blk.j == contiguous_dim(workload):
         return None
     return next((a for a, e in enumerate(workload.output.indices) if e.terms == ((blk.j, 1),)), None)
