@@ -15,6 +15,19 @@ STAGE_BYTES = 24 * 1024
 """Bytes of the staging buffer of a transposing pack copy (``PackCopies.pack_transposed``): rows of the source
 are copied whole into it, ``STAGE_BYTES`` at most, and transposed from there.  0: transpose from the source."""
 
+STAGE_ROWS_PER_OFFSET = 8
+"""A transposing copy stages its rows when at least this many rows of one square fall on the same offset in
+a 4 KiB page (an L1 cache of 8 ways, AMD Zen's, then holds no more of them): rows 18 KB apart (res5b_branch2b's
+weights) fall on two offsets, 8 rows of 16 on each.  Rows 0.5-9 KB apart gained nothing from the staging
+(0.96-1.01x in the A/B of ``pack_transposed``) and it moved the 1x1 rank study's measured times (tau 0.56 to
+0.43 with every transpose staged)."""
+
+
+def aliased_rows(stride_bytes: int, side: int) -> int:
+    """Rows of a ``side``-row square, ``stride_bytes`` apart, on the most crowded 4 KiB page offset."""
+    offsets = 4096 // math.gcd(stride_bytes % 4096 or 4096, 4096)
+    return -(-side // min(side, offsets))
+
 
 def row_major_strides(shape) -> list[int]:
     out, acc = [], 1
@@ -247,7 +260,8 @@ class PackCopies:
         out = f"pk{k} + {' + '.join(dst)}"
         rows = str(side) if width % side == 0 else f"(int)({width} - w < {side} ? {width} - w : {side})"
         chunk = (STAGE_BYTES // (width * WORD_BYTES[dt])) // side * side
-        if chunk <= 0:  # rows too many to stage: transpose from the source
+        if chunk <= 0 or aliased_rows(src_strides[axis] * WORD_BYTES[dt], side) < STAGE_ROWS_PER_OFFSET:
+            # rows too many to stage, or too few of them alias in the L1 cache: transpose from the source
             p.open(f"for (long x = 0; x < {run}; x += {side})")
             p.open(f"for (long w = 0; w < {width}; w += {side})")
             cols = str(side) if run % side == 0 else f"(int)({run} - x < {side} ? {run} - x : {side})"

@@ -185,17 +185,21 @@ def test_small_images_put_the_lanes_on_the_output_channels(k, bits, lane_dim):
 
 @pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("outer", [{}, {"C": 2}])
-@pytest.mark.parametrize("stage", [None, 2048, 0])
+@pytest.mark.parametrize("stage", [None, 2048, 0, "unaliased"])
 def test_weights_packed_by_a_blocked_transpose_verify(bits, outer, stage, monkeypatch):
     """Output-channel lanes on a 7 x 7 image: the weights (K x C x R x S) go into panels of K innermost,
     copied as a transpose of K rows by C*R*S runs in register-sized squares (``trp_``), with a run that is
     not a whole number of squares (180 or 90 words) and, split by a DRAM loop, an origin inside the
     row; the rows staged whole (``emit_pack.STAGE_BYTES``: the default, one chunk of the run; 2048 bytes,
-    chunks of 16 words, the next one prefetched; 0, transposed from the source); the kernel matches NumPy."""
+    chunks of 16 words, the next one prefetched; 0, transposed from the source), or, as the generator
+    decides for rows 720 or 1440 bytes apart (``STAGE_ROWS_PER_OFFSET``), not staged; the kernel matches
+    NumPy."""
     from targets.cpu import emit_pack
     from targets.cpu.plan import arch_for
 
-    if stage is not None:
+    if stage != "unaliased":  # stage these rows as if they fell on few page offsets
+        monkeypatch.setattr(emit_pack, "STAGE_ROWS_PER_OFFSET", 1)
+    if stage not in (None, "unaliased"):
         monkeypatch.setattr(emit_pack, "STAGE_BYTES", stage)
 
     w = workloads.conv2d("conv", C=20, K=32, H=7, W=7, R=3, S=3, padding=1, bits=bits)
@@ -207,7 +211,7 @@ def test_weights_packed_by_a_blocked_transpose_verify(bits, outer, stage, monkey
     k = compile_kernel(w, m, arch)
     pack = k.plan.packs["Weights"]
     assert pack.panel == (0, 1024 // bits) and pack.box[1] == (10 if outer else 20)
-    if stage == 0:
+    if stage in (0, "unaliased"):
         assert f"trp_float{bits}(t" in k.source and "stage" not in k.source
     else:
         assert f"trp_float{bits}(stage" in k.source and "memcpy(stage" in k.source and "__builtin_prefetch" in k.source
@@ -216,3 +220,12 @@ def test_weights_packed_by_a_blocked_transpose_verify(bits, outer, stage, monkey
     arrays = random_inputs(w, k.plan.dtypes, k.plan.input_shapes, 0)
     ref = reference(w, k.prepared(arrays), k.plan.shapes, k.plan.compute_dtype)
     np.testing.assert_allclose(k(arrays, threads=1), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_aliased_rows_counts_the_rows_on_one_page_offset():
+    """Rows 18 KB apart (512 x 3 x 3 float32 weights rows) fall on two 4 KiB offsets, 8 of a 16-row square on
+    each; rows 4 KB apart all on one; 2304 bytes apart (64 x 3 x 3) every row on its own offset."""
+    from targets.cpu.emit_pack import aliased_rows
+
+    assert aliased_rows(18432, 16) == 8 and aliased_rows(4096, 16) == 16 and aliased_rows(2304, 16) == 1
+    assert aliased_rows(9216, 16) == 4 and aliased_rows(36864, 8) == 8 and aliased_rows(512, 16) == 2
