@@ -236,9 +236,10 @@ class PackCopies:
         one).  A copy element by element walked ``width`` rows a whole source row apart at once and took
         half of a 7 x 7 3x3 convolution's time.
 
-        The rows are read whole first: per chunk of the run (``STAGE_BYTES`` of rows at most), each row's
-        part is copied into a staging buffer with ``memcpy`` and transposed from there, while the next
-        chunk's lines (or the next panel's) are prefetched into the L2 cache.  Transposed straight from the
+        Where the rows alias in the L1 cache (``STAGE_ROWS_PER_OFFSET``), they are read whole first: per
+        chunk of the run (``STAGE_BYTES`` of rows at most), each row's part is copied into a staging buffer
+        with ``memcpy`` and transposed from there, while the next chunk's lines (or the next panel's) are
+        prefetched into the L2 cache.  Transposed straight from the
         source, a square read ``side`` rows one line each, a source row apart (18 KB on res5b_branch2b's
         weights, 512 x 512 x 3 x 3), and that copy took 2.5-6.7 M time-stamp ticks of a 7.6-14 M call,
         varying with where the weights lay (10 copies of them in one process); staged and prefetched,
