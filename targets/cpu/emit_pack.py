@@ -18,9 +18,10 @@ are copied whole into it, ``STAGE_BYTES`` at most, and transposed from there.  0
 STAGE_ROWS_PER_OFFSET = 8
 """A transposing copy stages its rows when at least this many rows of one square fall on the same offset in
 a 4 KiB page (an L1 cache of 8 ways, AMD Zen's, then holds no more of them): rows 18 KB apart (res5b_branch2b's
-weights) fall on two offsets, 8 rows of 16 on each.  Rows 0.5-9 KB apart gained nothing from the staging
-(0.96-1.01x in the A/B of ``pack_transposed``) and it moved the 1x1 rank study's measured times (tau 0.56 to
-0.43 with every transpose staged)."""
+weights) fall on two offsets, 8 rows of 16 on each, and so do rows 2 KB apart; rows 4 KB apart all on one.
+Rows whose offsets spread (512 B, 2304 B, 4.6 KB and 9 KB apart: 8, 16, 8 and 4 offsets) are transposed from
+the source: staged, those 4.6 and 9 KB apart ran at 0.96-1.01x (the A/B of ``pack_transposed``), and the 1x1
+rank study's, 512 B apart, moved its measured times (tau 0.56 to 0.43 with every transpose staged)."""
 
 
 def aliased_rows(stride_bytes: int, side: int) -> int:
