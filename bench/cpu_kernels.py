@@ -386,6 +386,9 @@ def main(argv=None) -> int:
     ap.add_argument("--lane-gain", type=float, default=None,
                     help="costmodel.microkernel.LANE_GAIN for this run (how much better a strided output dim must "
                          "fill the vectors to take the lanes; default the module's)")
+    ap.add_argument("--stage-bytes", type=int, default=None,
+                    help="targets.cpu.emit_pack.STAGE_BYTES for this run (a transposing pack copy's staging buffer; "
+                         "0: every transpose reads the source directly; default the module's)")
     ap.add_argument("--warm-s", type=float, default=WARM_S,
                     help=f"on several threads, seconds of untimed calls before each timed one (at least one "
                          f"call; default {WARM_S:g})")
@@ -406,6 +409,12 @@ def main(argv=None) -> int:
         from costmodel import microkernel
 
         microkernel.LANE_GAIN = args.lane_gain  # read by every block() call: the MIP's, the plan's, the model's
+    if args.stage_bytes is not None:
+        if args.stage_bytes < 0:
+            raise SystemExit("cpu_kernels: --stage-bytes must be >= 0")
+        from targets.cpu import emit_pack
+
+        emit_pack.STAGE_BYTES = args.stage_bytes  # read when each kernel's C is printed
 
     if args.arch:
         base = costmodel.load_arch(args.arch)
@@ -487,7 +496,8 @@ def main(argv=None) -> int:
         (" --no-rank" if args.no_rank else "") + (f" --arch {args.arch}" if args.arch else "") + \
         (f" --tvm-trials {args.tvm_trials}" if tvm_trials else "") + \
         (f" --warm-s {args.warm_s:g}" if args.warm_s != WARM_S else "") + \
-        (f" --lane-gain {args.lane_gain:g}" if args.lane_gain is not None else "")
+        (f" --lane-gain {args.lane_gain:g}" if args.lane_gain is not None else "") + \
+        (f" --stage-bytes {args.stage_bytes}" if args.stage_bytes is not None else "")
     section = args.section or ("cpu_kernels_tvm" if tvm_trials else "cpu_kernels")
     title = "Generated CPU kernels" + (" beside TVM's MetaSchedule" if tvm_trials else "")
     save_outputs(name=section, title=f"{title} (`bench/cpu_kernels.py`)", command=command, date=date, machine=machine,

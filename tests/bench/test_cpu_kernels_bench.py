@@ -56,3 +56,8 @@ def test_warm_s_zero_is_one_untimed_call_and_a_negative_one_is_refused(monkeypat
     assert [k for k, _ in log] == ["sleep", "call", "call"] * 3
     with pytest.raises(SystemExit, match="--warm-s"):
         ck.main(["--warm-s", "-1", "--cases", "gemm256_32"])
+
+
+def test_a_negative_stage_bytes_is_refused():
+    with pytest.raises(SystemExit, match="--stage-bytes"):
+        ck.main(["--stage-bytes", "-1", "--cases", "gemm256_32"])
