@@ -22,6 +22,8 @@ SCRIPTS = {"gemmini_chipyard_calibration": ("gemmini_chipyard", "CALIBRATION_SUM
            "gemmini_spike_loops": ("gemmini_spike", "LOOPS_SUMMARY"),
            "cpu_kernels_tvm": ("cpu_kernels", ("SUMMARY", "TVM_COLUMNS")),
            "cpu_kernels_threads": ("cpu_kernels", ("SUMMARY", "SCALING")),
+           "cpu_kernels_staged": ("cpu_kernels", "SUMMARY"),
+           "cpu_kernels_unstaged": ("cpu_kernels", "SUMMARY"),
            "gemmini_network_spike_isa": ("gemmini_network_spike", "SUMMARY"),
            "peers_zigzag_networks": ("peers_zigzag", "SUMMARY"),
            "peers_zigzag_room": ("peers_zigzag", "SUMMARY"),
