@@ -499,7 +499,9 @@ def main(argv=None) -> int:
         (f" --lane-gain {args.lane_gain:g}" if args.lane_gain is not None else "") + \
         (f" --stage-bytes {args.stage_bytes}" if args.stage_bytes is not None else "")
     section = args.section or ("cpu_kernels_tvm" if tvm_trials else "cpu_kernels")
-    title = "Generated CPU kernels" + (" beside TVM's MetaSchedule" if tvm_trials else "")
+    title = "Generated CPU kernels" + (" beside TVM's MetaSchedule" if tvm_trials else "") + \
+        (f", transposing copies staged in {args.stage_bytes} bytes" if args.stage_bytes else "") + \
+        (", transposing copies unstaged" if args.stage_bytes == 0 else "")
     save_outputs(name=section, title=f"{title} (`bench/cpu_kernels.py`)", command=command, date=date, machine=machine,
                  console=console, data={"args": vars(args), "rows": rows, "rank": studies, "arch": base.params,
                                             "load_average": {"minutes": [1, 5, 15], "before": load_before, "after": load_after}},

@@ -20,8 +20,9 @@ STAGE_ROWS_PER_OFFSET = 8
 a 4 KiB page (an L1 cache of 8 ways, AMD Zen's, then holds no more of them): rows 18 KB apart (res5b_branch2b's
 weights) fall on two offsets, 8 rows of 16 on each, and so do rows 2 KB apart; rows 4 KB apart all on one.
 Rows whose offsets spread (512 B, 2304 B, 4.6 KB and 9 KB apart: 8, 16, 8 and 4 offsets) are transposed from
-the source: staged, those 4.6 and 9 KB apart ran at 0.96-1.01x (the A/B of ``pack_transposed``), and the 1x1
-rank study's, 512 B apart, moved its measured times (tau 0.56 to 0.43 with every transpose staged)."""
+the source: staged, those 4.6 and 9 KB apart ran at 0.96-1.01x the direct copy (an interleaved A/B in one
+process, Zen 4), and the 1x1 rank study's, 512 B apart, moved its measured times (``bench/cpu_rank.py``: tau
+0.56 to 0.43 with every transpose staged, at 2fc8dea)."""
 
 
 def aliased_rows(stride_bytes: int, side: int) -> int:
@@ -240,11 +241,13 @@ class PackCopies:
         Where the rows alias in the L1 cache (``STAGE_ROWS_PER_OFFSET``), they are read whole first: per
         chunk of the run (``STAGE_BYTES`` of rows at most), each row's part is copied into a staging buffer
         with ``memcpy`` and transposed from there, while the next chunk's lines (or the next panel's) are
-        prefetched into the L2 cache.  Transposed straight from the
-        source, a square read ``side`` rows one line each, a source row apart (18 KB on res5b_branch2b's
-        weights, 512 x 512 x 3 x 3), and that copy took 2.5-6.7 M time-stamp ticks of a 7.6-14 M call,
-        varying with where the weights lay (10 copies of them in one process); staged and prefetched,
-        2.3-2.7 M of 7.6-8.5 M (Zen 4, one core)."""
+        prefetched into the L2 cache.  Transposed straight from the source, a square read ``side`` rows one
+        line each, a source row apart (18 KB on res5b_branch2b's weights, 512 x 512 x 3 x 3), and that copy
+        took 2.5-6.7 M time-stamp ticks of a 7.6-14 M call, varying with where the weights lay (the kernel's
+        own counters, ``targets.cpu.profile``, over 10 copies of the weights in one process); staged and
+        prefetched, 2.3-2.7 M of 7.6-8.5 M.  ``bench/cpu_kernels.py --stage-bytes 0`` against the default
+        (bench/RESULTS.md, cpu_kernels_unstaged and cpu_kernels_staged, Zen 4, one core): res5a_branch2b
+        0.97x and 1.13x NumPy, res5b_branch2b 0.87x and 1.11x."""
         p, t, dt = self.p, self.w.tensor(pk.tensor), self.plan.dtypes[pk.tensor]
         axis, width = pk.panel
         n = len(pk.box)
