@@ -137,7 +137,7 @@ def lane_use(extent: int, lanes: int) -> float:
 #: moves whole vectors: ``bench/cpu_kernels.py --cases res4b_branch2b,res5b_branch2a --threads 1 --lane-gain
 #: 1.1`` (Zen 4) ran res4b_branch2b's 14 x 2-vector channel blocks at 1.15x NumPy, as fast as its row
 #: blocks (chosen at 1.35), but res5b_branch2a's 7 x 3 ones at 0.40x against 1.12x (0.42x again at
-#: a2a0b8d: 512 channels are no whole number of 48-lane blocks, so the weights are no panel and are
+#: 56d4f3e: 512 channels are no whole number of 48-lane blocks, so the weights are no panel and are
 #: gathered, ``packing.gathered_inputs``, which the model prices but not enough to keep the MIP off them).
 LANE_GAIN = 1.35
 
