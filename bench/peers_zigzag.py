@@ -43,7 +43,8 @@ def _timed(fn):
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def run_layer(workload, arch, settings: list[str], time_limit_s: float, pad: float = 0.0) -> dict:
+def run_layer(workload, arch, settings: list[str], time_limit_s: float, pad: float = 0.0,
+              tie_tolerance: float | None = None) -> dict:
     """One layer on one arch: cosa and LOMA in both models (numbers) or the reason it was skipped."""
     from cosa import SchedulingError, schedule
     from cosa.baselines.zigzag_compare import count_differences, explain
@@ -58,8 +59,9 @@ def run_layer(workload, arch, settings: list[str], time_limit_s: float, pad: flo
         row["skip"] = str(err)
         return row
     try:
+        extra = ({"pad": pad} if pad else {}) | ({"tie_tolerance": tie_tolerance} if tie_tolerance is not None else {})
         sched, wall, cpu = _timed(lambda: schedule(workload, arch, scheduler="cosa", time_limit_s=time_limit_s,
-                                                   bound=False, **({"pad": pad} if pad else {})))
+                                                   bound=False, **extra))
     except SchedulingError as err:
         row["skip"] = f"cosa found no schedule: {err}"
         return row
@@ -257,6 +259,9 @@ def main(args) -> int:
     from costmodel import preset
     from cosa.baselines.zigzag_mapper import EXTRA, SETTINGS, zigzag_version
 
+    if args.tie_tolerance is not None and not 0 <= args.tie_tolerance < 1:
+        print(f"peers zigzag: --tie-tolerance: must be in [0, 1), got {args.tie_tolerance:g}", file=sys.stderr)
+        return 2
     version = zigzag_version()
     if version is None:
         print(f"peers zigzag: ZigZag is not installed: {EXTRA}", file=sys.stderr)
@@ -271,7 +276,7 @@ def main(args) -> int:
     for arch_name in archs:
         arch = zigzag_rules(preset(arch_name), args.refill_needs_room, args.fill_before_compute, args.whole_windows)
         for w in _layers(args):
-            rows.append(run_layer(w, arch, settings, args.time_limit, args.pad))
+            rows.append(run_layer(w, arch, settings, args.time_limit, args.pad, args.tie_tolerance))
             r = rows[-1]
             print(f"{arch_name:8s} {w.name:24s} " + (f"skipped: {r['skip']}" if "skip" in r else
                   f"cosa {r['cosa']['cycles']:>12,.0f} ({r['cosa']['cpu_s']:.1f} s)  " + "  ".join(
@@ -291,6 +296,7 @@ def main(args) -> int:
                    + (" --refill-needs-room" if args.refill_needs_room else "")
                    + (" --fill-before-compute" if args.fill_before_compute else "")
                    + (" --whole-windows" if args.whole_windows else "")
+                   + (f" --tie-tolerance {args.tie_tolerance:g}" if args.tie_tolerance is not None else "")
                    + ("" if args.section == "peers_zigzag" else f" --section {args.section}"))
         title = "ZigZag peers: cosa against ZigZag's LOMA, in both cost models (`bench/peers.py zigzag`)"
         if args.refill_needs_room:
@@ -299,6 +305,8 @@ def main(args) -> int:
             title += ", ZigZag's first fill and last drain in ours too"
         if args.whole_windows:
             title += ", ZigZag's whole input windows in ours too"
+        if args.tie_tolerance is not None:
+            title += f", cosa's tie tolerance {args.tie_tolerance:g}"
         if not args.layers and not args.quick:
             title += ", every layer of the networks"
         save_outputs(name=args.section, title=title, date=date, machine=machine, command=command, console=text,
@@ -329,6 +337,9 @@ def add_parser(sub) -> None:
     p.add_argument("--whole-windows", action="store_true",
                    help="ZigZag's input counts in our model: a changed input tile moves its whole window again "
                         "(Simba's preset counts only the new rows, as Timeloop does)")
+    p.add_argument("--tie-tolerance", type=float, default=None,
+                   help="cosa's tie tolerance (share of the latency it may trade for fewer DRAM bytes, then less "
+                        "energy; 0: latency alone, as LOMA's objective; default the scheduler's 2%%)")
     p.add_argument("--json")
     p.add_argument("--results", help="record the tables in this results file (bench/RESULTS.md)")
     p.add_argument("--section", default="peers_zigzag",

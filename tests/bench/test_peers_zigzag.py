@@ -116,3 +116,10 @@ def test_whole_windows_count_a_sliding_input_tile_as_zigzag_does_but_for_the_pad
     assert delta == 16 * 16 * 16 and zz == pytest.approx(24 * 256, abs=8)  # ZigZag: 6 rows every tile
     whole, _ = dram_input_reads(pz.zigzag_rules(simba, whole_windows=True))
     assert whole == (5 + 6 + 6 + 5) * 256  # every window again, less the padding rows at the two borders
+
+
+def test_a_tie_tolerance_outside_zero_to_one_is_refused(capsys):
+    import peers
+
+    assert peers.main(["zigzag", "--tie-tolerance", "1.5", "--quick"]) == 2
+    assert "--tie-tolerance" in capsys.readouterr().err
