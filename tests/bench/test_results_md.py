@@ -28,7 +28,8 @@ SCRIPTS = {"gemmini_chipyard_calibration": ("gemmini_chipyard", "CALIBRATION_SUM
            "peers_zigzag_networks": ("peers_zigzag", "SUMMARY"),
            "peers_zigzag_room": ("peers_zigzag", "SUMMARY"),
            "peers_zigzag_fill": ("peers_zigzag", "SUMMARY"),
-           "peers_zigzag_windows": ("peers_zigzag", "SUMMARY")}
+           "peers_zigzag_windows": ("peers_zigzag", "SUMMARY"),
+           "peers_zigzag_strict": ("peers_zigzag", "SUMMARY")}
 
 
 def test_results_file_says_only_what_its_tables_say():
