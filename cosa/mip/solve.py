@@ -102,16 +102,21 @@ class _HighsWithStart(Highs):
 
     Pyomo's new HiGHS interface has no warm start; HiGHS itself takes one
     through ``setSolution`` (checked for feasibility, then used as the first
-    incumbent).  Variables without a value start at 0.
+    incumbent).  Variables without a value start at 0.  ``start``: whether the
+    next solve gets one.  Every solve begins from HiGHS's default options (the
+    instance is kept per model, ``_highs_for``, and HiGHS keeps options between runs).
     """
+
+    start = False
 
     def _solve(self):
         import highspy
         import numpy as np
 
+        self._solver_model.resetOptions()
         columns = getattr(self, "_pyomo_var_to_solver_var_map", None)
         variables = getattr(self, "_vars", None)
-        if columns and variables is not None:
+        if self.start and columns and variables is not None:
             values = np.zeros(len(columns))
             for var_id, column in columns.items():
                 value = variables[var_id][0].value
@@ -122,6 +127,19 @@ class _HighsWithStart(Highs):
             start.dual_valid = False
             self._solver_model.setSolution(start)
         return super()._solve()
+
+
+def _highs_for(model) -> _HighsWithStart:
+    """The HiGHS instance that solves ``model``, kept on the model: the driver solves one model many times
+    (its MIP start's fixed solve, the main solve, the tie-breaking and fill solves, each adding or removing a
+    few rows, fixing or freeing variables, or changing the objective), and Pyomo's persistent interface then
+    sends HiGHS only what changed instead of translating the whole model again.  Fixed variables are passed
+    as bounds (so fixing and freeing them touches no row)."""
+    opt = model.__dict__.get("_cosa_highs")
+    if opt is None:
+        opt = _HighsWithStart(treat_fixed_vars_as_params=False)
+        model.__dict__["_cosa_highs"] = opt
+    return opt
 
 
 def _objective_value(model) -> float:
@@ -159,7 +177,8 @@ def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: flo
         options = {"Seed": int(seed), "Threads": 1}
         extra = {"warmstart_discrete_vars": True} if warm_start else {}
     else:
-        opt = _HighsWithStart() if warm_start else SolverFactory("highs")
+        opt = _highs_for(model)
+        opt.start = bool(warm_start)
         options = {"random_seed": int(seed), "output_flag": False, **(highs_options or {})}
         extra = {}
     from ..deadline import clamp_s
