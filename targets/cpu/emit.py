@@ -205,12 +205,17 @@ class _Emitter(PackCopies):
         """The C array the micro-kernel accumulates in: the output, or its scratch (``Plan.out_scratch``)."""
         return "acc" if self.plan.out_scratch is not None else f"t{self.tid[self.w.output.name]}"
 
-    def scratch_copy(self) -> None:
-        """The output from its scratch (``Plan.out_scratch``), in the output's order."""
+    def scratch_copy(self, parallel: bool) -> None:
+        """The output from its scratch (``Plan.out_scratch``), in the output's order; ``parallel``: inside
+        the parallel region, after every thread's last block (a barrier), its outermost axis split among
+        the threads."""
         p, out = self.p, self.w.output
         shape = list(self.plan.shapes[out.name])
         dst, src = row_major_strides(shape), scratch_strides(shape, self.plan.out_scratch)
         p.open("")
+        if parallel:
+            p("#pragma omp barrier")
+            p("#pragma omp for schedule(static)")
         for a, n in enumerate(shape):
             p.open(f"for (long x{a} = 0; x{a} < {n}; x{a}++)")
         at = lambda strides: linear_text({f"x{a}": st for a, st in enumerate(strides)})  # noqa: E731
@@ -451,9 +456,12 @@ class _Emitter(PackCopies):
         p.close(opened)
         for name in plan.packs:
             p(f"free(pk{self.tid[name]});")
+        if plan.out_scratch is not None and parallel:
+            self.scratch_copy(True)
         p.close()
         if plan.out_scratch is not None:
-            self.scratch_copy()
+            if not parallel:
+                self.scratch_copy(False)
             p("free(acc);")
         self.profile_end("pt_call", 0)
         p.close()

@@ -181,6 +181,11 @@ def test_small_images_put_the_lanes_on_the_output_channels(k, bits, lane_dim):
     m2 = Mapping((LevelMapping(), LevelMapping(spatial={"P": 7}), LevelMapping(),
                   LevelMapping(temporal={"K": k, "C": 8, "R": 3, "S": 3, "Q": 7}, order=("K", "Q", "C", "R", "S"))))
     assert run(w, m2, ARCH, threads=2, repeat=1).verified   # two threads fill disjoint parts of the scratch
+    src2 = emit(w, m2, ARCH)
+    if lane_dim == "K":  # ... and, after a barrier, copy disjoint parts of it into the output, in the region
+        copy = src2.index("] = acc[")
+        assert src2.rindex("#pragma omp barrier", 0, copy) < src2.rindex("#pragma omp for schedule(static)", 0, copy)
+        assert src2.index("free(acc);") > copy and src2.count("#pragma omp parallel") == 1
 
 
 @pytest.mark.parametrize("bits", [32, 64])
