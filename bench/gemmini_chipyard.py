@@ -46,7 +46,7 @@ from gemmini import isa
 from gemmini.build import build_elf
 from gemmini.chipyard import find_simulator, loop_conv_layout, run_chipyard, vendor_elf
 from gemmini.codegen import generate
-from gemmini.config import DEFAULT_CONFIG
+from gemmini.config import CHIPYARD_SOC_CONFIG
 from gemmini.errors import SimulationError
 from gemmini import run_rtl
 from gemmini.sim import rtl
@@ -104,8 +104,8 @@ def _err(model, real):
 
 def prepare(label: str, wl, workdir: Path, args) -> dict:
     """Schedule and build both programs of a layer; our timing model's and our RTL's cycles for them."""
-    arch = DEFAULT_CONFIG.arch("ws")
-    cfg = dataclasses.replace(DEFAULT_CONFIG, dma_latency_cycles=args.mem_latency)
+    arch = CHIPYARD_SOC_CONFIG.arch("ws")
+    cfg = dataclasses.replace(CHIPYARD_SOC_CONFIG, dma_latency_cycles=args.mem_latency)
     mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, bound=False).mapping
     program = generate(wl, mapping, arch, dataflow="ws", scale="auto")
     vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
@@ -113,7 +113,7 @@ def prepare(label: str, wl, workdir: Path, args) -> dict:
     # the library's calls, or cosa's own where the library's take no tiles (packed depthwise groups)
     loops = tune_tiles(wl, mapping, arch, scale=program.scale, budget=args.tile_budget, chooser=choose_loop_tiles)
     out = {"layer": label, "tiles": list(loops.tiles) if loops.tiles else None, "loops_calls": _calls(loops.vendor),
-           "macs": wl.macs, "ideal": DEFAULT_CONFIG.ideal_cycles(wl.macs), "progs": {}, "streams": {}}
+           "macs": wl.macs, "ideal": CHIPYARD_SOC_CONFIG.ideal_cycles(wl.macs), "progs": {}, "streams": {}}
     elfs = {"cosa": build_elf(program, workdir / f"{wl.name}_cosa.elf"),
             "loops": vendor_elf(loops.vendor, workdir / f"{wl.name}_loops.elf", tiles=loops.tiles,
                                 layout=loop_conv_layout()),
@@ -161,7 +161,7 @@ def recalibrate(args, console: Console) -> dict:
     rows = []
     for r in old["rows"]:
         wl = _workload(r["layer"])
-        arch = DEFAULT_CONFIG.arch("ws")
+        arch = CHIPYARD_SOC_CONFIG.arch("ws")
         mapping = schedule(wl, arch, scheduler="cosa", time_limit_s=args.time_limit, bound=False).mapping
         program = generate(wl, mapping, arch, dataflow="ws", scale="auto")
         vendor = from_workload(wl, bias=program.bias, relu=program.relu, scale=program.scale)
@@ -298,13 +298,13 @@ def calibrate(rows, console: Console, args) -> dict:
     (then max) against the real-RTL cycles; prints the error per layer before and after.  ``issue_cycles``
     changes only the cosa programs' times (the loops and vendor streams' commands come from the loop
     unrollers), so those streams are timed once per memory configuration."""
-    base = dataclasses.replace(DEFAULT_CONFIG, dma_latency_cycles=args.mem_latency)
+    base = dataclasses.replace(CHIPYARD_SOC_CONFIG, dma_latency_cycles=args.mem_latency)
     before = _errors(rows, base)
     best = None
     for queues in CAL_GRID["queues"]:
         for width in CAL_GRID["dma_bytes_per_cycle"]:
             for latency in CAL_GRID["dma_latency_cycles"]:
-                mem = dataclasses.replace(DEFAULT_CONFIG, ld_queue=queues[0], ex_queue=queues[1], st_queue=queues[2],
+                mem = dataclasses.replace(CHIPYARD_SOC_CONFIG, ld_queue=queues[0], ex_queue=queues[1], st_queue=queues[2],
                                           dma_bytes_per_cycle=width, dma_latency_cycles=latency)
                 vendor = _errors(rows, mem, ("loops", "vendor"))
                 for issue in ISSUE_GRID:
@@ -358,28 +358,61 @@ CALIBRATION_SUMMARY = [
 ]
 
 
-def print_recorded(console: Console, path: Path = RECORDED) -> int:
+RECORDED_SUMMARY = [
+    {"table": 0, "column": "err", "what": "Timing model error against the recorded real-RTL cycles, at the recording's "
+     "configuration (Gemmini f13847e's load unit, the SoC's cold lines)", "stats": ["absmedian", "absmax"]},
+    {"table": 0, "column": "err, our load unit", "what": "With our RTL's load unit and a fixed-latency memory",
+     "stats": ["absmedian", "absmax"]},
+]
+
+
+def print_recorded(console: Console, path: Path = RECORDED, results: str | None = None) -> int:
     """No simulator: the real-RTL cycles recorded in the test data (``gemmini.real_cycles``) beside the
-    timing model as it is now, on the loop-instruction programs (the explicit ones are not recorded)."""
+    timing model as it is now, on the loop-instruction programs (the explicit ones are not recorded): at the
+    recording's configuration (``gemmini.config.CHIPYARD_SOC_CONFIG``) and, beside it, with our RTL's load
+    unit and a fixed-latency memory (``load_unit`` "ours", no line fills).  ``results``: the results file
+    to write the section ``gemmini_chipyard_recorded`` to."""
     from gemmini import real_cycles
 
     rec = real_cycles.load(path)
     errors = real_cycles.compare(rec)
+    ours = dataclasses.replace(rec.config, load_unit="ours", soc_line_fill_cycles=0)
+    errors_ours = real_cycles.compare(dataclasses.replace(rec, config=ours))
     sim = rec.simulator
     console.print(f"No simulator set (CHIPYARD_SIM or --simulator): the real cycles recorded on {rec.recorded['date']} "
                   f"(Chipyard {sim['chipyard']}, Gemmini {sim['gemmini']}, Verilator {sim['verilator']}, "
                   f"{sim['memory_model']}) beside our timing model now")
     table = Table(title="Recorded real Gemmini RTL cycles against the timing model (err = (model - real) / real)")
-    for col in ("layer", "program", "tiles", "real (rdcycle)", "timing model", "err"):
+    for col in ("layer", "program", "tiles", "real (rdcycle)", "timing model", "err", "our load unit",
+                "err, our load unit"):
         table.add_column(col, justify="left" if col in ("layer", "program") else "right")
-    for e in errors:
+    rows = []
+    for e, o in zip(errors, errors_ours):
         p = e.program
         table.add_row(p.layer, p.style, "library's own" if p.tiles is None else str(list(p.tiles)),
-                      f"{p.real_cycles:,}", f"{e.model_cycles:,.0f}", f"{e.error:+.1%}")
+                      f"{p.real_cycles:,}", f"{e.model_cycles:,.0f}", f"{e.error:+.1%}", f"{o.model_cycles:,.0f}",
+                      f"{o.error:+.1%}")
+        rows.append({"layer": p.layer, "program": p.style, "tiles": list(p.tiles) if p.tiles else None,
+                     "real": p.real_cycles, "model": e.model_cycles, "model_our_load_unit": o.model_cycles})
     console.print(table)
-    s = real_cycles.summary(errors)
-    console.print("timing model |err|: " + "; ".join(f"{k} median {v['median']:.1%}, max {v['max']:.1%} (n={v['n']})"
-                                                  for k, v in s.items()))
+    for label, errs in (("at the recording's configuration", errors), ("with our load unit", errors_ours)):
+        s = real_cycles.summary(errs)
+        console.print(f"timing model |err| {label}: " + "; ".join(
+            f"{k} median {v['median']:.1%}, max {v['max']:.1%} (n={v['n']})" for k, v in s.items()))
+    if results:
+        date, machine = run_stamp()
+        save_outputs(name="gemmini_chipyard_recorded",
+                     title="Gemmini's recorded real-RTL cycles against the timing model (`bench/gemmini_chipyard.py` "
+                           "with no simulator)",
+                     command="python bench/gemmini_chipyard.py --results bench/RESULTS.md", date=date, machine=machine,
+                     console=console, data={"recording": {"simulator": sim, "recorded": rec.recorded,
+                                                          "config": dataclasses.asdict(rec.config)}, "rows": rows},
+                     json_path=None, results_path=results, summary=RECORDED_SUMMARY,
+                     notes="The real cycles are the recording's (its provenance above); the model's are computed "
+                           "now from the same programs' command streams.  `timing model`: at the recording's "
+                           "configuration, Gemmini f13847e's load unit (from its Scala) and the SoC's memory (cold "
+                           "64-byte lines over an 8-byte bus); `our load unit`: the load unit of our RTL and a "
+                           "fixed-latency memory.")
     return 0
 
 
@@ -414,7 +447,7 @@ def main(argv=None) -> int:
         if args.simulator or args.layers or args.quick:  # a simulator was asked for, or a run of chosen layers
             print(f"gemmini_chipyard: {exc}", file=sys.stderr)
             return 2
-        return print_recorded(Console(width=170))
+        return print_recorded(Console(record=True, width=170), results=args.results)
     console = Console(record=True, width=170)
     date, machine = run_stamp()
     console.print(f"gemmini on the real RTL, {date}; {machine}; simulator: {args.provenance or 'origin not given'}")

@@ -22,6 +22,8 @@ LOCAL_ROW_BITS = 29
 #: of gemmini-rocc-tests 180c468 (rectangular images), and "f13847e", the older square-image words that
 #: Gemmini f13847e (Chipyard 1.10.0's) decodes.
 LOOP_CONV_LAYOUTS = ("180c468", "f13847e")
+#: Load units the timing model follows: "ours" (our RTL's) and "f13847e" (Gemmini f13847e's, from its Scala).
+LOAD_UNITS = ("ours", "f13847e")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,14 @@ class GemminiConfig:
     only; 1 as in our RTL's harness; a Rocket core running a program's C loops needs more; commands that
     Gemmini's loop unrollers issue are not affected).  loop_conv_layout: how the hardware decodes the
     LOOP_CONV_WS configuration words (``LOOP_CONV_LAYOUTS``; the models decode and encode them so).
+    load_unit: whose load unit the timing model follows (``LOAD_UNITS``): "ours", our RTL's (every mvin row
+    fetched by the DMA and written at the assembler's pace, as many mvins in flight as the queue holds), or
+    "f13847e", Gemmini f13847e's (Chipyard 1.10.0's; ``gemmini.sim.timing_units.LoadUnit.mvin_command``).
+    soc_line_fill_cycles / soc_line_bytes: the SoC's memory behind the DMA (timing model only): a
+    ``soc_line_bytes`` line that no earlier mvin of the run read takes ``soc_line_fill_cycles`` on the memory
+    bus before its bytes can come (0: no such cost, our RTL harness's fixed-latency memory; Chipyard 1.10.0's
+    default SoC: 64-byte lines over an 8-byte memory bus, 8 cycles, the data cold in its L2 when a program
+    starts).
     """
 
     dim: int = 16
@@ -67,20 +77,26 @@ class GemminiConfig:
     input_bits: int = 8
     issue_cycles: int = 1
     loop_conv_layout: str = LOOP_CONV_LAYOUTS[0]
+    load_unit: str = "ours"
+    soc_line_fill_cycles: int = 0
+    soc_line_bytes: int = 64
 
     def __post_init__(self):
         src = "GemminiConfig"
         if self.loop_conv_layout not in LOOP_CONV_LAYOUTS:
             raise SimulationError(f"unknown layout {self.loop_conv_layout!r} (one of {', '.join(LOOP_CONV_LAYOUTS)})",
                                   source=src, field="loop_conv_layout")
+        if self.load_unit not in LOAD_UNITS:
+            raise SimulationError(f"unknown load unit {self.load_unit!r} (one of {', '.join(LOAD_UNITS)})",
+                                  source=src, field="load_unit")
         positive = ("dim", "sp_kib", "acc_kib", "sp_banks", "acc_banks", "ld_queue", "ex_queue",
                     "st_queue", "dma_bytes_per_cycle", "dma_request_bytes", "max_mvin_bytes", "dma_max_inflight",
-                    "issue_cycles")
+                    "issue_cycles", "soc_line_bytes")
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise SimulationError(f"must be a positive integer, got {value!r}", source=src, field=name)
-        for name in ("dma_latency_cycles", "compute_overhead_cycles"):
+        for name in ("dma_latency_cycles", "compute_overhead_cycles", "soc_line_fill_cycles"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise SimulationError(f"must be a non-negative integer, got {value!r}", source=src, field=name)
@@ -215,6 +231,13 @@ class GemminiConfig:
 
 #: Gemmini's default configuration.
 DEFAULT_CONFIG = GemminiConfig()
+
+#: Gemmini's default configuration in Chipyard 1.10.0's SoC (Gemmini f13847e, one Rocket core), as the timing
+#: model describes it: Gemmini's own load unit (``load_unit`` "f13847e": two mvins in flight, the zero writer,
+#: stride-0 rows fetched once, the pixel repeater; from its Scala) and the SoC's memory (64-byte lines over an
+#: 8-byte memory bus: rocket-chip's default bus width, which Chipyard 1.10.0's AbstractConfig keeps; data cold
+#: in the L2 when a program starts).  Main-memory latency as our RTL harness's (16 cycles).
+CHIPYARD_SOC_CONFIG = GemminiConfig(load_unit="f13847e", soc_line_fill_cycles=8, soc_line_bytes=64)
 
 #: A small configuration for tests: DIM 4, 4 KiB scratchpad (1024 rows of 4 B), 2 KiB accumulator (128 rows of 16 B).
 SMALL_CONFIG = GemminiConfig(dim=4, sp_kib=4, acc_kib=2)

@@ -31,7 +31,11 @@ and 16, 16-cycle memory latency).  All times are in cycles.
   small DIM are writer-bound).  An mvin completes 3 cycles after the cycle
   its last block is written.  The next mvin may start requesting once the generator
   is free; at most ``dma_max_inflight`` beats are requested ahead of the
-  assembler.
+  assembler.  With ``load_unit`` "f13847e" the load unit is Gemmini f13847e's
+  instead (two mvins in flight, the zero writer, stride-0 rows fetched once,
+  the pixel repeater: ``timing_units.LoadUnit.mvin_command``), and with
+  ``soc_line_fill_cycles`` the main-memory lines no earlier mvin read cross
+  the SoC's memory bus first.
 * Store (mvout): rows are read one per cycle into two row buffers that
   alternate; a row is sent as DMA write beats from 2 cycles after its read,
   and its buffer is free again after its last beat (one-beat rows flow at
@@ -312,7 +316,8 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
                 ld = ld_state[f["id"]]
                 elem = 4 if f["local"].is_acc and not ld["shrunk"] else 1
                 row_bytes = f["cols"] * elem
-                busy_from, busy_until, end = load.mvin(start, f["rows"], row_bytes, f["cols"], f["local"])
+                busy_from, busy_until, end = load.mvin_command(start, f["rows"], row_bytes, f["cols"], f["local"],
+                                                               f["dram_addr"], ld["stride_bytes"], ld["pixel_repeats"])
                 load_bytes += f["rows"] * row_bytes
                 if not f["local"].is_acc:
                     writing.append([index, sp_banks.bank(f["local"].row), busy_from, busy_until, writes_sp])

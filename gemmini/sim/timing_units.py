@@ -18,6 +18,9 @@ UNITS = ("load", "execute", "store")
 #: write, an mvout's last beat: see ``gemmini.sim.timing``) to its completion as the front end sees it.
 DONE_CYCLES = 3
 
+#: Gemmini f13847e's DMACommandTracker: mvins in flight at once (``LoadUnit.mvin_command``).
+GEMMINI_MVINS_IN_FLIGHT = 2
+
 
 def array_fill_cycles(config: GemminiConfig) -> int:
     """Cycles from a row's slot in the array to its result leaving the array (2*DIM - 1)."""
@@ -309,6 +312,11 @@ class LoadUnit:
         self.writer_free = 0     # cycle after the writer's last block
         self.pops: deque[tuple[int, int]] = deque()  # (cycle of an mvin's last beat, beats taken so far)
         self.popped = 0
+        self.gemmini = config.load_unit == "f13847e"
+        self.line_bytes, self.line_fill = config.soc_line_bytes, config.soc_line_fill_cycles
+        self.lines_read: set[int] = set()  # main-memory lines an earlier mvin of the run read
+        self.memory_free = 0     # cycle the SoC's memory bus is free of line fills
+        self.ends: deque[int] = deque(maxlen=GEMMINI_MVINS_IN_FLIGHT)  # completions of the last mvins
 
     def enter(self, ready: int) -> int:
         start = max(ready, self.free, self.last_enter + 1)
@@ -321,6 +329,66 @@ class LoadUnit:
             self.pops.popleft()
         cycle, total = self.pops[0]
         return cycle - max(0, total - beat)
+
+    def mvin_command(self, start: int, rows: int, row_bytes: int, cols: int, local: isa.LocalAddr, dram: int,
+                     stride: int, repeats: int) -> tuple[int, int, int]:
+        """``mvin``'s three cycles for an mvin command from main-memory address ``dram`` (0: the zero writer's
+        rows), ``stride`` bytes between its rows and ``repeats`` pixel repeats, on the configured load unit
+        and SoC memory (``GemminiConfig.load_unit``, ``soc_line_fill_cycles``).  Gemmini f13847e's load path
+        (its Scala) differs from our RTL's in four ways:
+
+        * at most ``GEMMINI_MVINS_IN_FLIGHT`` mvins in flight (``DMACommandTracker``): an mvin starts after
+          the completion of the one that many before it;
+        * an mvin from address 0 fetches nothing: the ``ZeroWriter`` writes its rows, a DIM-column block per
+          cycle (``repeats`` times each row), while the DMA is free for others;
+        * a stride-0 mvin (a bias row repeated) fetches its row once and writes it ``rows`` times
+          (``LoadController``);
+        * the ``PixelRepeater`` holds each row ``repeats`` cycles per block, so a row takes
+          max(repeats * blocks, beats + 1) cycles instead of beats + 1.
+        """
+        blocks = -(-cols // self.dim)
+        if self.gemmini and len(self.ends) == self.ends.maxlen:
+            start = max(start, self.ends[0])
+        repeats = max(1, repeats) if self.gemmini else 1
+        if self.gemmini and dram == 0:
+            first = max(start + 1, self.writer_free)
+            done = first + rows * blocks * repeats
+            self.writer_free, self.writer_ends = done, [done - 1, done]
+            self.free = done - 1
+            self.ends.append(done + DONE_CYCLES - 1)
+            return first, done, done + DONE_CYCLES - 1
+        fetched, held = rows, 0  # rows the DMA fetches; cycles the writer is held beyond the assembler's pace
+        if self.gemmini and stride == 0:
+            fetched, held = 1, (rows - 1) * blocks
+        beats = -(-row_bytes // self.beat)
+        if repeats > 1:
+            held += max(0, repeats * blocks - (beats + 1)) * rows
+        if self.line_fill:
+            start = self._after_line_fills(start, dram, stride, fetched, row_bytes)
+        first, done, end = self.mvin(start, fetched, row_bytes, cols, local)
+        if held:
+            self.writer_free += held
+            self.writer_ends = [t + held for t in self.writer_ends]
+            if repeats > 1:
+                self.assembler_free += held
+            done, end = done + held, end + held
+        self.ends.append(end)
+        return first, done, end
+
+    def _after_line_fills(self, start: int, dram: int, stride: int, rows: int, row_bytes: int) -> int:
+        """The cycle an mvin of ``rows`` rows from ``dram`` may start so that its DMA reads do not finish
+        before the main-memory lines no earlier mvin read have crossed the SoC's memory bus, one after
+        another (``soc_line_fill_cycles`` each)."""
+        lines = set()
+        for r in range(rows):
+            at = dram + r * stride
+            lines.update(range(at // self.line_bytes, (at + row_bytes - 1) // self.line_bytes + 1))
+        cold = lines - self.lines_read
+        if not cold:
+            return start
+        self.lines_read |= cold
+        self.memory_free = max(self.memory_free, start) + self.line_fill * len(cold)
+        return max(start, self.memory_free - rows * -(-row_bytes // self.beat))
 
     def mvin(self, start: int, rows: int, row_bytes: int, cols: int, local: isa.LocalAddr) -> tuple[int, int, int]:
         """(cycle its first beat is taken, cycle after its last block is written, completion) of an mvin to

@@ -313,3 +313,68 @@ def test_config_carries_the_calibration():
     with pytest.raises(SimulationError) as info:
         replace(DEFAULT_CONFIG, compute_overhead_cycles=-1)
     assert info.value.field == "compute_overhead_cycles"
+
+
+GEMMINI_LOAD = replace(DEFAULT_CONFIG, load_unit="f13847e")
+
+
+def _ld(stride: int, repeats: int = 1, config=DEFAULT_CONFIG):
+    plain = isa.config_ld(stride, config=config)
+    return isa.Command(plain.funct, plain.rs1 | (repeats << 8), plain.rs2)
+
+
+def test_gemmini_load_unit_writes_address_zero_rows_without_the_dma():
+    # Gemmini's zero writer: 16 rows of one block each, a block per cycle, no DMA beat; our RTL fetches them
+    cmds = [_ld(16), isa.mvin(0, isa.sp(0), 16, 16)]
+    ours, gem = timing(cmds, DEFAULT_CONFIG), timing(cmds, GEMMINI_LOAD)
+    assert gem.ends[1] - gem.starts[1] == 1 + 16 + 2
+    assert ours.ends[1] - ours.starts[1] > DEFAULT_CONFIG.dma_latency_cycles + 16 * 2
+    # a row from any other address is fetched on both
+    fetched = [_ld(16), isa.mvin(4096, isa.sp(0), 16, 16)]
+    assert timing(fetched, GEMMINI_LOAD).cycles == timing(fetched, DEFAULT_CONFIG).cycles
+
+
+def test_gemmini_load_unit_fetches_a_repeated_row_once():
+    # a stride-0 mvin (a bias row into 16 accumulator rows): one row fetched, written 16 times
+    cmds = [_ld(0), isa.mvin(4096, isa.acc(0), 16, 16)]
+    one = [_ld(0), isa.mvin(4096, isa.acc(0), 1, 16)]
+    gem, ours = timing(cmds, GEMMINI_LOAD), timing(cmds, DEFAULT_CONFIG)
+    assert gem.ends[1] - gem.starts[1] == timing(one, GEMMINI_LOAD).ends[1] - timing(one, GEMMINI_LOAD).starts[1] + 15
+    assert ours.ends[1] - ours.starts[1] > gem.ends[1] - gem.starts[1] + 16   # 16 rows of 4 beats each
+
+
+def test_gemmini_load_unit_holds_each_row_for_its_pixel_repeats():
+    # one-beat rows of one block assemble in 2 cycles; 3 pixel repeats hold each of the 16 rows 3 cycles
+    rows = [isa.mvin(4096, isa.sp(32), 16, 16)]
+    plain, repeated = timing([_ld(16)] + rows, GEMMINI_LOAD), timing([_ld(16, 3)] + rows, GEMMINI_LOAD)
+    assert repeated.cycles - plain.cycles == 16 * (3 - 2)
+    assert timing([_ld(16, 3)] + rows, DEFAULT_CONFIG).cycles == timing([_ld(16)] + rows, DEFAULT_CONFIG).cycles
+
+
+def test_gemmini_load_unit_has_two_mvins_in_flight():
+    # three independent mvins: on Gemmini's the third waits for the first to complete before it starts
+    cmds = [_ld(16)] + [isa.mvin(4096 * (i + 1), isa.sp(256 * i), 4, 16) for i in range(3)]
+    alone = timing(cmds[:2], DEFAULT_CONFIG)
+    length = alone.ends[1] - alone.starts[1]
+    gem, ours = timing(cmds, GEMMINI_LOAD), timing(cmds, DEFAULT_CONFIG)
+    assert gem.ends[3] >= gem.ends[1] + length and ours.ends[3] < ours.ends[1] + length
+
+
+def test_cold_lines_cross_the_socs_memory_bus_once():
+    # 16 rows of 16 B, 64 B apart: 16 lines of 64 B, 8 cycles each on an 8-byte bus, the first time only
+    cold = replace(DEFAULT_CONFIG, soc_line_fill_cycles=8)
+    first = [_ld(64), isa.mvin(4096, isa.sp(0), 16, 16)]
+    again = first + [isa.mvin(4096, isa.sp(64), 16, 16)]
+    other = first + [isa.mvin(1 << 20, isa.sp(64), 16, 16)]
+    warm = {name: timing(cmds, DEFAULT_CONFIG).cycles for name, cmds in (("first", first), ("again", again))}
+    got = {name: timing(cmds, cold).cycles for name, cmds in (("first", first), ("again", again), ("other", other))}
+    assert got["first"] - warm["first"] == 16 * 8 - 16   # the fills, less the 16 beats that follow them
+    assert got["again"] - got["first"] == warm["again"] - warm["first"]   # lines read before: no fill
+    assert got["other"] - got["first"] >= warm["again"] - warm["first"] + 16 * 8 - 16 - 32
+
+
+def test_load_unit_is_checked():
+    with pytest.raises(SimulationError, match="load_unit"):
+        replace(DEFAULT_CONFIG, load_unit="rocket")
+    with pytest.raises(SimulationError, match="soc_line_fill_cycles"):
+        replace(DEFAULT_CONFIG, soc_line_fill_cycles=-1)
