@@ -360,8 +360,8 @@ CALIBRATION_SUMMARY = [
 
 RECORDED_SUMMARY = [
     {"table": 0, "column": "err", "what": "Timing model error against the recorded real-RTL cycles, at the recording's "
-     "configuration (Gemmini f13847e's load unit, the SoC's cold lines)", "stats": ["absmedian", "absmax"]},
-    {"table": 0, "column": "err, our load unit", "what": "With our RTL's load unit and a fixed-latency memory",
+     "configuration (Gemmini f13847e's units, the SoC's cold lines)", "stats": ["absmedian", "absmax"]},
+    {"table": 0, "column": "err, our units", "what": "With our RTL's units and a fixed-latency memory",
      "stats": ["absmedian", "absmax"]},
 ]
 
@@ -369,22 +369,22 @@ RECORDED_SUMMARY = [
 def print_recorded(console: Console, path: Path = RECORDED, results: str | None = None) -> int:
     """No simulator: the real-RTL cycles recorded in the test data (``gemmini.real_cycles``) beside the
     timing model as it is now, on the loop-instruction programs (the explicit ones are not recorded): at the
-    recording's configuration (``gemmini.config.CHIPYARD_SOC_CONFIG``) and, beside it, with our RTL's load
-    unit and a fixed-latency memory (``load_unit`` "ours", no line fills).  ``results``: the results file
+    recording's configuration (``gemmini.config.CHIPYARD_SOC_CONFIG``) and, beside it, with our RTL's load and execute
+    units and a fixed-latency memory (``units`` "ours", no line fills).  ``results``: the results file
     to write the section ``gemmini_chipyard_recorded`` to."""
     from gemmini import real_cycles
 
     rec = real_cycles.load(path)
     errors = real_cycles.compare(rec)
-    ours = dataclasses.replace(rec.config, load_unit="ours", soc_line_fill_cycles=0)
+    ours = dataclasses.replace(rec.config, units="ours", soc_line_fill_cycles=0)
     errors_ours = real_cycles.compare(dataclasses.replace(rec, config=ours))
     sim = rec.simulator
     console.print(f"No simulator set (CHIPYARD_SIM or --simulator): the real cycles recorded on {rec.recorded['date']} "
                   f"(Chipyard {sim['chipyard']}, Gemmini {sim['gemmini']}, Verilator {sim['verilator']}, "
                   f"{sim['memory_model']}) beside our timing model now")
     table = Table(title="Recorded real Gemmini RTL cycles against the timing model (err = (model - real) / real)")
-    for col in ("layer", "program", "tiles", "real (rdcycle)", "timing model", "err", "our load unit",
-                "err, our load unit"):
+    for col in ("layer", "program", "tiles", "real (rdcycle)", "timing model", "err", "our units",
+                "err, our units"):
         table.add_column(col, justify="left" if col in ("layer", "program") else "right")
     rows = []
     for e, o in zip(errors, errors_ours):
@@ -393,9 +393,9 @@ def print_recorded(console: Console, path: Path = RECORDED, results: str | None 
                       f"{p.real_cycles:,}", f"{e.model_cycles:,.0f}", f"{e.error:+.1%}", f"{o.model_cycles:,.0f}",
                       f"{o.error:+.1%}")
         rows.append({"layer": p.layer, "program": p.style, "tiles": list(p.tiles) if p.tiles else None,
-                     "real": p.real_cycles, "model": e.model_cycles, "model_our_load_unit": o.model_cycles})
+                     "real": p.real_cycles, "model": e.model_cycles, "model_our_units": o.model_cycles})
     console.print(table)
-    for label, errs in (("at the recording's configuration", errors), ("with our load unit", errors_ours)):
+    for label, errs in (("at the recording's configuration", errors), ("with our units", errors_ours)):
         s = real_cycles.summary(errs)
         console.print(f"timing model |err| {label}: " + "; ".join(
             f"{k} median {v['median']:.1%}, max {v['max']:.1%} (n={v['n']})" for k, v in s.items()))
@@ -410,8 +410,8 @@ def print_recorded(console: Console, path: Path = RECORDED, results: str | None 
                      json_path=None, results_path=results, summary=RECORDED_SUMMARY,
                      notes="The real cycles are the recording's (its provenance above); the model's are computed "
                            "now from the same programs' command streams.  `timing model`: at the recording's "
-                           "configuration, Gemmini f13847e's load unit (from its Scala) and the SoC's memory (cold "
-                           "64-byte lines over an 8-byte bus); `our load unit`: the load unit of our RTL and a "
+                           "configuration, Gemmini f13847e's load and execute units (from its Scala) and the SoC's memory (cold "
+                           "64-byte lines over an 8-byte bus); `our units`: the load and execute units of our RTL and a "
                            "fixed-latency memory.")
     return 0
 

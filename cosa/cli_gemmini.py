@@ -7,6 +7,7 @@ Like ``cosa/cli.py`` this module may import ``gemmini``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from workloads import FrameworkError
 
 from . import cli_network, cli_randnla, cli_targets
 from .cli_common import (DATAFLOW_HELP, JSON_HELP, LAYER_HELP, RunFailed, _add_sched_opts, _print_json, _workload,
-                         add_workload_opts, scheduler_options, write_text_output)
+                         add_workload_opts, gemmini_config, scheduler_options, write_text_output)
 
 
 def _gemmini_schedule(args, workload, arch):
@@ -41,9 +42,7 @@ def _gemmini_workload(args):
 
 
 def _gemmini_arch(args):
-    from gemmini import GemminiConfig
-
-    config = GemminiConfig(dim=args.dim) if args.dim else GemminiConfig()
+    config = gemmini_config(args)
     return config, config.arch(args.dataflow)
 
 
@@ -83,9 +82,12 @@ def _gemmini_program(args):
 
         sched = schedule_lowered(workload, arch, run_scheduler, scheduler=args.scheduler, objective=args.objective,
                                  solver=args.solver, time_limit_s=args.time_limit, seed=args.seed, bound=False)
-        return codegen.generate(sched.workload, sched.mapping, arch, dataflow=args.dataflow, scale=args.scale)
-    mapping = _gemmini_schedule(args, workload, arch)
-    return codegen.generate(workload, mapping, arch, dataflow=args.dataflow, scale=args.scale)
+        program = codegen.generate(sched.workload, sched.mapping, arch, dataflow=args.dataflow, scale=args.scale)
+    else:
+        mapping = _gemmini_schedule(args, workload, arch)
+        program = codegen.generate(workload, mapping, arch, dataflow=args.dataflow, scale=args.scale)
+    # the same commands, timed on the machine --soc names (its units and memory change no command)
+    return dataclasses.replace(program, config=config)
 
 
 # --- --style loops: the library's loop-instruction calls with cosa's tile arguments (gemmini.loop_schedule) --
@@ -96,9 +98,10 @@ def _loop_schedule(args):
         raise FrameworkError("--style loops runs weight-stationary (the library's convolutions are WS only)",
                              field="--dataflow")
     workload = _gemmini_workload(args)
-    _, arch = _gemmini_arch(args)
+    config, arch = _gemmini_arch(args)
     mapping = _gemmini_schedule(args, workload, arch)
-    return tune_tiles(workload, mapping, arch, scale=args.scale, budget=args.tile_budget, chooser=_mip_tiles(args))
+    return tune_tiles(workload, mapping, arch, config=config, scale=args.scale, budget=args.tile_budget,
+                      chooser=_mip_tiles(args))
 
 
 def _mip_tiles(args):
@@ -133,7 +136,7 @@ def _run_loops(args, status=None) -> int:
     if args.sim == "isa":
         from gemmini.vendor.run import run_vendor
 
-        run = run_vendor(ls.vendor, tiles=ls.tiles, with_timing=True, seed=args.seed)
+        run = run_vendor(ls.vendor, tiles=ls.tiles, with_timing=True, seed=args.seed, config=gemmini_config(args))
         d = {"sim": "isa", "style": "loops", "verified": run.verified, "mismatches": run.mismatches,
              "instructions": run.instructions, "cycles": run.cycles, "cycles_source": "timing model",
              **ls.to_dict()}
@@ -391,6 +394,11 @@ def _add_gemmini_parser(targets, name: str, func) -> None:
     _add_sched_opts(p)
     p.add_argument("--dataflow", choices=["ws", "os"], default="ws", help=DATAFLOW_HELP + "; default ws")
     p.add_argument("--dim", type=int, default=None, help="systolic array size (default 16)")
+    p.add_argument("--soc", choices=["ours", "chipyard-1.10"], default=None,
+                   help="the machine the timing model describes (its cycles, and the --tile-budget polish): ours, our "
+                        "RTL in its harness (default), or chipyard-1.10, Gemmini f13847e in Chipyard 1.10.0's SoC "
+                        "(Gemmini's load and execute units, cold lines over an 8-byte memory bus; the default with "
+                        "--sim chipyard)")
     p.add_argument("--scale", type=_scale, default="auto",
                    help="output scale (float32), or 'auto': about 1%% of the example outputs saturate")
     p.add_argument("--style", choices=["auto", "isa", "gemmini-h", "loops"], default="auto",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from workloads import FrameworkError
 
-from .cli_common import JSON_HELP, SEED_HELP, RunFailed, _print_json
+from .cli_common import JSON_HELP, SEED_HELP, RunFailed, _print_json, gemmini_config
 
 #: largest difference (int8 LSBs) from ONNX Runtime that still counts as verified (the issue's target)
 TOLERANCE_LSB = 1
@@ -125,7 +125,6 @@ def schedule_network(layers: dict, arch, options: dict, jobs: int) -> dict:
 def _prepare(args):
     """Check the options, load and plan the network and schedule its distinct layers: (net, steps,
     distinct layers, tiles by layer key)."""
-    from gemmini import GemminiConfig
     from gemmini.network import load_network, plan
     from gemmini.network_run import distinct_layers, gemmini_layers
     from gemmini.onnx_quantize import require_onnxruntime
@@ -156,7 +155,7 @@ def _prepare(args):
     net = load_network(args.workload)
     steps = plan(net, store_pool=args.style == "loops")   # explicit-command programs have no pooler
     distinct = distinct_layers(gemmini_layers(net, steps))
-    config = GemminiConfig(dim=args.dim) if args.dim else GemminiConfig()
+    config = gemmini_config(args)
     arch = config.arch("ws")
     options = {"objective": args.objective, "solver": args.solver, "time_limit": args.time_limit,
                "seed": args.seed, "budget": args.tile_budget, "style": args.style}

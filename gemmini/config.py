@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .errors import SimulationError
 
@@ -22,8 +22,9 @@ LOCAL_ROW_BITS = 29
 #: of gemmini-rocc-tests 180c468 (rectangular images), and "f13847e", the older square-image words that
 #: Gemmini f13847e (Chipyard 1.10.0's) decodes.
 LOOP_CONV_LAYOUTS = ("180c468", "f13847e")
-#: Load units the timing model follows: "ours" (our RTL's) and "f13847e" (Gemmini f13847e's, from its Scala).
-LOAD_UNITS = ("ours", "f13847e")
+#: Whose load and execute units the timing model follows: "ours" (our RTL's) and "f13847e" (Gemmini f13847e's, from
+#: its Scala).
+UNIT_MODELS = ("ours", "f13847e")
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,10 @@ class GemminiConfig:
     only; 1 as in our RTL's harness; a Rocket core running a program's C loops needs more; commands that
     Gemmini's loop unrollers issue are not affected).  loop_conv_layout: how the hardware decodes the
     LOOP_CONV_WS configuration words (``LOOP_CONV_LAYOUTS``; the models decode and encode them so).
-    load_unit: whose load unit the timing model follows (``LOAD_UNITS``): "ours", our RTL's (every mvin row
-    fetched by the DMA and written at the assembler's pace, as many mvins in flight as the queue holds), or
-    "f13847e", Gemmini f13847e's (Chipyard 1.10.0's; ``gemmini.sim.timing_units.LoadUnit.mvin_command``).
+    units: whose load and execute units the timing model follows (``UNIT_MODELS``): "ours", our RTL's (every
+    mvin row fetched by the DMA and written at the assembler's pace, as many mvins in flight as the queue
+    holds, as many computes in the array as its pipeline takes), or "f13847e", Gemmini f13847e's (Chipyard
+    1.10.0's; ``gemmini.sim.timing_units.LoadUnit.mvin_command``, ``ExecuteUnit.compute``).
     soc_line_fill_cycles / soc_line_bytes: the SoC's memory behind the DMA (timing model only): a
     ``soc_line_bytes`` line that no earlier mvin of the run read takes ``soc_line_fill_cycles`` on the memory
     bus before its bytes can come (0: no such cost, our RTL harness's fixed-latency memory; Chipyard 1.10.0's
@@ -77,7 +79,7 @@ class GemminiConfig:
     input_bits: int = 8
     issue_cycles: int = 1
     loop_conv_layout: str = LOOP_CONV_LAYOUTS[0]
-    load_unit: str = "ours"
+    units: str = "ours"
     soc_line_fill_cycles: int = 0
     soc_line_bytes: int = 64
 
@@ -86,9 +88,9 @@ class GemminiConfig:
         if self.loop_conv_layout not in LOOP_CONV_LAYOUTS:
             raise SimulationError(f"unknown layout {self.loop_conv_layout!r} (one of {', '.join(LOOP_CONV_LAYOUTS)})",
                                   source=src, field="loop_conv_layout")
-        if self.load_unit not in LOAD_UNITS:
-            raise SimulationError(f"unknown load unit {self.load_unit!r} (one of {', '.join(LOAD_UNITS)})",
-                                  source=src, field="load_unit")
+        if self.units not in UNIT_MODELS:
+            raise SimulationError(f"unknown units {self.units!r} (one of {', '.join(UNIT_MODELS)})",
+                                  source=src, field="units")
         positive = ("dim", "sp_kib", "acc_kib", "sp_banks", "acc_banks", "ld_queue", "ex_queue",
                     "st_queue", "dma_bytes_per_cycle", "dma_request_bytes", "max_mvin_bytes", "dma_max_inflight",
                     "issue_cycles", "soc_line_bytes")
@@ -233,11 +235,25 @@ class GemminiConfig:
 DEFAULT_CONFIG = GemminiConfig()
 
 #: Gemmini's default configuration in Chipyard 1.10.0's SoC (Gemmini f13847e, one Rocket core), as the timing
-#: model describes it: Gemmini's own load unit (``load_unit`` "f13847e": two mvins in flight, the zero writer,
-#: stride-0 rows fetched once, the pixel repeater; from its Scala) and the SoC's memory (64-byte lines over an
+#: model describes it: Gemmini's own load and execute units (``units`` "f13847e": two mvins in flight, the zero
+#: writer, stride-0 rows fetched once, the pixel repeater, six mesh tags; from its Scala) and the SoC's memory (64-byte lines over an
 #: 8-byte memory bus: rocket-chip's default bus width, which Chipyard 1.10.0's AbstractConfig keeps; data cold
 #: in the L2 when a program starts).  Main-memory latency as our RTL harness's (16 cycles).
-CHIPYARD_SOC_CONFIG = GemminiConfig(load_unit="f13847e", soc_line_fill_cycles=8, soc_line_bytes=64)
+CHIPYARD_SOC_CONFIG = GemminiConfig(units="f13847e", soc_line_fill_cycles=8, soc_line_bytes=64)
+
+#: The machines a timing model of Gemmini can describe, by name (``soc_config``): our RTL in its harness, and
+#: Gemmini f13847e in Chipyard 1.10.0's SoC.
+SOCS = {"ours": DEFAULT_CONFIG, "chipyard-1.10": CHIPYARD_SOC_CONFIG}
+
+
+def soc_config(name: str, dim: int | None = None) -> GemminiConfig:
+    """The configuration of machine ``name`` (``SOCS``), with a ``dim`` x ``dim`` array when given."""
+    if name not in SOCS:
+        raise SimulationError(f"unknown machine {name!r} (one of {', '.join(SOCS)})", source="GemminiConfig",
+                              field="soc")
+    config = SOCS[name]
+    return replace(config, dim=dim) if dim else config
+
 
 #: A small configuration for tests: DIM 4, 4 KiB scratchpad (1024 rows of 4 B), 2 KiB accumulator (128 rows of 16 B).
 SMALL_CONFIG = GemminiConfig(dim=4, sp_kib=4, acc_kib=2)

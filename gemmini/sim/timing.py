@@ -31,9 +31,11 @@ and 16, 16-cycle memory latency).  All times are in cycles.
   small DIM are writer-bound).  An mvin completes 3 cycles after the cycle
   its last block is written.  The next mvin may start requesting once the generator
   is free; at most ``dma_max_inflight`` beats are requested ahead of the
-  assembler.  With ``load_unit`` "f13847e" the load unit is Gemmini f13847e's
+  assembler.  With ``units`` "f13847e" the load unit is Gemmini f13847e's
   instead (two mvins in flight, the zero writer, stride-0 rows fetched once,
-  the pixel repeater: ``timing_units.LoadUnit.mvin_command``), and with
+  the pixel repeater, no extra assembler cycle per row:
+  ``timing_units.LoadUnit.mvin_command``), so is the mesh (six tags: a
+  compute waits for the one five back to complete), and with
   ``soc_line_fill_cycles`` the main-memory lines no earlier mvin read cross
   the SoC's memory bus first.
 * Store (mvout): rows are read one per cycle into two row buffers that

@@ -20,6 +20,9 @@ DONE_CYCLES = 3
 
 #: Gemmini f13847e's DMACommandTracker: mvins in flight at once (``LoadUnit.mvin_command``).
 GEMMINI_MVINS_IN_FLIGHT = 2
+#: Gemmini f13847e's MeshWithDelays: tags for requests in the array (max_simultaneous_matmuls + 1); a request's
+#: tag is freed when the next request's last row has left the array (``ExecuteUnit.compute``).
+GEMMINI_MESH_TAGS = 6
 
 
 def array_fill_cycles(config: GemminiConfig) -> int:
@@ -214,6 +217,9 @@ class ExecuteUnit:
         self.last_output_slot = None  # OS: last slot of the previous compute that wrote results
         self.dataflow = None
         self.reads: list[tuple[int, int, int]] = []
+        # Gemmini's mesh tags: completions of the last computes, the oldest of which frees the tag a new one needs
+        tags = GEMMINI_MESH_TAGS if config.units == "f13847e" else 0
+        self.tag_frees: deque[int] | None = deque(maxlen=tags - 1) if tags else None
 
     def enter(self, ready: int) -> int:
         """The cycle a compute or config_ex enters the unit (in order, one per cycle)."""
@@ -256,6 +262,9 @@ class ExecuteUnit:
         else:
             done1 = start + 1
         begin = max(done1, self.stage2_end)
+        if self.tag_frees is not None and len(self.tag_frees) == self.tag_frees.maxlen:
+            # a free tag: the compute GEMMINI_MESH_TAGS - 1 back has completed (its tag's holder's successor)
+            begin = max(begin, self.tag_frees[0])
         end_slot = begin + slots
         d_operand = f["bd"]
         d_bank = self.acc_banks.bank(d_operand.row) if ws and d_operand.is_acc and not d_operand.is_garbage \
@@ -291,9 +300,10 @@ class ExecuteUnit:
                 for t in slot_times[:pre["c_rows"]]:
                     self.acc_banks.add(out_bank, t + delay, 1)
         self.buffer_last_slot[self.buffer] = end_slot
-        if not ws and pre["c"].is_garbage:
-            return slots, end_slot + DONE_CYCLES
-        return slots, end_slot + self.fill + DONE_CYCLES
+        done = end_slot + DONE_CYCLES if not ws and pre["c"].is_garbage else end_slot + self.fill + DONE_CYCLES
+        if self.tag_frees is not None:
+            self.tag_frees.append(done)
+        return slots, done
 
 
 class LoadUnit:
@@ -312,7 +322,10 @@ class LoadUnit:
         self.writer_free = 0     # cycle after the writer's last block
         self.pops: deque[tuple[int, int]] = deque()  # (cycle of an mvin's last beat, beats taken so far)
         self.popped = 0
-        self.gemmini = config.load_unit == "f13847e"
+        self.gemmini = config.units == "f13847e"
+        # cycles the assembler spends per row beyond its beats: 1 in our RTL; none in Gemmini's (its BeatMerger
+        # takes a row's request and its first beat in the same cycle)
+        self.gap = 0 if self.gemmini else 1
         self.line_bytes, self.line_fill = config.soc_line_bytes, config.soc_line_fill_cycles
         self.lines_read: set[int] = set()  # main-memory lines an earlier mvin of the run read
         self.memory_free = 0     # cycle the SoC's memory bus is free of line fills
@@ -334,7 +347,7 @@ class LoadUnit:
                      stride: int, repeats: int) -> tuple[int, int, int]:
         """``mvin``'s three cycles for an mvin command from main-memory address ``dram`` (0: the zero writer's
         rows), ``stride`` bytes between its rows and ``repeats`` pixel repeats, on the configured load unit
-        and SoC memory (``GemminiConfig.load_unit``, ``soc_line_fill_cycles``).  Gemmini f13847e's load path
+        and SoC memory (``GemminiConfig.units``, ``soc_line_fill_cycles``).  Gemmini f13847e's load path
         (its Scala) differs from our RTL's in four ways:
 
         * at most ``GEMMINI_MVINS_IN_FLIGHT`` mvins in flight (``DMACommandTracker``): an mvin starts after
@@ -344,7 +357,8 @@ class LoadUnit:
         * a stride-0 mvin (a bias row repeated) fetches its row once and writes it ``rows`` times
           (``LoadController``);
         * the ``PixelRepeater`` holds each row ``repeats`` cycles per block, so a row takes
-          max(repeats * blocks, beats + 1) cycles instead of beats + 1.
+          max(repeats * blocks, beats) cycles instead of beats;
+        * a row costs the assembler its beats only, not one cycle more (``mvin``'s ``gap``).
         """
         blocks = -(-cols // self.dim)
         if self.gemmini and len(self.ends) == self.ends.maxlen:
@@ -362,7 +376,7 @@ class LoadUnit:
             fetched, held = 1, (rows - 1) * blocks
         beats = -(-row_bytes // self.beat)
         if repeats > 1:
-            held += max(0, repeats * blocks - (beats + 1)) * rows
+            held += max(0, repeats * blocks - (beats + self.gap)) * rows
         if self.line_fill:
             start = self._after_line_fills(start, dram, stride, fetched, row_bytes)
         first, done, end = self.mvin(start, fetched, row_bytes, cols, local)
@@ -404,10 +418,10 @@ class LoadUnit:
         if behind > 0 and self.pops:
             last_request = max(last_request, self._pop_cycle(behind) + 1)
         row_start = data_start = max(self.assembler_free, first + self.latency + 1)
-        last_pop = max(row_start + (rows - 1) * (beats + 1) + beats - 1, last_request + self.latency + 1)
-        if blocks <= beats + 1 and self.writer_free <= row_start + beats and \
+        last_pop = max(row_start + (rows - 1) * (beats + self.gap) + beats - 1, last_request + self.latency + 1)
+        if blocks <= beats + self.gap and self.writer_free <= row_start + beats and \
                 banks.free_from(bank, row_start) > last_pop + blocks:
-            # the assembler sets the pace: (beats + 1) cycles per row, the writer keeps up
+            # the assembler sets the pace: (beats + gap) cycles per row, the writer keeps up
             self.writer_ends = [last_pop - beats + blocks, last_pop + 1 + blocks]
             self.writer_free = last_pop + 1 + blocks
         else:
@@ -419,8 +433,8 @@ class LoadUnit:
                 done = banks.wait_free(bank, write, blocks)
                 self.writer_ends = [self.writer_ends[1], done]
                 self.writer_free = done
-                row_start = last_pop + 2
-        self.assembler_free = last_pop + 2
+                row_start = last_pop + 1 + self.gap
+        self.assembler_free = last_pop + 1 + self.gap
         self.popped += count
         self.pops.append((last_pop, self.popped))
         self.free = last_request + 1

@@ -255,3 +255,31 @@ def test_packed_depthwise_weights_are_the_depthwise_weights_on_the_diagonal():
     dw = {k: v for k, v in inputs.items() if k != "weights"}
     dw["weights"] = w[:, :, [c % 16 for c in range(32)], range(32)].transpose(2, 0, 1).copy()   # [C, KH, KW]
     assert (reference(packed, inputs) == reference(plain, dw)).all()
+
+
+def test_cli_times_on_the_machine_soc_names(capsys, tmp_path):
+    """--soc chipyard-1.10: the same programs, timed with Gemmini f13847e's units and Chipyard 1.10.0's memory
+    (``CHIPYARD_SOC_CONFIG``), as the tile search and the run report them; ours is the default."""
+    import json
+
+    from gemmini.config import CHIPYARD_SOC_CONFIG
+
+    path = tmp_path / "mm.yaml"
+    path.write_text("kind: matmul\nname: mm\nM: 64\nN: 64\nK: 64\n")
+    got = {}
+    for soc in (None, "ours", "chipyard-1.10"):
+        for style in ("loops", "isa"):
+            code, out, _ = _cli(capsys, "run", "gemmini", str(path), "--style", style, "--json", "--scheduler",
+                                "gemmini-default", *(("--soc", soc) if soc else ()))
+            d = json.loads(out)
+            assert code == 0 and d["verified"]
+            got[soc, style] = d["cycles"]
+    assert got[None, "loops"] == got["ours", "loops"] and got[None, "isa"] == got["ours", "isa"]
+    assert got["chipyard-1.10", "loops"] != got["ours", "loops"] and got["chipyard-1.10", "isa"] != got["ours", "isa"]
+    wl = matmul("mm", M=64, N=64, K=64)
+    mapping = schedule(wl, ARCH, scheduler="gemmini-default", bound=False).mapping
+    ls = tune_tiles(wl, mapping, ARCH, config=CHIPYARD_SOC_CONFIG, budget=0, chooser=_mip_chooser)
+    assert got["chipyard-1.10", "loops"] == ls.cycles
+    with pytest.raises(SystemExit) as exit_:
+        _cli(capsys, "run", "gemmini", str(path), "--soc", "rocket")
+    assert exit_.value.code == 2 and "--soc" in capsys.readouterr().err
