@@ -7,9 +7,12 @@ Per layer: ``--samples`` seeded random tile arguments that the library accepts (
 LoopMatmul / LoopConv do).  Printed: median and largest |model - timing| / timing, Kendall's tau between the
 two rankings, and where the MIP's own choice ranks among the samples on the timing model.  Both columns are
 models, neither is a measurement of the hardware; the timing model's error against the real RTL is
-``bench/gemmini_chipyard.py``'s.
+``bench/gemmini_chipyard.py``'s.  ``--soc`` names the machine the timing model describes
+(``gemmini.config.SOCS``: ``ours``, our RTL in its harness, the default; ``chipyard-1.10``, Gemmini f13847e in
+Chipyard 1.10.0's SoC, the configuration whose timing model the recorded real-RTL cycles confirm); the MIP's
+model is the same on both.
 
-    python bench/gemmini_loop_model.py [--samples 50] [--seed 0] [--json out.json] [--results bench/RESULTS.md]
+    python bench/gemmini_loop_model.py [--samples 50] [--seed 0] [--soc ours] [--json out.json] [--results bench/RESULTS.md]
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from cosa.mip import choose_loop_tiles
 from costmodel.gemmini_conv_loops import ConvLayer, conv_cycles, conv_fits
 from costmodel.gemmini_loops import cdiv, fits, matmul_cycles
 from gemmini import isa
-from gemmini.config import DEFAULT_CONFIG
+from gemmini.config import SOCS, soc_config
 from gemmini.loop_schedule import loop_machine, loop_problem
 from gemmini.sim.timing import timing
 from gemmini.vendor import stream
@@ -78,13 +81,14 @@ def run_layer(qualified: str, args) -> dict:
     wl = zoo.layer(qualified)
     vendor = from_workload(wl)
     problem = loop_problem(vendor)
-    machine = loop_machine(DEFAULT_CONFIG)
+    config = soc_config(args.soc)
+    machine = loop_machine(config)
     tiles = _sample(problem, random.Random(args.seed), args.samples, machine)
     mip = tuple(choose_loop_tiles(problem, machine))
     if mip not in tiles:
         tiles.append(mip)
     t0 = time.perf_counter()
-    timed = {t: timing(isa.decode_stream(stream(vendor, tiles=t)), DEFAULT_CONFIG).cycles for t in tiles}
+    timed = {t: timing(isa.decode_stream(stream(vendor, tiles=t)), config).cycles for t in tiles}
     model = {t: _model(problem, t, machine) for t in tiles}
     errors = [abs(model[t] - timed[t]) / timed[t] for t in tiles]
     order = sorted(tiles, key=lambda t: timed[t])
@@ -100,6 +104,9 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=50, help="random tile choices per layer")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", default=",".join(LAYERS), help="network/layer names from the zoo")
+    ap.add_argument("--soc", choices=list(SOCS), default="ours",
+                    help="the machine the timing model describes (default ours: our RTL in its harness)")
+    ap.add_argument("--section", default="gemmini_loop_model", help="the results section to write")
     ap.add_argument("--json")
     ap.add_argument("--results")
     args = ap.parse_args(argv)
@@ -111,7 +118,8 @@ def main(argv=None) -> int:
         r = rows[-1]
         console.print(f"{name}: median |error| {r['median_error']:.1%}, tau {r['tau']:.2f}, the MIP's choice ranks "
                       f"{r['mip_rank']} of {r['samples']} ({r['seconds']:.0f} s)")
-    table = Table(title="The loop-tile model against the timing model, random tiles per layer")
+    table = Table(title="The loop-tile model against the timing model, random tiles per layer"
+                        + (f", timing model of {args.soc}" if args.soc != "ours" else ""))
     for col in ("layer", "samples", "median |error|", "max |error|", "tau", "MIP tiles", "MIP rank",
                 "MIP / best sampled"):
         table.add_column(col, justify="left" if col in ("layer", "MIP tiles") else "right")
@@ -121,12 +129,16 @@ def main(argv=None) -> int:
                       fmt(r["mip_over_best"], ".3f"))
     console.print(table)
     command = f"python bench/gemmini_loop_model.py --samples {args.samples} --seed {args.seed}" + (
-        f" --layers {args.layers}" if args.layers != ",".join(LAYERS) else "")
+        f" --layers {args.layers}" if args.layers != ",".join(LAYERS) else "") + (
+        f" --soc {args.soc}" if args.soc != "ours" else "") + (
+        f" --section {args.section}" if args.section != "gemmini_loop_model" else "")
     notes = ("Model: what the loop-tile MIP optimises.  Timing: the timing model on the library's loop-instruction "
              "stream with the same tiles.  Both are models of Gemmini, not measurements.  MIP rank 1: the MIP's "
              "choice is the fastest of the sampled tiles on the timing model; MIP / best sampled > 1: a sampled "
              "tile ran faster there.")
-    save_outputs(name="gemmini_loop_model", title="The loop-tile MIP's model against the timing model",
+    title = "The loop-tile MIP's model against the timing model" + (
+        f" of {args.soc} (`bench/gemmini_loop_model.py`)" if args.soc != "ours" else "")
+    save_outputs(name=args.section, title=title,
                  command=command, date=date, machine=machine, console=console, data={"layers": rows},
                  json_path=args.json, results_path=args.results, notes=notes, summary=SUMMARY)
     return 0
