@@ -9,8 +9,9 @@ two rankings, and where the MIP's own choice ranks among the samples on the timi
 models, neither is a measurement of the hardware; the timing model's error against the real RTL is
 ``bench/gemmini_chipyard.py``'s.  ``--soc`` names the machine the timing model describes
 (``gemmini.config.SOCS``: ``ours``, our RTL in its harness, the default; ``chipyard-1.10``, Gemmini f13847e in
-Chipyard 1.10.0's SoC, the configuration whose timing model the recorded real-RTL cycles confirm); the MIP's
-model is the same on both.
+Chipyard 1.10.0's SoC, the configuration whose timing model the recorded real-RTL cycles confirm), and the
+MIP's model describes the same machine (``gemmini.loop_schedule.loop_machine``) unless ``--mip-soc`` names
+another.
 
     python bench/gemmini_loop_model.py [--samples 50] [--seed 0] [--soc ours] [--json out.json] [--results bench/RESULTS.md]
 """
@@ -82,7 +83,7 @@ def run_layer(qualified: str, args) -> dict:
     vendor = from_workload(wl)
     problem = loop_problem(vendor)
     config = soc_config(args.soc)
-    machine = loop_machine(config)
+    machine = loop_machine(soc_config(args.mip_soc or args.soc))
     tiles = _sample(problem, random.Random(args.seed), args.samples, machine)
     mip = tuple(choose_loop_tiles(problem, machine))
     if mip not in tiles:
@@ -106,6 +107,8 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", default=",".join(LAYERS), help="network/layer names from the zoo")
     ap.add_argument("--soc", choices=list(SOCS), default="ours",
                     help="the machine the timing model describes (default ours: our RTL in its harness)")
+    ap.add_argument("--mip-soc", choices=list(SOCS), default=None,
+                    help="the machine the MIP's model describes (default: --soc's)")
     ap.add_argument("--section", default="gemmini_loop_model", help="the results section to write")
     ap.add_argument("--json")
     ap.add_argument("--results")
@@ -119,7 +122,8 @@ def main(argv=None) -> int:
         console.print(f"{name}: median |error| {r['median_error']:.1%}, tau {r['tau']:.2f}, the MIP's choice ranks "
                       f"{r['mip_rank']} of {r['samples']} ({r['seconds']:.0f} s)")
     table = Table(title="The loop-tile model against the timing model, random tiles per layer"
-                        + (f", timing model of {args.soc}" if args.soc != "ours" else ""))
+                        + (f", timing model of {args.soc}" if args.soc != "ours" else "")
+                        + (f", the MIP's model of {args.mip_soc}" if args.mip_soc and args.mip_soc != args.soc else ""))
     for col in ("layer", "samples", "median |error|", "max |error|", "tau", "MIP tiles", "MIP rank",
                 "MIP / best sampled"):
         table.add_column(col, justify="left" if col in ("layer", "MIP tiles") else "right")
@@ -131,6 +135,7 @@ def main(argv=None) -> int:
     command = f"python bench/gemmini_loop_model.py --samples {args.samples} --seed {args.seed}" + (
         f" --layers {args.layers}" if args.layers != ",".join(LAYERS) else "") + (
         f" --soc {args.soc}" if args.soc != "ours" else "") + (
+        f" --mip-soc {args.mip_soc}" if args.mip_soc and args.mip_soc != args.soc else "") + (
         f" --section {args.section}" if args.section != "gemmini_loop_model" else "")
     notes = ("Model: what the loop-tile MIP optimises.  Timing: the timing model on the library's loop-instruction "
              "stream with the same tiles.  Both are models of Gemmini, not measurements.  MIP rank 1: the MIP's "

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .gemmini_loops import LoopCost, LoopMachine, cdiv, class_sum, first_last, preload_exposure, tile_classes
+from .gemmini_loops import (LoopCost, LoopMachine, bias_row_cycles, cdiv, class_sum, first_last, preload_exposure,
+                            tile_classes)
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class ConvLayer:
 def _group_cycles(elems: int, m: LoopMachine, elem_bytes: int = 1) -> int:
     """Load cycles of one row of ``elems`` elements moved in mvins of at most ``max_mvin_bytes``."""
     per = max(m.max_mvin_bytes // elem_bytes, 1)
-    return class_sum(elems, per, lambda e: cdiv(e * elem_bytes, m.dma_bytes_per_cycle) + 1)
+    return class_sum(elems, per, lambda e: cdiv(e * elem_bytes, m.dma_bytes_per_cycle) + m.row_gap_cycles)
 
 
 def pixels_per_row(layer: ConvLayer, kchs: int, kcols: int, m: LoopMachine) -> int:
@@ -235,7 +236,7 @@ def conv_cycles(layer: ConvLayer, tiles: tuple, m: LoopMachine | None = None) ->
     inp = layer.N * r["irows"] * c["icols"] * i["in_pixel_cycles"] * (1 if a_reuse else o["n_po"])
     w_tiles = 1 if b_reuse else n_b * r["n_pr"] * c["n_pc"]
     weights = w_tiles * layer.R * layer.R * layer.C * o["w_row_cycles"]
-    bias_row = cdiv(m.dim * m.acc_bytes, m.dma_bytes_per_cycle) + 1
+    bias_row = bias_row_cycles(1, m)
     bias = layer.N * r["orows"] * c["ocols"] * o["blocks"] * bias_row
     # weight blocks x the cycles of the computes each serves (one per image row piece of up to DIM pixels, at
     # least min_compute_cycles each; the next block's preload exposed behind the tile's last piece; at least

@@ -12,7 +12,7 @@ The model, in cycles, per mechanism (each term is a product of one factor per di
 MIP over these tiles, ``cosa.mip.loop_tiles``, linearises):
 
 * load unit: an mvin row of ``b`` bytes costs ``ceil(b / dma_bytes_per_cycle) + 1`` cycles (one beat per
-  cycle and one cycle to assemble the row), mvins back to back;  A: M rows per K tile group, once per J tile
+  cycle and one cycle to assemble the row; ``row_gap_cycles``), mvins back to back;  A: M rows per K tile group, once per J tile
   (once in all with ``a_reuse``); B: DIM rows per K block per J group, once per I tile (once with
   ``b_reuse``); D: M rows per J group at accumulator width, once;
 * bank contention: while the array preloads weights from the bank the load unit is writing B into, the
@@ -48,7 +48,11 @@ class LoopMachine:
     (the library's MAX_BYTES).  dma_bytes_per_cycle: bytes per DMA beat.  weight_reload_cycles: cycles of a
     preload + compute pair whose weights serve one A block.  min_compute_cycles: the least a compute of few rows
     costs (its fixed cost in the array's pipeline).  contention: load-writer cycles lost per row
-    the array preloads from the bank being loaded."""
+    the array preloads from the bank being loaded.  row_gap_cycles: load-unit cycles per mvin row beyond its
+    beats (1 in our RTL; 0 in Gemmini f13847e, whose BeatMerger takes a row's request and first beat in one
+    cycle).  repeated_row_fetched_once: a bias row repeated down the rows (an mvin of stride 0) is fetched
+    once and written once per row, a cycle per DIM block (Gemmini f13847e's LoadController), not fetched
+    per row (our RTL)."""
 
     dim: int = 16
     sp_rows: int = 16384
@@ -60,6 +64,8 @@ class LoopMachine:
     weight_reload_cycles: int = 24
     min_compute_cycles: int = 6
     contention: float = 1.0
+    row_gap_cycles: int = 1
+    repeated_row_fetched_once: bool = False
 
     @property
     def block_len(self) -> int:
@@ -110,7 +116,15 @@ def preload_exposure(rows: int, m: LoopMachine, floor: int = 0) -> int:
 
 def _row_cycles(blocks: int, group: int, elem_bytes: int, m: LoopMachine) -> int:
     """Load-unit cycles of one row of ``blocks`` DIM blocks moved in mvins of ``group`` blocks."""
-    return class_sum(blocks, group, lambda g: cdiv(g * m.dim * elem_bytes, m.dma_bytes_per_cycle) + 1)
+    return class_sum(blocks, group, lambda g: cdiv(g * m.dim * elem_bytes, m.dma_bytes_per_cycle) + m.row_gap_cycles)
+
+
+def bias_row_cycles(blocks: int, m: LoopMachine) -> int:
+    """Load-unit cycles of one row of a repeated bias of ``blocks`` DIM blocks at accumulator width: fetched
+    for every row, or (``repeated_row_fetched_once``) written once per row, a cycle per block."""
+    if m.repeated_row_fetched_once:
+        return blocks
+    return _row_cycles(blocks, m.block_len_acc, m.acc_bytes, m)
 
 
 def _store_row_cycles(blocks: int, m: LoopMachine) -> float:
@@ -159,9 +173,9 @@ def j_factors(N: int, tile_j: int, m: LoopMachine) -> dict:
     jb = cdiv(N, m.dim)
     first, last = first_last(jb, tile_j)
     b = class_sum(jb, tile_j, lambda t: _row_cycles(t, m.block_len, m.input_bytes, m))
-    d = class_sum(jb, tile_j, lambda t: _row_cycles(t, m.block_len_acc, m.acc_bytes, m))
+    d = class_sum(jb, tile_j, lambda t: bias_row_cycles(t, m))
     return {"count_j": cdiv(jb, tile_j), "b_row_cycles": b + m.contention * jb, "d_row_cycles": d,
-            "first_j_blocks": first, "first_d_row_cycles": _row_cycles(first, m.block_len_acc, m.acc_bytes, m),
+            "first_j_blocks": first, "first_d_row_cycles": bias_row_cycles(first, m),
             "last_c_row_cycles": _store_row_cycles(last, m)}
 
 

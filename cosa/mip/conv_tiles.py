@@ -33,7 +33,7 @@ import pyomo.environ as pe
 
 from costmodel.gemmini_conv_loops import (ConvLayer, col_compute_cycles, cols_factors, conv_cycles, conv_fits,
                                           ich_factors, och_factors, rows_factors)
-from costmodel.gemmini_loops import LoopCost, LoopMachine, candidate_tiles, cdiv, preload_exposure
+from costmodel.gemmini_loops import LoopCost, LoopMachine, bias_row_cycles, candidate_tiles, cdiv, preload_exposure
 
 from ..schedule import SchedulingError
 from .loop_tiles import _tangent_bound
@@ -166,7 +166,7 @@ def choose_conv_tiles(layer: ConvLayer, machine: LoopMachine | None = None, *, a
     per_tile_c = dict(per_tile, C=lambda c: c["n_pc"] * c["kcol_groups"])
     z_pre = product(pre_f | per_tile_c, m.dim * layer.R, md.rb)
     md.pre_reuse = pe.Constraint(expr=z_pre >= product(pre_f, m.dim * layer.R))
-    bias_row = cdiv(m.dim * m.acc_bytes, m.dma_bytes_per_cycle) + 1
+    bias_row = bias_row_cycles(1, m)
     # execute: weight blocks x the compute cycles each serves.  With a pool the convolution rows and columns
     # computed depend on the tiles (windows overlap): factors of the rows and columns super-dimensions
     ex_f = {"I": lambda c: c["blocks"], "C": lambda c: c["kcol_groups"] * c["colsum"]}
