@@ -369,7 +369,7 @@ RECORDED_SUMMARY = [
 def print_recorded(console: Console, path: Path = RECORDED, results: str | None = None) -> int:
     """No simulator: the real-RTL cycles recorded in the test data (``gemmini.real_cycles``) beside the
     timing model as it is now, on the loop-instruction programs (the explicit ones are not recorded): at the
-    recording's configuration (``gemmini.config.CHIPYARD_SOC_CONFIG``) and, beside it, with our RTL's load and execute
+    recording's configuration (``gemmini.config.CHIPYARD_SOC_CONFIG``) and, beside it, with our RTL's
     units and a fixed-latency memory (``units`` "ours", no line fills).  ``results``: the results file
     to write the section ``gemmini_chipyard_recorded`` to."""
     from gemmini import real_cycles
@@ -410,8 +410,8 @@ def print_recorded(console: Console, path: Path = RECORDED, results: str | None 
                      json_path=None, results_path=results, summary=RECORDED_SUMMARY,
                      notes="The real cycles are the recording's (its provenance above); the model's are computed "
                            "now from the same programs' command streams.  `timing model`: at the recording's "
-                           "configuration, Gemmini f13847e's load and execute units (from its Scala) and the SoC's memory (cold "
-                           "64-byte lines over an 8-byte bus); `our units`: the load and execute units of our RTL and a "
+                           "configuration, Gemmini f13847e's load, execute and store units (from its Scala) and the SoC's memory (cold "
+                           "64-byte lines over an 8-byte bus); `our units`: the load, execute and store units of our RTL and a "
                            "fixed-latency memory.")
     return 0
 

@@ -397,7 +397,7 @@ def _add_gemmini_parser(targets, name: str, func) -> None:
     p.add_argument("--soc", choices=["ours", "chipyard-1.10"], default=None,
                    help="the machine the timing model describes (its cycles, and the --tile-budget polish): ours, our "
                         "RTL in its harness (default), or chipyard-1.10, Gemmini f13847e in Chipyard 1.10.0's SoC "
-                        "(Gemmini's load and execute units, cold lines over an 8-byte memory bus; the default with "
+                        "(Gemmini's own units, cold lines over an 8-byte memory bus; the default with "
                         "--sim chipyard)")
     p.add_argument("--scale", type=_scale, default="auto",
                    help="output scale (float32), or 'auto': about 1%% of the example outputs saturate")

@@ -22,7 +22,7 @@ LOCAL_ROW_BITS = 29
 #: of gemmini-rocc-tests 180c468 (rectangular images), and "f13847e", the older square-image words that
 #: Gemmini f13847e (Chipyard 1.10.0's) decodes.
 LOOP_CONV_LAYOUTS = ("180c468", "f13847e")
-#: Whose load and execute units the timing model follows: "ours" (our RTL's) and "f13847e" (Gemmini f13847e's, from
+#: Whose load, execute and store units the timing model follows: "ours" (our RTL's) and "f13847e" (Gemmini f13847e's, from
 #: its Scala).
 UNIT_MODELS = ("ours", "f13847e")
 
@@ -50,10 +50,11 @@ class GemminiConfig:
     only; 1 as in our RTL's harness; a Rocket core running a program's C loops needs more; commands that
     Gemmini's loop unrollers issue are not affected).  loop_conv_layout: how the hardware decodes the
     LOOP_CONV_WS configuration words (``LOOP_CONV_LAYOUTS``; the models decode and encode them so).
-    units: whose load and execute units the timing model follows (``UNIT_MODELS``): "ours", our RTL's (every
-    mvin row fetched by the DMA and written at the assembler's pace, as many mvins in flight as the queue
-    holds, as many computes in the array as its pipeline takes), or "f13847e", Gemmini f13847e's (Chipyard
-    1.10.0's; ``gemmini.sim.timing_units.LoadUnit.mvin_command``, ``ExecuteUnit.compute``).
+    units: whose load, execute and store units the timing model follows (``UNIT_MODELS``): "ours", our RTL's
+    (every mvin row fetched by the DMA and written at the assembler's pace, as many mvins in flight as the
+    queue holds, as many computes in the array as its pipeline takes, an mvout row's beats sent while the
+    next row is read), or "f13847e", Gemmini f13847e's (Chipyard 1.10.0's; ``gemmini.sim.timing_units``:
+    ``LoadUnit.mvin_command``, ``ExecuteUnit.compute``, ``StoreUnit.mvout``).
     soc_line_fill_cycles / soc_line_bytes: the SoC's memory behind the DMA (timing model only): a
     ``soc_line_bytes`` line that no earlier mvin of the run read takes ``soc_line_fill_cycles`` on the memory
     bus before its bytes can come (0: no such cost, our RTL harness's fixed-latency memory; Chipyard 1.10.0's
@@ -235,8 +236,8 @@ class GemminiConfig:
 DEFAULT_CONFIG = GemminiConfig()
 
 #: Gemmini's default configuration in Chipyard 1.10.0's SoC (Gemmini f13847e, one Rocket core), as the timing
-#: model describes it: Gemmini's own load and execute units (``units`` "f13847e": two mvins in flight, the zero
-#: writer, stride-0 rows fetched once, the pixel repeater, six mesh tags; from its Scala) and the SoC's memory (64-byte lines over an
+#: model describes it: Gemmini's own units (``units`` "f13847e": two mvins in flight, the zero writer, stride-0
+#: rows fetched once, the pixel repeater, six mesh tags, mvout rows gathered before they are sent; from its Scala) and the SoC's memory (64-byte lines over an
 #: 8-byte memory bus: rocket-chip's default bus width, which Chipyard 1.10.0's AbstractConfig keeps; data cold
 #: in the L2 when a program starts).  Main-memory latency as our RTL harness's (16 cycles).
 CHIPYARD_SOC_CONFIG = GemminiConfig(units="f13847e", soc_line_fill_cycles=8, soc_line_bytes=64)

@@ -34,8 +34,9 @@ and 16, 16-cycle memory latency).  All times are in cycles.
   assembler.  With ``units`` "f13847e" the load unit is Gemmini f13847e's
   instead (two mvins in flight, the zero writer, stride-0 rows fetched once,
   the pixel repeater, no extra assembler cycle per row:
-  ``timing_units.LoadUnit.mvin_command``), so is the mesh (six tags: a
-  compute waits for the one five back to complete), and with
+  ``timing_units.LoadUnit.mvin_command``), so are the mesh (six tags: a
+  compute waits for the one five back to complete) and the store unit (a
+  row's blocks gathered before its beats are sent), and with
   ``soc_line_fill_cycles`` the main-memory lines no earlier mvin read cross
   the SoC's memory bus first.
 * Store (mvout): rows are read one per cycle into two row buffers that

@@ -452,6 +452,9 @@ class StoreUnit:
         self.sent = 0           # cycle after the last beat sent
         self.freed = [0, 0]     # cycle each row buffer is free again
         self.buffer = 0         # the row buffer the next read fills (they alternate)
+        # Gemmini f13847e's StreamWriter (DMA.scala) takes a new row only when idle, gathers its blocks one per
+        # cycle (the first in the cycle of the previous row's last beat) and sends the beats after the last one
+        self.gathers_rows = config.units == "f13847e"
 
     def enter(self, ready: int) -> int:
         start = max(ready, self.free, self.last_enter + 1)
@@ -464,14 +467,20 @@ class StoreUnit:
         Rows are read one per cycle (in cycles the array leaves the bank free)
         into two row buffers; a buffer is sent beat by beat from 2 cycles after
         its read and is free again after its last beat.  ``reads``: local rows
-        read per row sent (a wide mvout's blocks, a pooling window)."""
+        read per row sent (a wide mvout's blocks, a pooling window).  On Gemmini's
+        units a row of ``reads`` blocks is sent no earlier than ``reads`` - 1
+        cycles after the previous row's last beat (its writer gathers the blocks
+        first), so rows of several blocks do not overlap."""
         beats = -(-row_bytes // self.beat)
         banks = self.acc_banks if local.is_acc else self.sp_banks
         bank = banks.bank(local.row)
         read, freed = start, self.freed
         for _ in range(rows):
             read = banks.wait_free(bank, max(read + 1, freed[self.buffer]), reads) - 1
-            self.sent = self.bus.reserve(0, max(read + 2, self.sent), beats)
+            first_beat = max(read + 2, self.sent)
+            if self.gathers_rows:
+                first_beat = max(first_beat, self.sent - 1 + reads)
+            self.sent = self.bus.reserve(0, first_beat, beats)
             freed[self.buffer] = self.sent
             self.buffer ^= 1
         self.free = read + 1

@@ -4,10 +4,10 @@ library's loop-instruction calls with cosa's tuned tiles and with the library's 
 needed: the programs' streams are rebuilt and timed, and the recorded real cycles are the reference.
 
 Where the model stands (``python bench/gemmini_chipyard.py`` with no simulator set prints the table), at the
-recording's configuration (``gemmini.config.CHIPYARD_SOC_CONFIG``: Gemmini f13847e's load and execute units
+recording's configuration (``gemmini.config.CHIPYARD_SOC_CONFIG``: Gemmini f13847e's load, execute and store units
 and the SoC's cold 64-byte lines over an 8-byte memory bus, both from the hardware's description, not fitted
-to these cycles): median |error| 4.9%, max 22.7% over the 18 programs (11.1% and 39.3% with our RTL's units
-and a fixed-latency memory).  The largest errors left: the small BERT attention layer (-15% / -23%: the model
+to these cycles): median |error| 3.4%, max 17.3% over the 18 programs (11.1% and 39.3% with our RTL's units
+and a fixed-latency memory).  The largest errors left: the small BERT attention layer (-14% / -17%: the model
 is optimistic) and conv1 with cosa's tiles (+11%).  The median target (5%) is met, the max (15%) is not;
 the bounds below are today's
 figures, so a change that makes the model worse against the real machine fails here."""
@@ -38,9 +38,9 @@ def test_recording_states_its_provenance():
 def test_timing_model_against_the_real_rtl_no_worse_than_recorded(errors):
     s = rc.summary(errors)
     assert s["all"]["n"] == 18
-    assert s["all"]["median"] <= 0.05 and s["all"]["max"] <= 0.23, s
+    assert s["all"]["median"] <= 0.04 and s["all"]["max"] <= 0.18, s
     for style in rc.STYLES:
-        assert s[style]["median"] <= 0.06, (style, s[style])
+        assert s[style]["median"] <= 0.04, (style, s[style])
 
 
 def test_recording_is_compared_on_the_recorded_socs_load_unit_and_memory():

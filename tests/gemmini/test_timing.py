@@ -393,3 +393,14 @@ def test_gemmini_mesh_holds_six_computes():
     gem, ours = timing(cmds, GEMMINI_LOAD), timing(cmds, DEFAULT_CONFIG)
     least = 60 // 5 * (2 * DIM_16 + 3)
     assert gem.cycles >= least > ours.cycles
+
+
+def test_gemmini_store_unit_gathers_a_rows_blocks_before_sending_it():
+    # 16 rows of 64 int8 columns (4 DIM blocks, 4 beats) out of the scratchpad: our RTL sends a row's beats
+    # while it reads the next row's blocks (about 5 cycles a row); Gemmini's StreamWriter gathers the 4 blocks
+    # first, the first in the cycle of the previous row's last beat (4 + 3 = 7 cycles a row)
+    cmds = [isa.config_st(64), isa.mvout(4096, isa.sp(0), 16, 64)]
+    ours, gem = timing(cmds, DEFAULT_CONFIG), timing(cmds, GEMMINI_LOAD)
+    assert 16 * 7 <= gem.cycles <= 16 * 7 + 8 and ours.cycles < 16 * 5 + 8
+    narrow = [isa.config_st(16), isa.mvout(4096, isa.sp(0), 16, 16)]   # one block a row: no difference
+    assert timing(narrow, GEMMINI_LOAD).cycles == timing(narrow, DEFAULT_CONFIG).cycles
