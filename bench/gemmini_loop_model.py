@@ -141,8 +141,10 @@ def main(argv=None) -> int:
              "stream with the same tiles.  Both are models of Gemmini, not measurements.  MIP rank 1: the MIP's "
              "choice is the fastest of the sampled tiles on the timing model; MIP / best sampled > 1: a sampled "
              "tile ran faster there.")
-    title = "The loop-tile MIP's model against the timing model" + (
-        f" of {args.soc} (`bench/gemmini_loop_model.py`)" if args.soc != "ours" else "")
+    other = args.mip_soc and args.mip_soc != args.soc
+    title = ("The loop-tile MIP's model" + (f" of {args.mip_soc}" if other else "") + " against the timing model"
+             + (f" of {args.soc}" if args.soc != "ours" or other else "")
+             + (" (`bench/gemmini_loop_model.py`)" if args.soc != "ours" or other else ""))
     save_outputs(name=args.section, title=title,
                  command=command, date=date, machine=machine, console=console, data={"layers": rows},
                  json_path=args.json, results_path=args.results, notes=notes, summary=SUMMARY)

@@ -21,6 +21,7 @@ RESULTS = ROOT / "bench" / "RESULTS.md"
 SCRIPTS = {"gemmini_chipyard_calibration": ("gemmini_chipyard", "CALIBRATION_SUMMARY"),
            "gemmini_chipyard_recorded": ("gemmini_chipyard", "RECORDED_SUMMARY"),
            "gemmini_loop_model_chipyard": ("gemmini_loop_model", "SUMMARY"),
+           "gemmini_loop_model_chipyard_mip_ours": ("gemmini_loop_model", "SUMMARY"),
            "gemmini_spike_loops": ("gemmini_spike", "LOOPS_SUMMARY"),
            "cpu_kernels_tvm": ("cpu_kernels", ("SUMMARY", "TVM_COLUMNS")),
            "cpu_kernels_threads": ("cpu_kernels", ("SUMMARY", "SCALING")),
