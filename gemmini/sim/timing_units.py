@@ -348,7 +348,7 @@ class LoadUnit:
         """``mvin``'s three cycles for an mvin command from main-memory address ``dram`` (0: the zero writer's
         rows), ``stride`` bytes between its rows and ``repeats`` pixel repeats, on the configured load unit
         and SoC memory (``GemminiConfig.units``, ``soc_line_fill_cycles``).  Gemmini f13847e's load path
-        (its Scala) differs from our RTL's in four ways:
+        (its Scala) differs from our RTL's in five ways:
 
         * at most ``GEMMINI_MVINS_IN_FLIGHT`` mvins in flight (``DMACommandTracker``): an mvin starts after
           the completion of the one that many before it;
