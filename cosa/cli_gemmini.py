@@ -41,6 +41,14 @@ def _gemmini_workload(args):
     return workload
 
 
+def _timing_model_source(args) -> str:
+    """What gave a --sim isa run's cycles: "timing model" (of our RTL, the default machine), or the timing model of
+    the machine --soc names; a model's figure, never a measurement."""
+    if gemmini_config(args).gemmini_units:
+        return "timing model of chipyard-1.10 (Gemmini f13847e's units in Chipyard 1.10.0's SoC)"
+    return "timing model"
+
+
 def _gemmini_arch(args):
     config = gemmini_config(args)
     return config, config.arch(args.dataflow)
@@ -138,7 +146,7 @@ def _run_loops(args, status=None) -> int:
 
         run = run_vendor(ls.vendor, tiles=ls.tiles, with_timing=True, seed=args.seed, config=gemmini_config(args))
         d = {"sim": "isa", "style": "loops", "verified": run.verified, "mismatches": run.mismatches,
-             "instructions": run.instructions, "cycles": run.cycles, "cycles_source": "timing model",
+             "instructions": run.instructions, "cycles": run.cycles, "cycles_source": _timing_model_source(args),
              **ls.to_dict()}
         line = f"{'verified bit-exact' if run.verified else 'MISMATCH'} ({run.mismatches} mismatches) [isa]"
     elif args.sim in ("spike", "chipyard"):
@@ -336,7 +344,7 @@ def cmd_run(args) -> int:
     d["exception_status"] = status
     d["lowering"] = _lowering_kind(program)
     # what the cycles are: our timing model's on the functional model, our own RTL's (not Gemmini's) on rtl
-    d["cycles_source"] = {"isa": "timing model", "rtl": "our RTL (not Gemmini's)"}.get(args.sim, args.sim)
+    d["cycles_source"] = {"isa": _timing_model_source(args), "rtl": "our RTL (not Gemmini's)"}.get(args.sim, args.sim)
     if args.json:
         _print_json(d)
     else:

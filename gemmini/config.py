@@ -127,6 +127,11 @@ class GemminiConfig:
             raise SimulationError(f"more than 2^{LOCAL_ROW_BITS} rows cannot be addressed",
                                   source=src, field="sp_kib")
 
+    @property
+    def gemmini_units(self) -> bool:
+        """Whether the timing model follows Gemmini f13847e's own units (``units`` "f13847e"), not our RTL's."""
+        return self.units == "f13847e"
+
     # --- derived sizes ---------------------------------------------------
     @property
     def input_bytes(self) -> int:

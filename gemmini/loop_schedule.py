@@ -224,7 +224,7 @@ def loop_machine(config: GemminiConfig):
     """``costmodel.gemmini_loops.LoopMachine`` of the hardware ``config`` describes."""
     from costmodel.gemmini_loops import LoopMachine
 
-    gemmini = config.units == "f13847e"  # Gemmini's load unit: no cycle between rows, repeated rows fetched once
+    gemmini = config.gemmini_units  # Gemmini's load unit: no cycle between rows, repeated rows fetched once
     return LoopMachine(dim=config.dim, sp_rows=config.sp_rows, acc_rows=config.acc_rows,
                        input_bytes=config.input_bytes, acc_bytes=config.acc_bytes,
                        max_mvin_bytes=config.max_mvin_bytes, dma_bytes_per_cycle=config.dma_bytes_per_cycle,

@@ -218,7 +218,7 @@ class ExecuteUnit:
         self.dataflow = None
         self.reads: list[tuple[int, int, int]] = []
         # Gemmini's mesh tags: completions of the last computes, the oldest of which frees the tag a new one needs
-        tags = GEMMINI_MESH_TAGS if config.units == "f13847e" else 0
+        tags = GEMMINI_MESH_TAGS if config.gemmini_units else 0
         self.tag_frees: deque[int] | None = deque(maxlen=tags - 1) if tags else None
 
     def enter(self, ready: int) -> int:
@@ -322,7 +322,7 @@ class LoadUnit:
         self.writer_free = 0     # cycle after the writer's last block
         self.pops: deque[tuple[int, int]] = deque()  # (cycle of an mvin's last beat, beats taken so far)
         self.popped = 0
-        self.gemmini = config.units == "f13847e"
+        self.gemmini = config.gemmini_units
         # cycles the assembler spends per row beyond its beats: 1 in our RTL; none in Gemmini's (its BeatMerger
         # takes a row's request and its first beat in the same cycle)
         self.gap = 0 if self.gemmini else 1
@@ -454,7 +454,7 @@ class StoreUnit:
         self.buffer = 0         # the row buffer the next read fills (they alternate)
         # Gemmini f13847e's StreamWriter (DMA.scala) takes a new row only when idle, gathers its blocks one per
         # cycle (the first in the cycle of the previous row's last beat) and sends the beats after the last one
-        self.gathers_rows = config.units == "f13847e"
+        self.gathers_rows = config.gemmini_units
 
     def enter(self, ready: int) -> int:
         start = max(ready, self.free, self.last_enter + 1)
