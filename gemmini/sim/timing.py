@@ -65,7 +65,13 @@ and 16, 16-cycle memory latency).  All times are in cycles.
   results run at half speed), then the load and store units.  An mvin still
   writing a scratchpad bank when a compute later in program order reads it
   is pushed back by the overlap (and the mvins after it, in order); other
-  accesses see only commands earlier in program order.
+  accesses see only commands earlier in program order.  On Gemmini's units
+  it is the other way round (its single-ported ``ScratchpadBank`` serves a
+  write before a read): an mvin's block writes (one cycle each, placed as its
+  lines cross the SoC's memory bus when they are cold, else from its first
+  beat) never wait for the array, and a compute's weight and A-row reads of
+  that bank take the cycles they leave free, its stream stalling meanwhile;
+  an mvin later in program order does not move a compute already timed.
 * Config commands take one cycle on their unit.
 
 Results: total cycles, per-unit busy cycles (the union of the intervals in
@@ -180,7 +186,8 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
     in_queue: dict[str, list[int]] = {u: [] for u in UNITS}  # end times of the queue's last entries
     sp_banks, acc_banks = BankBusy(cfg.sp_rows, cfg.sp_banks), BankBusy(cfg.acc_rows, cfg.acc_banks)
     bus = BankBusy(1, 1)  # the DMA port, shared by the load and store units
-    load, execute = LoadUnit(cfg, sp_banks, acc_banks, bus), ExecuteUnit(cfg, sp_banks, acc_banks)
+    load = LoadUnit(cfg, sp_banks, acc_banks, bus)
+    execute = ExecuteUnit(cfg, sp_banks, acc_banks, load.sp_writes)
     store = StoreUnit(cfg, sp_banks, acc_banks, bus)
     intervals: dict[str, list[tuple[int, int]]] = {u: [] for u in UNITS}
     sp_rows, acc_rows = RowTimes(cfg.sp_rows), RowTimes(cfg.acc_rows)
@@ -322,7 +329,7 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
                 busy_from, busy_until, end = load.mvin_command(start, f["rows"], row_bytes, f["cols"], f["local"],
                                                                f["dram_addr"], ld["stride_bytes"], ld["pixel_repeats"])
                 load_bytes += f["rows"] * row_bytes
-                if not f["local"].is_acc:
+                if not f["local"].is_acc and not cfg.gemmini_units:
                     writing.append([index, sp_banks.bank(f["local"].row), busy_from, busy_until, writes_sp])
         elif unit == "store":
             start = store.enter(ready)

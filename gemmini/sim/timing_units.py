@@ -201,10 +201,13 @@ class BankBusy:
 class ExecuteUnit:
     """The execute unit's two-stage pipeline (see the module docstring)."""
 
-    def __init__(self, config: GemminiConfig, banks: BankBusy, acc_banks: BankBusy):
+    def __init__(self, config: GemminiConfig, banks: BankBusy, acc_banks: BankBusy, dma_writes: BankBusy | None = None):
         self.dim = config.dim
         self.banks = banks
         self.acc_banks = acc_banks
+        # Gemmini's scratchpad banks (ScratchpadBank, single-ported) serve the DMA's writes before the array's
+        # reads: with the load unit's record of its write cycles, the array's reads take the cycles left free
+        self.dma_writes = dma_writes
         self.fill = array_fill_cycles(config)
         self.free = 0           # cycle the next compute may enter (the current one moved to stage 2)
         self.last_enter = -1
@@ -255,6 +258,8 @@ class ExecuteUnit:
             first_read = stage1 + dim - reads if ws else stage1
             if bank is not None and bank == self.stage2_bank:  # stage 2's reads of the bank come first
                 first_read = max(first_read, self.stage2_start + self.stage2_reads + 1)
+            if bank is not None and self.dma_writes is not None:  # the mvins' writes come first
+                first_read = self.dma_writes.wait_free(bank, first_read, reads) - reads
             done1 = max(stage1 + dim - 1, first_read + reads - 1) if ws else first_read + dim - 1
             if bank is not None:
                 self.banks.add(bank, first_read, reads)
@@ -265,7 +270,11 @@ class ExecuteUnit:
         if self.tag_frees is not None and len(self.tag_frees) == self.tag_frees.maxlen:
             # a free tag: the compute GEMMINI_MESH_TAGS - 1 back has completed (its tag's holder's successor)
             begin = max(begin, self.tag_frees[0])
-        end_slot = begin + slots
+        stage2_bank, stage2_reads = (self._sp_bank(f["a"]), f["a_rows"]) if ws else (self._sp_bank(f["bd"]), f["bd_rows"])
+        stall = 0  # cycles the stream waits while mvins write the bank it reads
+        if stage2_bank is not None and self.dma_writes is not None:
+            stall = self.dma_writes.wait_free(stage2_bank, begin + 1, stage2_reads) - (begin + 1 + stage2_reads)
+        end_slot = begin + slots + stall
         d_operand = f["bd"]
         d_bank = self.acc_banks.bank(d_operand.row) if ws and d_operand.is_acc and not d_operand.is_garbage \
             else None
@@ -278,7 +287,7 @@ class ExecuteUnit:
                     t = self.acc_banks.wait_free(d_bank, t, 1) - 1
                 slot_times.append(t)
                 t += 1
-            end_slot = slot_times[-1]
+            end_slot = slot_times[-1] + stall
         if not ws and not pre["c"].is_garbage:
             if self.last_output_slot is not None:
                 end_slot = max(end_slot, self.last_output_slot + 2 * dim)
@@ -286,8 +295,7 @@ class ExecuteUnit:
             self.last_output_slot = end_slot
         self.free = begin
         self.stage2_start, self.stage2_end = begin, end_slot
-        self.stage2_bank, self.stage2_reads = (self._sp_bank(f["a"]), f["a_rows"]) if ws else \
-            (self._sp_bank(f["bd"]), f["bd_rows"])
+        self.stage2_bank, self.stage2_reads = stage2_bank, stage2_reads
         if self.stage2_bank is not None:
             self.banks.add(self.stage2_bank, begin + 1, self.stage2_reads)
             self.reads.append((self.stage2_bank, begin + 1, begin + 1 + self.stage2_reads))
@@ -310,7 +318,12 @@ class LoadUnit:
     """The load unit: request generator, row assembler and writer (see the module docstring)."""
 
     def __init__(self, config: GemminiConfig, sp_banks: BankBusy, acc_banks: BankBusy, bus: BankBusy):
-        self.sp_banks, self.acc_banks, self.bus = sp_banks, acc_banks, bus
+        self.gemmini = config.gemmini_units
+        # Gemmini's scratchpad banks take the DMA's writes before the array's reads (ScratchpadBank): there the
+        # unit's writes wait for nothing but each other, and ``sp_writes`` records their cycles for the array
+        self.sp_writes = BankBusy(config.sp_rows, config.sp_banks) if self.gemmini else None
+        self.sp_banks = self.sp_writes if self.gemmini else sp_banks
+        self.acc_banks, self.bus = acc_banks, bus
         self.beat = config.dma_bytes_per_cycle
         self.dim = config.dim
         self.latency = config.dma_latency_cycles
@@ -322,7 +335,6 @@ class LoadUnit:
         self.writer_free = 0     # cycle after the writer's last block
         self.pops: deque[tuple[int, int]] = deque()  # (cycle of an mvin's last beat, beats taken so far)
         self.popped = 0
-        self.gemmini = config.gemmini_units
         # cycles the assembler spends per row beyond its beats: 1 in our RTL; none in Gemmini's (its BeatMerger
         # takes a row's request and its first beat in the same cycle)
         self.gap = 0 if self.gemmini else 1
@@ -367,6 +379,7 @@ class LoadUnit:
         if self.gemmini and dram == 0:
             first = max(start + 1, self.writer_free)
             done = first + rows * blocks * repeats
+            self._record_writes(local, [(first, rows * blocks * repeats)])
             self.writer_free, self.writer_ends = done, [done - 1, done]
             self.free = done - 1
             self.ends.append(done + DONE_CYCLES - 1)
@@ -377,8 +390,9 @@ class LoadUnit:
         beats = -(-row_bytes // self.beat)
         if repeats > 1:
             held += max(0, repeats * blocks - (beats + self.gap)) * rows
+        fills = None
         if self.line_fill:
-            start = self._after_line_fills(start, dram, stride, fetched, row_bytes)
+            start, fills = self._after_line_fills(start, dram, stride, fetched, row_bytes)
         first, done, end = self.mvin(start, fetched, row_bytes, cols, local)
         if held:
             self.writer_free += held
@@ -386,23 +400,42 @@ class LoadUnit:
             if repeats > 1:
                 self.assembler_free += held
             done, end = done + held, end + held
+        writes = rows * blocks * repeats
+        if fills:  # the rows are written as their lines cross the memory bus, a share after each line
+            t0, lines = fills
+            self._record_writes(local, [(t0 + (i + 1) * self.line_fill, writes * (i + 1) // lines - writes * i // lines)
+                                        for i in range(lines)])
+        else:
+            self._record_writes(local, [(first, writes)])
         self.ends.append(end)
         return first, done, end
 
-    def _after_line_fills(self, start: int, dram: int, stride: int, rows: int, row_bytes: int) -> int:
-        """The cycle an mvin of ``rows`` rows from ``dram`` may start so that its DMA reads do not finish
+    def _record_writes(self, local: isa.LocalAddr, pieces: list[tuple[int, int]]) -> None:
+        """On Gemmini's units, note an mvin's scratchpad block writes: ``count`` write cycles from each
+        (cycle, count) piece on (``sp_writes``, which the array's reads of the bank wait for)."""
+        if self.sp_writes is None or local.is_acc or local.is_garbage:
+            return
+        bank = self.sp_writes.bank(local.row)
+        for t, count in pieces:
+            self.sp_writes.reserve(bank, t, count)
+
+    def _after_line_fills(self, start: int, dram: int, stride: int, rows: int, row_bytes: int) \
+            -> tuple[int, tuple[int, int] | None]:
+        """(the cycle an mvin of ``rows`` rows from ``dram`` may start so that its DMA reads do not finish
         before the main-memory lines no earlier mvin read have crossed the SoC's memory bus, one after
-        another (``soc_line_fill_cycles`` each)."""
+        another (``soc_line_fill_cycles`` each); (the cycle its first such line starts across, their count),
+        None when all its lines were read before)."""
         lines = set()
         for r in range(rows):
             at = dram + r * stride
             lines.update(range(at // self.line_bytes, (at + row_bytes - 1) // self.line_bytes + 1))
         cold = lines - self.lines_read
         if not cold:
-            return start
+            return start, None
         self.lines_read |= cold
-        self.memory_free = max(self.memory_free, start) + self.line_fill * len(cold)
-        return max(start, self.memory_free - rows * -(-row_bytes // self.beat))
+        across = max(self.memory_free, start)
+        self.memory_free = across + self.line_fill * len(cold)
+        return max(start, self.memory_free - rows * -(-row_bytes // self.beat)), (across, len(cold))
 
     def mvin(self, start: int, rows: int, row_bytes: int, cols: int, local: isa.LocalAddr) -> tuple[int, int, int]:
         """(cycle its first beat is taken, cycle after its last block is written, completion) of an mvin to

@@ -404,3 +404,25 @@ def test_gemmini_store_unit_gathers_a_rows_blocks_before_sending_it():
     assert 16 * 7 <= gem.cycles <= 16 * 7 + 8 and ours.cycles < 16 * 5 + 8
     narrow = [isa.config_st(16), isa.mvout(4096, isa.sp(0), 16, 16)]   # one block a row: no difference
     assert timing(narrow, GEMMINI_LOAD).cycles == timing(narrow, DEFAULT_CONFIG).cycles
+
+
+def test_gemmini_scratchpad_serves_the_dmas_writes_before_the_arrays_reads():
+    # an mvin issued before 16 computes that read the same scratchpad bank: Gemmini's ScratchpadBank writes
+    # first and the array's stream stalls; our RTL's array reads first and the mvin's writes wait
+    d = DIM_16
+    def stream(row):
+        cmds = [_ld(d), isa.mvin(4096, isa.sp(row), d, d), isa.config_ex("ws"),
+                isa.preload(isa.sp(BANK + 512), isa.acc(0), d, d, d, d),
+                isa.compute_preloaded(isa.sp(0), isa.GARBAGE, d, d, d, d)]
+        for i in range(15):
+            cmds += [isa.preload(isa.GARBAGE, isa.acc(d * (i % 4), accumulate=True), d, d, d, d),
+                     isa.compute_accumulated(isa.sp(d * (i % 4)), isa.GARBAGE, d, d, d, d)]
+        return cmds
+    same, other = stream(1024), stream(2 * BANK)   # bank 0, as the computes' A rows, or another bank
+    for config, mvin_waits in ((GEMMINI_LOAD, False), (DEFAULT_CONFIG, True)):
+        s, o = timing(same, config), timing(other, config)
+        computes_done = (max(s.ends[5::2]), max(o.ends[5::2]))
+        if mvin_waits:
+            assert s.ends[1] > o.ends[1] and computes_done[0] == computes_done[1]
+        else:
+            assert s.ends[1] == o.ends[1] and 0 < computes_done[0] - computes_done[1] <= d   # at most its 16 writes
