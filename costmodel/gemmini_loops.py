@@ -25,7 +25,11 @@ MIP over these tiles, ``cosa.mip.loop_tiles``, linearises):
   remaining A blocks are being written into; the array has priority and the load unit is in order, so a
   tile that moves A in spends its A load cycles and its compute cycles one after the other on that bank
   (tiles that keep A resident, under ``a_reuse``, do not);
-* cycles = max(load, execute, A bank) + the first tile's A and D loads (nothing to compute before them) +
+* the SoC's memory (``line_fill_cycles``): the first I tile reads B's lines for the first time, and where a B
+  row's lines take longer to cross the memory bus than the array spends per B row, the array waits
+  (``cold_b_stall``: the loads of a tile overlap the previous tile's computes only); every line of A, B and
+  the bias crosses the bus once (``memory_cycles``);
+* cycles = max(load, execute + cold-B stall, A bank, memory bus) + the first tile's A and D loads (nothing to compute before them) +
   the last tile's C stores (nothing left to hide them behind).
 
 What it leaves out (its error against the timing model, ``gemmini.sim.timing``, is tested and reported):
@@ -52,7 +56,9 @@ class LoopMachine:
     beats (1 in our RTL; 0 in Gemmini f13847e, whose BeatMerger takes a row's request and first beat in one
     cycle).  repeated_row_fetched_once: a bias row repeated down the rows (an mvin of stride 0) is fetched
     once and written once per row, a cycle per DIM block (Gemmini f13847e's LoadController), not fetched
-    per row (our RTL)."""
+    per row (our RTL).  line_fill_cycles / line_bytes: the SoC's memory behind the DMA (0: none): a main-memory
+    line of ``line_bytes`` that no earlier mvin read crosses the memory bus first, ``line_fill_cycles`` per
+    line, one line after another (``GemminiConfig.soc_line_fill_cycles``)."""
 
     dim: int = 16
     sp_rows: int = 16384
@@ -66,6 +72,8 @@ class LoopMachine:
     contention: float = 1.0
     row_gap_cycles: int = 1
     repeated_row_fetched_once: bool = False
+    line_fill_cycles: int = 0
+    line_bytes: int = 64
 
     @property
     def block_len(self) -> int:
@@ -127,6 +135,24 @@ def bias_row_cycles(blocks: int, m: LoopMachine) -> int:
     return _row_cycles(blocks, m.block_len_acc, m.acc_bytes, m)
 
 
+def cold_b_rows(N: int, tile_j: int, m: LoopMachine) -> list[tuple[int, float]]:
+    """Per J tile of B (``tile_j`` blocks, N columns), (its blocks, the load-unit cycles of one of its rows
+    the first time it is read): the lines of ``m.line_bytes`` that start in the row's bytes cross the memory
+    bus first (a line read by the tile before it is not), so the row takes the longer of its mvins' cycles
+    and those lines' ``m.line_fill_cycles``.  Empty without a line fill."""
+    if not m.line_fill_cycles:
+        return []
+    out, start = [], 0
+    width = m.dim * m.input_bytes  # bytes of one block of a B row
+    for blocks in tile_extents(cdiv(N, m.dim), tile_j):
+        a, b = start * width, (start + blocks) * width
+        lines = cdiv(b, m.line_bytes) - cdiv(a, m.line_bytes)  # line starts in [a, b)
+        out.append((blocks, max(_row_cycles(blocks, m.block_len, m.input_bytes, m),
+                                lines * m.line_fill_cycles)))
+        start += blocks
+    return out
+
+
 def _store_row_cycles(blocks: int, m: LoopMachine) -> float:
     """Store-unit cycles of one C row of ``blocks`` blocks at input width (one-beat rows: 2 per 3 cycles)."""
     return class_sum(blocks, m.block_len, lambda g: max(cdiv(g * m.dim * m.input_bytes, m.dma_bytes_per_cycle), 1.5))
@@ -134,7 +160,8 @@ def _store_row_cycles(blocks: int, m: LoopMachine) -> float:
 
 @dataclass(frozen=True)
 class MatmulFactors:
-    """Per-dimension factors of one tile choice (the terms of ``matmul_cycles`` are products of them).
+    """Per-dimension factors of one tile choice (the terms of ``matmul_cycles`` are products of them, or of
+    one (I, J) pair's: ``cold_b_stall``).
 
     count_*: tiles along I, J, K.  first_j_blocks: blocks of the first J tile.  a_row_cycles: load cycles of
     one A row over all K tiles.  b_row_cycles: of one B row over all J tiles, plus the contention of the
@@ -142,7 +169,8 @@ class MatmulFactors:
     block, summed over the I tiles (the rows it streams plus the next preload's exposure, at least
     ``weight_reload_cycles`` each).  first_rows / last_rows: rows of the first / last I tile.
     first_a_row_cycles: one A row of the first K tile.  first_d_row_cycles: one bias row of the first J
-    tile.  last_c_row_cycles: one C row of the last J tile."""
+    tile.  last_c_row_cycles: one C row of the last J tile.  first_ex_rows: ``ex_rows`` of the first I tile.
+    b_cold_rows: ``cold_b_rows``."""
 
     count_i: int
     count_j: int
@@ -157,6 +185,8 @@ class MatmulFactors:
     first_a_row_cycles: int
     first_d_row_cycles: int
     last_c_row_cycles: float
+    first_ex_rows: int
+    b_cold_rows: tuple
 
 
 def i_factors(M: int, tile_i: int, m: LoopMachine) -> dict:
@@ -165,7 +195,7 @@ def i_factors(M: int, tile_i: int, m: LoopMachine) -> dict:
     first, last = first_last(M, step)
     ex = lambda r: max(r + preload_exposure(r, m), m.weight_reload_cycles)  # noqa: E731
     return {"count_i": cdiv(M, step), "ex_rows": class_sum(M, step, ex),
-            "first_rows": first, "last_rows": last}
+            "first_rows": first, "last_rows": last, "first_ex_rows": ex(first)}
 
 
 def j_factors(N: int, tile_j: int, m: LoopMachine) -> dict:
@@ -175,6 +205,7 @@ def j_factors(N: int, tile_j: int, m: LoopMachine) -> dict:
     b = class_sum(jb, tile_j, lambda t: _row_cycles(t, m.block_len, m.input_bytes, m))
     d = class_sum(jb, tile_j, lambda t: bias_row_cycles(t, m))
     return {"count_j": cdiv(jb, tile_j), "b_row_cycles": b + m.contention * jb, "d_row_cycles": d,
+            "b_cold_rows": tuple(cold_b_rows(N, tile_j, m)),
             "first_j_blocks": first, "first_d_row_cycles": bias_row_cycles(first, m),
             "last_c_row_cycles": _store_row_cycles(last, m)}
 
@@ -220,6 +251,24 @@ def matmul_factors(shape: tuple, tiles: tuple, m: LoopMachine) -> MatmulFactors:
     return MatmulFactors(**i_factors(M, tiles[0], m), **j_factors(N, tiles[1], m), **k_factors(K, tiles[2], m))
 
 
+def memory_cycles(shape: tuple, m: LoopMachine) -> int:
+    """The SoC's memory bus time of a matmul (M, N, K) = ``shape``: every line of A (M x K), B (K x N) and
+    the bias row (N at accumulator width) crosses it once, ``m.line_fill_cycles`` each; 0 without a line
+    fill.  The same for every tiling: a floor under the cycles, not a choice."""
+    M, N, K = shape
+    lines = sum(cdiv(b, m.line_bytes) for b in (M * K * m.input_bytes, K * N * m.input_bytes, N * m.acc_bytes))
+    return lines * m.line_fill_cycles
+
+
+def cold_b_stall(K: int, first_ex_rows: int, b_cold_rows: tuple, m: LoopMachine) -> float:
+    """Cycles the array waits for B tiles read for the first time (the first I tile's): such a tile's loads
+    overlap the previous tile's computes only (two loops in flight), so where a B row's cold cycles exceed the
+    array's time per B row (the tile's weight blocks' ``first_ex_rows`` over DIM rows) the excess shows,
+    for each of the K rows.  A function of the (I, J) tiles alone."""
+    kb = cdiv(K, m.dim)
+    return kb * m.dim * sum(max(0.0, cold - blocks * first_ex_rows / m.dim) for blocks, cold in b_cold_rows)
+
+
 def matmul_cycles(shape: tuple, tiles: tuple, m: LoopMachine | None = None) -> LoopCost:
     """Modelled cycles of ``tiled_matmul`` (WS) on (M, N, K) = ``shape`` with (tile_I, tile_J, tile_K) =
     ``tiles`` in DIM blocks (module docstring)."""
@@ -231,18 +280,30 @@ def matmul_cycles(shape: tuple, tiles: tuple, m: LoopMachine | None = None) -> L
     kb, jb = cdiv(K, m.dim), cdiv(N, m.dim)
     a_load = M * f.a_row_cycles * (1 if a_reuse else f.count_j)
     load = a_load + kb * m.dim * f.b_row_cycles * (1 if b_reuse else f.count_i) + M * f.d_row_cycles
-    execute = jb * kb * f.ex_rows
+    execute = jb * kb * f.ex_rows + cold_b_stall(K, f.first_ex_rows, f.b_cold_rows, m)
     a_bank = a_load + (f.first_j_blocks if a_reuse else jb) * kb * f.ex_rows
     fill = f.first_rows * (f.first_a_row_cycles + f.first_d_row_cycles) + f.last_rows * f.last_c_row_cycles
-    return LoopCost(max(load, execute, a_bank) + fill, load, execute, a_bank, fill, a_reuse, b_reuse)
+    return LoopCost(max(load, execute, a_bank, memory_cycles(shape, m)) + fill, load, execute, a_bank, fill,
+                    a_reuse, b_reuse)
 
 
-def candidate_tiles(blocks: int, group: int = 0) -> list[int]:
+EVERY_TILE_UP_TO = 256
+"""``candidate_tiles(..., first_tile_counts=True)`` lists every tile of a dimension of at most this many blocks."""
+
+
+def candidate_tiles(blocks: int, group: int = 0, first_tile_counts: bool = False) -> list[int]:
     """Tile values worth considering for a dimension of ``blocks`` DIM blocks: for every tile count the
     smallest tile that gives it (a larger one with the same count only takes more space), and the
-    multiples of ``group`` when given (the mvin grouping, which can change a row's cost at the same count)."""
+    multiples of ``group`` when given (the mvin grouping, which can change a row's cost at the same count).
+    ``first_tile_counts``: a term depends on the first tile's extent itself (the I dimension's ``cold_b_stall``),
+    so every tile when ``blocks`` <= ``EVERY_TILE_UP_TO``, else the largest of each count too (then the MIP's
+    optimum is over these candidates only)."""
+    if first_tile_counts and blocks <= EVERY_TILE_UP_TO:
+        return list(range(1, blocks + 1))
     root = math.isqrt(blocks) + 1       # ceil(blocks / c) for c <= root, and every tile up to root
     values = {cdiv(blocks, c) for c in range(1, root + 1)} | set(range(1, min(root, blocks) + 1))
+    if first_tile_counts:  # the largest tile of each count: one less than the smallest of the count below
+        values |= {cdiv(blocks, c - 1) - 1 for c in range(2, root + 2)} | {blocks}
     if group:
         values |= set(range(group, blocks + 1, group))
     return sorted(values)

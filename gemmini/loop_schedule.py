@@ -228,7 +228,8 @@ def loop_machine(config: GemminiConfig):
     return LoopMachine(dim=config.dim, sp_rows=config.sp_rows, acc_rows=config.acc_rows,
                        input_bytes=config.input_bytes, acc_bytes=config.acc_bytes,
                        max_mvin_bytes=config.max_mvin_bytes, dma_bytes_per_cycle=config.dma_bytes_per_cycle,
-                       row_gap_cycles=0 if gemmini else 1, repeated_row_fetched_once=gemmini)
+                       row_gap_cycles=0 if gemmini else 1, repeated_row_fetched_once=gemmini,
+                       line_fill_cycles=config.soc_line_fill_cycles, line_bytes=config.soc_line_bytes)
 
 
 def loop_problem(vendor: VendorProgram):

@@ -12,9 +12,12 @@ its margins).  The objective is ``costmodel.gemmini_loops.matmul_cycles``:
   (exp is convex, so the bound is exact at the points and at most ``TANGENT_STEP**2 / 8`` low between
   them); with ``a_reuse`` (I0 * K0 <= 2, read off the (I, K) pair table) the A term drops its J0 factor,
   likewise B with ``b_reuse``;
+* the SoC's cold lines (``LoopMachine.line_fill_cycles``): the array's wait for B tiles read for the first
+  time (``cold_b_stall``), linear in the (I, J) pair table, and the memory bus's time (``memory_cycles``, a
+  constant floor);
 * the A bank term: the A loads plus the computes of every tile (``a_reuse``: of the first J tile's), a
   big-M pair on the reuse binary;
-* cycles = max(load, execute, A bank) + fill, as a variable above all three.
+* cycles = max(load, execute + cold-B stall, A bank, memory bus) + fill, as a variable above them.
 
 Constraints: the library's fit test (A and B in half the scratchpad, C in half the accumulator), linear in
 the pair tables.  The chosen tiles are priced again by ``matmul_cycles`` itself, so the reported cycles are
@@ -29,8 +32,8 @@ from dataclasses import dataclass
 
 import pyomo.environ as pe
 
-from costmodel.gemmini_loops import (LoopCost, LoopMachine, candidate_tiles, cdiv, fits, i_factors, j_factors,
-                                     k_factors, matmul_cycles)
+from costmodel.gemmini_loops import (LoopCost, LoopMachine, candidate_tiles, cdiv, cold_b_stall, fits, i_factors,
+                                     j_factors, k_factors, matmul_cycles, memory_cycles)
 
 from ..schedule import SchedulingError
 from .solve import solve
@@ -78,7 +81,7 @@ def choose_matmul_tiles(shape: tuple, machine: LoopMachine | None = None, *, tim
     if min(shape) < 1:
         raise SchedulingError(f"dimensions must be positive, got {shape}", source=source, field="shape")
     ib, jb, kb = cdiv(M, m.dim), cdiv(N, m.dim), cdiv(K, m.dim)
-    cand = {"I": candidate_tiles(ib), "J": candidate_tiles(jb, m.block_len), "K": candidate_tiles(kb, m.block_len)}
+    cand = {"I": candidate_tiles(ib, first_tile_counts=bool(m.line_fill_cycles)), "J": candidate_tiles(jb, m.block_len), "K": candidate_tiles(kb, m.block_len)}
     if max(len(c) for c in cand.values()) > MAX_CANDIDATES:
         raise SchedulingError(f"({M}, {N}, {K}) has more tile candidates than the MIP takes ({MAX_CANDIDATES} per "
                               "dimension)", source=source, field="shape")
@@ -139,6 +142,7 @@ def choose_matmul_tiles(shape: tuple, machine: LoopMachine | None = None, *, tim
         z[term] = zt
     load = z["A"] + z["B"] + sum(xJ[t] * M * fj[t]["d_row_cycles"] for t in cand["J"])
     execute = sum(xI[t] * jb * kb * fi[t]["ex_rows"] for t in cand["I"])
+    stalls = sum(wIJ[u, v] * cold_b_stall(K, fi[u]["first_ex_rows"], fj[v]["b_cold_rows"], m) for u, v in wIJ)
     fill = (sum(wIK[u, v] * fi[u]["first_rows"] * fk[v]["first_a_row_cycles"] for u, v in wIK)
             + sum(wIJ[u, v] * (fi[u]["first_rows"] * fj[v]["first_d_row_cycles"]
                                + fi[u]["last_rows"] * fj[v]["last_c_row_cycles"]) for u, v in wIJ))
@@ -147,7 +151,8 @@ def choose_matmul_tiles(shape: tuple, machine: LoopMachine | None = None, *, tim
     big_ex = jb * kb * max(fi[t]["ex_rows"] for t in cand["I"])
     md.T = pe.Var(domain=pe.NonNegativeReals)
     md.t_load = pe.Constraint(expr=md.T >= load)
-    md.t_ex = pe.Constraint(expr=md.T >= execute)
+    md.t_ex = pe.Constraint(expr=md.T >= execute + stalls)
+    md.t_memory = pe.Constraint(expr=md.T >= memory_cycles(shape, m))
     md.t_bank = pe.Constraint(expr=md.T >= z["A"] + execute - big_ex * md.ra)
     md.t_bank_reuse = pe.Constraint(expr=md.T >= z["A"] + ex_first_j)
     md.obj = pe.Objective(expr=md.T + fill, sense=pe.minimize)

@@ -57,3 +57,15 @@ def test_a_solver_stopped_by_its_time_limit_is_not_reported_as_no_tile_fitting(m
     with pytest.raises(SchedulingError, match=r"within its time limit \(0.5 s") as err:
         choose_matmul_tiles((100, 200, 300), time_limit_s=0.5)
     assert "fits" not in str(err.value)
+
+
+@pytest.mark.parametrize("shape", [(49, 512, 2048), (196, 64, 64), (30, 17, 45)])
+def test_the_mip_finds_the_models_optimum_on_the_socs_machine(shape):
+    # Gemmini's units and the SoC's cold lines: the cold-B stall is linear in the (I, J) pair table
+    from gemmini.config import CHIPYARD_SOC_CONFIG
+    from gemmini.loop_schedule import loop_machine
+
+    soc = loop_machine(CHIPYARD_SOC_CONFIG)
+    assert soc.line_fill_cycles == 8
+    choice = choose_matmul_tiles(shape, soc)
+    assert choice.cost.cycles <= exhaustive_matmul_tiles(shape, soc)[1].cycles * (1 + 1e-4), choice.tiles
