@@ -16,7 +16,11 @@ MIP over these tiles, ``cosa.mip.loop_tiles``, linearises):
   (once in all with ``a_reuse``); B: DIM rows per K block per J group, once per I tile (once with
   ``b_reuse``); D: M rows per J group at accumulator width, once;
 * bank contention: while the array preloads weights from the bank the load unit is writing B into, the
-  writer waits (the array has priority): ``contention`` lost cycles per preloaded row, once per B load;
+  writer waits (the array has priority): ``contention`` lost cycles per preloaded row, once per B load.
+  Gemmini's scratchpad serves the writes first (the timing model's f13847e units), so there the charge
+  stands for something else; kept at 1 because without it the MIP picks one-block K tiles on res2a_branch2a
+  (3136 x 64 x 64), which run 1.54x the best sampled tiling on that timing model for a per-loop cost this
+  model lacks (``bench/gemmini_loop_model.py --soc chipyard-1.10``);
 * execute: a weight block is preloaded once per I tile and streams the I tile's rows; one weight block used
   by a single A block costs ``weight_reload_cycles`` (its preload cannot hide behind one compute); the
   preload's DIM cycles hide behind the previous compute only, so after a ragged last A block of r < DIM
@@ -27,9 +31,10 @@ MIP over these tiles, ``cosa.mip.loop_tiles``, linearises):
   (tiles that keep A resident, under ``a_reuse``, do not);
 * the SoC's memory (``line_fill_cycles``): the first I tile reads B's lines for the first time, and where a B
   row's lines take longer to cross the memory bus than the array spends per B row, the array waits
-  (``cold_b_stall``: the loads of a tile overlap the previous tile's computes only); every line of A, B and
-  the bias crosses the bus once (``memory_cycles``);
-* cycles = max(load, execute + cold-B stall, A bank, memory bus) + the first tile's A and D loads (nothing to compute before them) +
+  (``cold_b_stall``: the loads of a tile overlap the previous tile's computes only); likewise the first J
+  tile reads A's lines (``cold_a_stall``); every line of A, B and the bias crosses the bus once
+  (``memory_cycles``);
+* cycles = max(load, execute + cold stalls, A bank, memory bus) + the first tile's A and D loads (nothing to compute before them) +
   the last tile's C stores (nothing left to hide them behind).
 
 What it leaves out (its error against the timing model, ``gemmini.sim.timing``, is tested and reported):
@@ -135,16 +140,17 @@ def bias_row_cycles(blocks: int, m: LoopMachine) -> int:
     return _row_cycles(blocks, m.block_len_acc, m.acc_bytes, m)
 
 
-def cold_b_rows(N: int, tile_j: int, m: LoopMachine) -> list[tuple[int, float]]:
-    """Per J tile of B (``tile_j`` blocks, N columns), (its blocks, the load-unit cycles of one of its rows
-    the first time it is read): the lines of ``m.line_bytes`` that start in the row's bytes cross the memory
-    bus first (a line read by the tile before it is not), so the row takes the longer of its mvins' cycles
-    and those lines' ``m.line_fill_cycles``.  Empty without a line fill."""
+def cold_rows(cols: int, tile: int, m: LoopMachine) -> list[tuple[int, float]]:
+    """Per tile of ``tile`` blocks along a row-major operand's ``cols`` columns (A's K, B's J), (its blocks,
+    the load-unit cycles of one of its rows the first time it is read): the lines of ``m.line_bytes`` that
+    start in the row's bytes cross the memory bus first (a line read by the tile before it is not), so the
+    row takes the longer of its mvins' cycles and those lines' ``m.line_fill_cycles``.  Empty without a
+    line fill."""
     if not m.line_fill_cycles:
         return []
     out, start = [], 0
-    width = m.dim * m.input_bytes  # bytes of one block of a B row
-    for blocks in tile_extents(cdiv(N, m.dim), tile_j):
+    width = m.dim * m.input_bytes  # bytes of one block of a row
+    for blocks in tile_extents(cdiv(cols, m.dim), tile):
         a, b = start * width, (start + blocks) * width
         lines = cdiv(b, m.line_bytes) - cdiv(a, m.line_bytes)  # line starts in [a, b)
         out.append((blocks, max(_row_cycles(blocks, m.block_len, m.input_bytes, m),
@@ -170,7 +176,7 @@ class MatmulFactors:
     ``weight_reload_cycles`` each).  first_rows / last_rows: rows of the first / last I tile.
     first_a_row_cycles: one A row of the first K tile.  first_d_row_cycles: one bias row of the first J
     tile.  last_c_row_cycles: one C row of the last J tile.  first_ex_rows: ``ex_rows`` of the first I tile.
-    b_cold_rows: ``cold_b_rows``."""
+    b_cold_rows / a_cold_rows: ``cold_rows`` of B's J tiles / A's K tiles."""
 
     count_i: int
     count_j: int
@@ -187,6 +193,7 @@ class MatmulFactors:
     last_c_row_cycles: float
     first_ex_rows: int
     b_cold_rows: tuple
+    a_cold_rows: tuple
 
 
 def i_factors(M: int, tile_i: int, m: LoopMachine) -> dict:
@@ -205,7 +212,7 @@ def j_factors(N: int, tile_j: int, m: LoopMachine) -> dict:
     b = class_sum(jb, tile_j, lambda t: _row_cycles(t, m.block_len, m.input_bytes, m))
     d = class_sum(jb, tile_j, lambda t: bias_row_cycles(t, m))
     return {"count_j": cdiv(jb, tile_j), "b_row_cycles": b + m.contention * jb, "d_row_cycles": d,
-            "b_cold_rows": tuple(cold_b_rows(N, tile_j, m)),
+            "b_cold_rows": tuple(cold_rows(N, tile_j, m)),
             "first_j_blocks": first, "first_d_row_cycles": bias_row_cycles(first, m),
             "last_c_row_cycles": _store_row_cycles(last, m)}
 
@@ -215,7 +222,7 @@ def k_factors(K: int, tile_k: int, m: LoopMachine) -> dict:
     kb = cdiv(K, m.dim)
     row = lambda t: _row_cycles(t, m.block_len, m.input_bytes, m)  # noqa: E731
     return {"count_k": cdiv(kb, tile_k), "a_row_cycles": class_sum(kb, tile_k, row),
-            "first_a_row_cycles": row(first_last(kb, tile_k)[0])}
+            "first_a_row_cycles": row(first_last(kb, tile_k)[0]), "a_cold_rows": tuple(cold_rows(K, tile_k, m))}
 
 
 @dataclass(frozen=True)
@@ -269,6 +276,14 @@ def cold_b_stall(K: int, first_ex_rows: int, b_cold_rows: tuple, m: LoopMachine)
     return kb * m.dim * sum(max(0.0, cold - blocks * first_ex_rows / m.dim) for blocks, cold in b_cold_rows)
 
 
+def cold_a_stall(M: int, first_j_blocks: int, a_cold_rows: tuple, m: LoopMachine) -> float:
+    """Cycles the array waits for A tiles read for the first time (the first J tile's): as ``cold_b_stall``,
+    per A row, against the array's slot per row for each of the tile's weight blocks (its K blocks times the
+    first J tile's blocks; the exposed preloads of a ragged I tile are left out).  A function of the (K, J)
+    tiles alone."""
+    return M * sum(max(0.0, cold - blocks * first_j_blocks) for blocks, cold in a_cold_rows)
+
+
 def matmul_cycles(shape: tuple, tiles: tuple, m: LoopMachine | None = None) -> LoopCost:
     """Modelled cycles of ``tiled_matmul`` (WS) on (M, N, K) = ``shape`` with (tile_I, tile_J, tile_K) =
     ``tiles`` in DIM blocks (module docstring)."""
@@ -280,7 +295,8 @@ def matmul_cycles(shape: tuple, tiles: tuple, m: LoopMachine | None = None) -> L
     kb, jb = cdiv(K, m.dim), cdiv(N, m.dim)
     a_load = M * f.a_row_cycles * (1 if a_reuse else f.count_j)
     load = a_load + kb * m.dim * f.b_row_cycles * (1 if b_reuse else f.count_i) + M * f.d_row_cycles
-    execute = jb * kb * f.ex_rows + cold_b_stall(K, f.first_ex_rows, f.b_cold_rows, m)
+    execute = jb * kb * f.ex_rows + cold_b_stall(K, f.first_ex_rows, f.b_cold_rows, m) \
+        + cold_a_stall(M, f.first_j_blocks, f.a_cold_rows, m)
     a_bank = a_load + (f.first_j_blocks if a_reuse else jb) * kb * f.ex_rows
     fill = f.first_rows * (f.first_a_row_cycles + f.first_d_row_cycles) + f.last_rows * f.last_c_row_cycles
     return LoopCost(max(load, execute, a_bank, memory_cycles(shape, m)) + fill, load, execute, a_bank, fill,

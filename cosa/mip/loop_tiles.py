@@ -13,11 +13,11 @@ its margins).  The objective is ``costmodel.gemmini_loops.matmul_cycles``:
   them); with ``a_reuse`` (I0 * K0 <= 2, read off the (I, K) pair table) the A term drops its J0 factor,
   likewise B with ``b_reuse``;
 * the SoC's cold lines (``LoopMachine.line_fill_cycles``): the array's wait for B tiles read for the first
-  time (``cold_b_stall``), linear in the (I, J) pair table, and the memory bus's time (``memory_cycles``, a
-  constant floor);
+  time (``cold_b_stall``), linear in the (I, J) pair table, for A tiles (``cold_a_stall``), linear in the
+  (K, J) one, and the memory bus's time (``memory_cycles``, a constant floor);
 * the A bank term: the A loads plus the computes of every tile (``a_reuse``: of the first J tile's), a
   big-M pair on the reuse binary;
-* cycles = max(load, execute + cold-B stall, A bank, memory bus) + fill, as a variable above them.
+* cycles = max(load, execute + cold stalls, A bank, memory bus) + fill, as a variable above them.
 
 Constraints: the library's fit test (A and B in half the scratchpad, C in half the accumulator), linear in
 the pair tables.  The chosen tiles are priced again by ``matmul_cycles`` itself, so the reported cycles are
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import pyomo.environ as pe
 
-from costmodel.gemmini_loops import (LoopCost, LoopMachine, candidate_tiles, cdiv, cold_b_stall, fits, i_factors,
+from costmodel.gemmini_loops import (LoopCost, LoopMachine, candidate_tiles, cdiv, cold_a_stall, cold_b_stall, fits, i_factors,
                                      j_factors, k_factors, matmul_cycles, memory_cycles)
 
 from ..schedule import SchedulingError
@@ -142,7 +142,8 @@ def choose_matmul_tiles(shape: tuple, machine: LoopMachine | None = None, *, tim
         z[term] = zt
     load = z["A"] + z["B"] + sum(xJ[t] * M * fj[t]["d_row_cycles"] for t in cand["J"])
     execute = sum(xI[t] * jb * kb * fi[t]["ex_rows"] for t in cand["I"])
-    stalls = sum(wIJ[u, v] * cold_b_stall(K, fi[u]["first_ex_rows"], fj[v]["b_cold_rows"], m) for u, v in wIJ)
+    stalls = sum(wIJ[u, v] * cold_b_stall(K, fi[u]["first_ex_rows"], fj[v]["b_cold_rows"], m) for u, v in wIJ) \
+        + sum(wKJ[u, v] * cold_a_stall(M, fj[v]["first_j_blocks"], fk[u]["a_cold_rows"], m) for u, v in wKJ)
     fill = (sum(wIK[u, v] * fi[u]["first_rows"] * fk[v]["first_a_row_cycles"] for u, v in wIK)
             + sum(wIJ[u, v] * (fi[u]["first_rows"] * fj[v]["first_d_row_cycles"]
                                + fi[u]["last_rows"] * fj[v]["last_c_row_cycles"]) for u, v in wIJ))

@@ -232,16 +232,25 @@ def test_cold_b_tiles_stall_the_array_only_where_their_lines_outrun_its_computes
     # res5a_branch2c as a matmul (49, 2048, 512) on a SoC whose 64-byte lines take 8 cycles each: a one-block
     # J tile (16 B of a B row) reads a cold line every fourth tile, 8 cycles a row against the array's 64 / 16
     # = 4 per row (49 rows and the exposed preload); a four-block tile reads one line a row, 8 against 16
-    from costmodel.gemmini_loops import cold_b_rows, cold_b_stall, memory_cycles
+    from costmodel.gemmini_loops import cold_a_stall, cold_b_stall, cold_rows, memory_cycles
 
     soc = LoopMachine(row_gap_cycles=0, line_fill_cycles=8)
-    rows = cold_b_rows(2048, 1, soc)
+    rows = cold_rows(2048, 1, soc)
     assert len(rows) == 128 and sum(c >= 8 for _, c in rows) == 32
     narrow, wide = (matmul_cycles((49, 2048, 512), t, soc) for t in ((4, 1, 16), (4, 4, 16)))
     plain = {t: matmul_cycles((49, 2048, 512), t, LoopMachine(row_gap_cycles=0)) for t in ((4, 1, 16), (4, 4, 16))}
-    assert narrow.execute_cycles - plain[(4, 1, 16)].execute_cycles == 512 * 32 * (8 - 4)
+    assert cold_b_stall(512, 64, tuple(rows), soc) == 512 * 32 * (8 - 4)
+    # A's 256-byte rows (four lines, 32 cycles) against 16 weight blocks, in each of the 2 K tiles
+    a_stall = {tj: cold_a_stall(49, tj, tuple(cold_rows(512, 16, soc)), soc) for tj in (1, 4)}
+    assert a_stall == {1: 49 * 2 * (32 - 16), 4: 0}
+    assert narrow.execute_cycles - plain[(4, 1, 16)].execute_cycles == 512 * 32 * (8 - 4) + a_stall[1]
     assert wide.execute_cycles == plain[(4, 4, 16)].execute_cycles
-    assert cold_b_stall(512, 64, tuple(cold_b_rows(2048, 4, soc)), soc) == 0
+    assert cold_b_stall(512, 64, tuple(cold_rows(2048, 4, soc)), soc) == 0
     # every line of A, B and the bias crosses the bus once: a floor, the same for every tiling
     assert memory_cycles((49, 2048, 512), soc) == 8 * (-(-49 * 512 // 64) + 2048 * 512 // 64 + 2048 * 4 // 64)
-    assert memory_cycles((49, 2048, 512), LoopMachine()) == 0 and not cold_b_rows(2048, 1, LoopMachine())
+    assert memory_cycles((49, 2048, 512), LoopMachine()) == 0 and not cold_rows(2048, 1, LoopMachine())
+    # A the same way: res2a_branch2a as a matmul (3136, 64, 64) with one-block K tiles reads each 64-byte A row's
+    # line in its first K tile (8 cycles a row) while the array spends 4 slots a row (4 weight blocks)
+    assert [c for _, c in cold_rows(64, 1, soc)] == [8, 1, 1, 1]
+    assert cold_a_stall(3136, 4, tuple(cold_rows(64, 1, soc)), soc) == 3136 * (8 - 4)
+    assert cold_a_stall(3136, 4, tuple(cold_rows(64, 4, soc)), soc) == 0
