@@ -30,6 +30,7 @@ RETRY_S = 0.1
 """Seconds after which a deadline whose exception was swallowed is raised again."""
 
 _expires_at: float | None = None  # time.monotonic() at which the innermost deadline expires
+_expiring_s: float | None = None  # the seconds of the deadline that expires first
 
 
 class DeadlineExceeded(BaseException):
@@ -45,6 +46,15 @@ def remaining_s() -> float | None:
     return None if _expires_at is None else _expires_at - time.monotonic()
 
 
+def raise_if_expired() -> None:
+    """Raise ``DeadlineExceeded`` when the current deadline has passed: for code that comes back from a long C
+    call (the solver) after it, where the alarm's exception may not have been raised yet (it was swallowed,
+    or comes again only after ``RETRY_S``) and a result made from the cut-short call would otherwise be
+    reported as something else."""
+    if _expires_at is not None and time.monotonic() >= _expires_at:
+        raise DeadlineExceeded(_expiring_s)
+
+
 def clamp_s(seconds: float) -> float:
     """``seconds`` cut to what the deadline leaves (at least 10 ms, so a solver still starts and returns)."""
     left = remaining_s()
@@ -54,16 +64,17 @@ def clamp_s(seconds: float) -> float:
 @contextlib.contextmanager
 def deadline(seconds: float):
     """Raise ``DeadlineExceeded`` in the main thread once ``seconds`` of wall time have passed."""
-    global _expires_at
+    global _expires_at, _expiring_s
     start = time.monotonic()
-    outer_expires = _expires_at
+    outer_expires, outer_seconds = _expires_at, _expiring_s
     mine = start + seconds
-    _expires_at = mine if outer_expires is None else min(mine, outer_expires)
+    if outer_expires is None or mine < outer_expires:
+        _expires_at, _expiring_s = mine, seconds
     if threading.current_thread() is not threading.main_thread():
         try:
             yield
         finally:
-            _expires_at = outer_expires
+            _expires_at, _expiring_s = outer_expires, outer_seconds
         return
     previous = signal.getsignal(signal.SIGALRM)
     outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL)
@@ -92,6 +103,6 @@ def deadline(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        _expires_at = outer_expires
+        _expires_at, _expiring_s = outer_expires, outer_seconds
         if outer_at is not None and not outer_fired:
             signal.setitimer(signal.ITIMER_REAL, max(1e-3, outer_at - time.monotonic()), outer_interval)

@@ -181,7 +181,7 @@ def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: flo
         opt.start = bool(warm_start)
         options = {"random_seed": int(seed), "output_flag": False, **(highs_options or {})}
         extra = {}
-    from ..deadline import clamp_s
+    from ..deadline import clamp_s, raise_if_expired
 
     time_limit_s = clamp_s(time_limit_s)  # the command's --deadline: the solver returns before it
     start = time.perf_counter()
@@ -194,6 +194,7 @@ def solve(model, solver: str = "highs", time_limit_s: float = 60.0, mip_gap: flo
         if error is not None:
             raise error from None
         raise
+    raise_if_expired()  # a run the deadline cut short (HiGHS then may report 'error') is the deadline's failure
     elapsed = time.perf_counter() - start
     status = _status(result)
     has_solution = str(result.solution_status).rsplit(".", 1)[-1] in ("feasible", "optimal")

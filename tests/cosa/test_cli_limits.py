@@ -4,6 +4,7 @@ the exhaustive baseline's limit from the command line."""
 import contextlib
 import io
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from cosa.cli import main
 from cosa.cli_common import split_deadline
-from cosa.deadline import DEFAULT_DEADLINE_S, RETRY_S, DeadlineExceeded, deadline, remaining_s
+from cosa.deadline import DEFAULT_DEADLINE_S, RETRY_S, DeadlineExceeded, deadline, raise_if_expired, remaining_s
 from workloads import FrameworkError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +58,57 @@ def test_the_mip_past_the_deadline_is_a_failed_run():
                                   "--deadline", "1"])
     assert (code, err.count("\n")) in ((1, 1), (0, 0))  # a solve may finish inside one second on a fast machine
     assert seconds < 15
+
+
+def _in_a_thread(fn):
+    """``fn()``'s result, run outside the main thread, where a deadline sends no signal (only its clock counts)."""
+    box = {}
+
+    def body():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001  (handed back to the test)
+            box["error"] = exc
+
+    worker = threading.Thread(target=body)
+    worker.start()
+    worker.join(120)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def test_a_solver_back_after_the_deadline_is_the_deadlines_failure(monkeypatch):
+    """HiGHS given the deadline's last fraction of a second can come back after it with status 'error' and no
+    solution, before the alarm's exception is raised: that is the deadline's failed run (exit 1), not a bad
+    input (exit 2).  Here the solver comes back after the deadline, whatever it reports, and no alarm is sent."""
+    from cosa.mip.solve import _HighsWithStart
+
+    real = _HighsWithStart.solve
+
+    def late(self, *args, **kwargs):
+        result = real(self, *args, **kwargs)
+        time.sleep(max(0.0, remaining_s()) + 0.01)
+        return result
+
+    monkeypatch.setattr(_HighsWithStart, "solve", late)
+    code, out, err, _ = _in_a_thread(lambda: _run(["schedule", CONV, "--scheduler", "cosa-cold", "--deadline", "2"]))
+    assert code == 1 and out == "" and err.startswith("cosa: deadline of 2 s reached"), (code, err)
+
+
+def test_raise_if_expired_names_the_deadline_that_expired():
+    def body():
+        raise_if_expired()   # no deadline: nothing
+        with deadline(30):
+            raise_if_expired()   # time left: nothing
+            with deadline(0.05):
+                time.sleep(0.1)
+                with pytest.raises(DeadlineExceeded, match=r"^deadline of 0\.05 s reached"):
+                    raise_if_expired()
+            raise_if_expired()   # the outer deadline's time is left
+        return True
+
+    assert _in_a_thread(body)
 
 
 def test_compare_with_processes_stops_its_workers(tmp_path):
