@@ -14,7 +14,7 @@ from ..schedule import Schedule, SchedulingError, SolverStats
 from .decode import add_capacity_cut, decode
 from .formulation import OBJECTIVES, CosaWeights, build
 from .factors import polish_factors
-from .fill import smaller_fills
+from .fill import once_loaded_fills, smaller_fills
 from .polish import polish_orders
 from .predict import baseline_mappings, load_start
 from .problem import build_problem
@@ -130,7 +130,8 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     Under ``arch.params["fill_before_compute"]`` (the cost model waits for the
     first fill and the last drain, which the MIP does not price) the latency
     objective's best mapping is also improved by ``fill.smaller_fills``
-    (factor moves, re-solves with the slowest-filling level's budget halved).
+    (factor moves, re-solves with the slowest-filling level's budget halved) and by
+    ``fill.once_loaded_fills`` (re-solves with an input's tile loaded once).
     Raises SchedulingError when no valid mapping exists or the time limit
     passes with no incumbent.  ``mip_search`` is the same search in two
     steps (the tie-breaking solves last).
@@ -394,9 +395,12 @@ def mip_search(workload, arch, objective: str = "latency", solver: str = "highs"
     if polish and objective == "latency" and best is not None and best[2] is not None \
             and arch.params.get("fill_before_compute"):
         # the cost model waits for the first fill, the MIP does not see it: smaller fills (cosa.mip.fill)
-        found, spent = smaller_fills(problem, best[1], best[2], evaluate, objective, weights, dict(
-            solver=solver, mip_gap=mip_gap, seed=seed, src=src, deadline=deadline, tie_tolerance=tie_tolerance))
+        options = dict(solver=solver, mip_gap=mip_gap, seed=seed, src=src, deadline=deadline,
+                       tie_tolerance=tie_tolerance)
+        found, spent = smaller_fills(problem, best[1], best[2], evaluate, objective, weights, options)
         solve_s += spent
+        once, spent = once_loaded_fills(problem, evaluate, objective, weights, {**options, "mapping": best[1]})
+        found, solve_s = found + once, solve_s + spent
         for other, other_cost, how, n in found:
             evaluated += n
             pool.offer(other_cost, other, (best[3], best[4], how))

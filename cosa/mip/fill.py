@@ -12,7 +12,13 @@ one the cost model ranks better:
 * re-solves of the same model with the budget of the level whose fill (or drain) link is the slowest
   capped at half the bytes the current mapping's tiles take there, so the MIP itself picks the loops
   outside the smaller tile, their order and what the other levels hold; repeated from the winner, at most
-  ``MAX_RESOLVES`` times, while the cost model ranks each one better.
+  ``MAX_RESOLVES`` times, while the cost model ranks each one better;
+* the other way (``once_loaded_fills``): a re-solve per input with no temporal loop over its dims above
+  the first level below DRAM that stores it, so that level's tile is loaded once in the run.  The cost
+  model takes such a tile's bytes out of the loops' transfers into the first fill, where they borrow the
+  port's idle cycles (``costmodel.onload``); the MIP prices the loops' transfers only and cannot see that
+  (BERT's attention context on Simba: 30,106 cycles with the context matrix loaded once, as LOMA maps it,
+  against the MIP's 30,336).
 
 Every candidate is priced by the cost model and returned for the driver's lexicographic pool, so the
 driver's mapping can only improve.  Seconds: each re-solve is one MIP solve (about as long as the main
@@ -74,6 +80,40 @@ def _resolve(problem, level: int | None, mapping, objective: str, weights, optio
         return None, result.solve_s
     got = decode(form)
     return (None if violations(got, problem.workload, problem.arch) else got), result.solve_s
+
+
+def once_loaded_fills(problem, evaluate, objective: str, weights, options: dict):
+    """Per input tensor not loaded once already, the MIP's mapping with no temporal loop over its dims above
+    the first level below DRAM that stores it, polished and priced, as (mapping, cost, how, cost-model
+    calls); and the solver seconds.  ``options``: as ``smaller_fills``'s, plus ``mapping`` (the driver's best)."""
+    from costmodel.onload import once_loaded
+
+    o = options
+    workload, arch = problem.workload, problem.arch
+    loaded_once = once_loaded(workload, arch, o["mapping"])
+    out, solve_s = [], 0.0
+    for tensor in workload.tensors:
+        chain = [i for i in problem.holders[tensor.name] if i > 0]
+        if tensor.is_output or not chain or (tensor.name, chain[0]) in loaded_once:
+            continue
+        if time.perf_counter() >= o["deadline"]:
+            break
+        form = build(problem, "latency", weights)
+        for (k, d, p), var in form.nT.items():
+            if k < chain[0] and d in tensor.dims:
+                var.fix(0)
+        limit = min(RESOLVE_LIMIT_S, max(o["deadline"] - time.perf_counter(), 0.05))
+        result = solve(form.model, o["solver"], limit, o["mip_gap"], o["seed"], o["src"], size=form.size())
+        solve_s += result.solve_s
+        if not result.has_solution:
+            continue
+        got = decode(form)
+        if violations(got, workload, arch):
+            continue
+        got, got_cost, n = polish_orders(workload, arch, got, evaluate, objective, cost=evaluate(workload, arch, got),
+                                         tolerance=o["tie_tolerance"])
+        out.append((got, got_cost, f"fill: {tensor.name} loaded once into {arch.levels[chain[0]].name}", n + 1))
+    return out, solve_s
 
 
 def smaller_fills(problem, mapping, cost, evaluate, objective: str, weights, options: dict):
