@@ -34,7 +34,8 @@ MIP over these tiles, ``cosa.mip.loop_tiles``, linearises):
   (``cold_b_stall``: the loads of a tile overlap the previous tile's computes only); likewise the first J
   tile reads A's lines (``cold_a_stall``); every line of A, B and the bias crosses the bus once
   (``memory_cycles``);
-* cycles = max(load, execute + cold stalls, A bank, memory bus) + the first tile's A and D loads (nothing to compute before them) +
+* cycles = max(load, execute + cold stalls, A bank, memory bus) + the first tile's A and D loads (nothing to
+  compute before them) +
   the last tile's C stores (nothing left to hide them behind).
 
 What it leaves out (its error against the timing model, ``gemmini.sim.timing``, is tested and reported):
@@ -167,7 +168,7 @@ def _store_row_cycles(blocks: int, m: LoopMachine) -> float:
 @dataclass(frozen=True)
 class MatmulFactors:
     """Per-dimension factors of one tile choice (the terms of ``matmul_cycles`` are products of them, or of
-    one (I, J) pair's: ``cold_b_stall``).
+    one pair's: ``cold_b_stall`` of (I, J), ``cold_a_stall`` of (K, J)).
 
     count_*: tiles along I, J, K.  first_j_blocks: blocks of the first J tile.  a_row_cycles: load cycles of
     one A row over all K tiles.  b_row_cycles: of one B row over all J tiles, plus the contention of the

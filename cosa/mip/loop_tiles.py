@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import pyomo.environ as pe
 
-from costmodel.gemmini_loops import (LoopCost, LoopMachine, candidate_tiles, cdiv, cold_a_stall, cold_b_stall, fits, i_factors,
-                                     j_factors, k_factors, matmul_cycles, memory_cycles)
+from costmodel.gemmini_loops import (LoopCost, LoopMachine, candidate_tiles, cdiv, cold_a_stall, cold_b_stall, fits,
+                                     i_factors, j_factors, k_factors, matmul_cycles, memory_cycles)
 
 from ..schedule import SchedulingError
 from .solve import solve
@@ -81,7 +81,8 @@ def choose_matmul_tiles(shape: tuple, machine: LoopMachine | None = None, *, tim
     if min(shape) < 1:
         raise SchedulingError(f"dimensions must be positive, got {shape}", source=source, field="shape")
     ib, jb, kb = cdiv(M, m.dim), cdiv(N, m.dim), cdiv(K, m.dim)
-    cand = {"I": candidate_tiles(ib, first_tile_counts=bool(m.line_fill_cycles)), "J": candidate_tiles(jb, m.block_len), "K": candidate_tiles(kb, m.block_len)}
+    cand = {"I": candidate_tiles(ib, first_tile_counts=bool(m.line_fill_cycles)),
+            "J": candidate_tiles(jb, m.block_len), "K": candidate_tiles(kb, m.block_len)}
     if max(len(c) for c in cand.values()) > MAX_CANDIDATES:
         raise SchedulingError(f"({M}, {N}, {K}) has more tile candidates than the MIP takes ({MAX_CANDIDATES} per "
                               "dimension)", source=source, field="shape")

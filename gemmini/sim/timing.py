@@ -371,6 +371,8 @@ def _timing(cmds, cfg: GemminiConfig, origins: list | None) -> TimingResult:
         issue += core_step(index)
         if index % 512 == 0:
             sp_banks.forget_before(issue)
+            if load.sp_writes is not None:
+                load.sp_writes.forget_before(issue)
             acc_banks.forget_before(issue)
             bus.forget_before(issue)
 

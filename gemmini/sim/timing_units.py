@@ -270,7 +270,8 @@ class ExecuteUnit:
         if self.tag_frees is not None and len(self.tag_frees) == self.tag_frees.maxlen:
             # a free tag: the compute GEMMINI_MESH_TAGS - 1 back has completed (its tag's holder's successor)
             begin = max(begin, self.tag_frees[0])
-        stage2_bank, stage2_reads = (self._sp_bank(f["a"]), f["a_rows"]) if ws else (self._sp_bank(f["bd"]), f["bd_rows"])
+        stage2_bank, stage2_reads = (self._sp_bank(f["a"]), f["a_rows"]) if ws else \
+            (self._sp_bank(f["bd"]), f["bd_rows"])
         stall = 0  # cycles the stream waits while mvins write the bank it reads
         if stage2_bank is not None and self.dma_writes is not None:
             stall = self.dma_writes.wait_free(stage2_bank, begin + 1, stage2_reads) - (begin + 1 + stage2_reads)
