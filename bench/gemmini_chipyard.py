@@ -410,9 +410,9 @@ def print_recorded(console: Console, path: Path = RECORDED, results: str | None 
                      json_path=None, results_path=results, summary=RECORDED_SUMMARY,
                      notes="The real cycles are the recording's (its provenance above); the model's are computed "
                            "now from the same programs' command streams.  `timing model`: at the recording's "
-                           "configuration, Gemmini f13847e's load, execute and store units (from its Scala) and the SoC's memory (cold "
-                           "64-byte lines over an 8-byte bus); `our units`: the load, execute and store units of our RTL and a "
-                           "fixed-latency memory.")
+                           "configuration, Gemmini f13847e's load, execute and store units (from its Scala) and the "
+                           "SoC's memory (cold 64-byte lines over an 8-byte bus); `our units`: the load, execute and "
+                           "store units of our RTL and a fixed-latency memory.")
     return 0
 
 

@@ -90,13 +90,17 @@ def word_size_note(nests, arch) -> str | None:
             f"{bits}-bit network it would run as")
 
 
+def gemmini_soc(args) -> str:
+    """The machine (``gemmini.config.SOCS``) a command's Gemmini timing describes: ``--soc``, by default
+    Chipyard 1.10.0's SoC with ``--sim chipyard``, else our RTL's ("ours")."""
+    return getattr(args, "soc", None) or ("chipyard-1.10" if getattr(args, "sim", None) == "chipyard" else "ours")
+
+
 def gemmini_config(args):
-    """The Gemmini configuration of a command: ``--soc`` (default: Chipyard 1.10.0's SoC with ``--sim chipyard``,
-    else our RTL's) with ``--dim``."""
+    """The Gemmini configuration of a command: the machine ``gemmini_soc`` names, with ``--dim``."""
     from gemmini.config import soc_config
 
-    soc = getattr(args, "soc", None) or ("chipyard-1.10" if getattr(args, "sim", None) == "chipyard" else "ours")
-    return soc_config(soc, getattr(args, "dim", None))
+    return soc_config(gemmini_soc(args), getattr(args, "dim", None))
 
 
 def _arch(name: str, dataflow: str | None = None):

@@ -15,7 +15,8 @@ from workloads import FrameworkError
 
 from . import cli_network, cli_randnla, cli_targets
 from .cli_common import (DATAFLOW_HELP, JSON_HELP, LAYER_HELP, RunFailed, _add_sched_opts, _print_json, _workload,
-                         add_workload_opts, gemmini_config, scheduler_options, write_text_output)
+                         add_workload_opts, gemmini_config, gemmini_soc, scheduler_options,
+                         write_text_output)
 
 
 def _gemmini_schedule(args, workload, arch):
@@ -44,9 +45,10 @@ def _gemmini_workload(args):
 def _timing_model_source(args) -> str:
     """What gave a --sim isa run's cycles: "timing model" (of our RTL, the default machine), or the timing model of
     the machine --soc names; a model's figure, never a measurement."""
-    if gemmini_config(args).gemmini_units:
-        return "timing model of chipyard-1.10 (Gemmini f13847e's units in Chipyard 1.10.0's SoC)"
-    return "timing model"
+    from gemmini.config import SOC_DESCRIPTIONS
+
+    soc = gemmini_soc(args)
+    return "timing model" if soc == "ours" else f"timing model of {soc} ({SOC_DESCRIPTIONS[soc]})"
 
 
 def _gemmini_arch(args):

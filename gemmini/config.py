@@ -22,8 +22,8 @@ LOCAL_ROW_BITS = 29
 #: of gemmini-rocc-tests 180c468 (rectangular images), and "f13847e", the older square-image words that
 #: Gemmini f13847e (Chipyard 1.10.0's) decodes.
 LOOP_CONV_LAYOUTS = ("180c468", "f13847e")
-#: Whose load, execute and store units the timing model follows: "ours" (our RTL's) and "f13847e" (Gemmini f13847e's, from
-#: its Scala).
+#: Whose load, execute and store units the timing model follows: "ours" (our RTL's) and "f13847e" (Gemmini
+#: f13847e's, from its Scala).
 UNIT_MODELS = ("ours", "f13847e")
 
 
@@ -242,7 +242,8 @@ DEFAULT_CONFIG = GemminiConfig()
 
 #: Gemmini's default configuration in Chipyard 1.10.0's SoC (Gemmini f13847e, one Rocket core), as the timing
 #: model describes it: Gemmini's own units (``units`` "f13847e": two mvins in flight, the zero writer, stride-0
-#: rows fetched once, the pixel repeater, six mesh tags, mvout rows gathered before they are sent; from its Scala) and the SoC's memory (64-byte lines over an
+#: rows fetched once, the pixel repeater, six mesh tags, mvout rows gathered before they are sent, the
+#: scratchpad's writes before the array's reads; from its Scala) and the SoC's memory (64-byte lines over an
 #: 8-byte memory bus: rocket-chip's default bus width, which Chipyard 1.10.0's AbstractConfig keeps; data cold
 #: in the L2 when a program starts).  Main-memory latency as our RTL harness's (16 cycles).
 CHIPYARD_SOC_CONFIG = GemminiConfig(units="f13847e", soc_line_fill_cycles=8, soc_line_bytes=64)
@@ -250,6 +251,9 @@ CHIPYARD_SOC_CONFIG = GemminiConfig(units="f13847e", soc_line_fill_cycles=8, soc
 #: The machines a timing model of Gemmini can describe, by name (``soc_config``): our RTL in its harness, and
 #: Gemmini f13847e in Chipyard 1.10.0's SoC.
 SOCS = {"ours": DEFAULT_CONFIG, "chipyard-1.10": CHIPYARD_SOC_CONFIG}
+#: What each machine of ``SOCS`` is, in words (the CLI names it beside the cycles its timing model gives).
+SOC_DESCRIPTIONS = {"ours": "our RTL in its harness",
+                    "chipyard-1.10": "Gemmini f13847e's units in Chipyard 1.10.0's SoC"}
 
 
 def soc_config(name: str, dim: int | None = None) -> GemminiConfig:

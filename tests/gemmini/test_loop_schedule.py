@@ -273,8 +273,8 @@ def test_cli_times_on_the_machine_soc_names(capsys, tmp_path):
                                 "gemmini-default", *(("--soc", soc) if soc else ()))
             d = json.loads(out)
             assert code == 0 and d["verified"]
-            assert d["cycles_source"] == ("timing model" if soc != "chipyard-1.10" else
-                                          "timing model of chipyard-1.10 (Gemmini f13847e's units in Chipyard 1.10.0's SoC)")
+            assert d["cycles_source"] == ("timing model" if soc != "chipyard-1.10" else "timing model of "
+                                          "chipyard-1.10 (Gemmini f13847e's units in Chipyard 1.10.0's SoC)")
             got[soc, style] = d["cycles"]
     assert got[None, "loops"] == got["ours", "loops"] and got[None, "isa"] == got["ours", "isa"]
     assert got["chipyard-1.10", "loops"] != got["ours", "loops"] and got["chipyard-1.10", "isa"] != got["ours", "isa"]
