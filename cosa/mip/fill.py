@@ -17,7 +17,7 @@ one the cost model ranks better:
   the first level below DRAM that stores it, so that level's tile is loaded once in the run.  The cost
   model takes such a tile's bytes out of the loops' transfers into the first fill, where they borrow the
   port's idle cycles (``costmodel.onload``); the MIP prices the loops' transfers only and cannot see that
-  (BERT's attention context on Simba: 30,106 cycles with the context matrix loaded once, as LOMA maps it,
+  (BERT's attention context on Simba: 30,106 cycles with the value matrix B loaded once, as LOMA maps it,
   against the MIP's 30,336).
 
 Every candidate is priced by the cost model and returned for the driver's lexicographic pool, so the
