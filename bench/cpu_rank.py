@@ -11,7 +11,8 @@ are each built with the CPU code
 generator, checked against NumPy and timed: ``--repeat`` rounds, every kernel once per round, in an order
 shuffled afresh each round from the seed (``round_orders``: a busy machine slows them alike, and no
 kernel always runs after the same one), each kernel's fastest round kept.  Reported per workload: Kendall's tau
-between the model's cycles and the measured seconds over the random mappings (and with the MIP's),
+between the model's cycles and the measured seconds over the random mappings (and with the MIP's), the
+measurement's tau against itself (``split_half_tau``: even rounds against odd ones, its own ceiling),
 where the MIP's mapping ranks by measured time and its time over the fastest, and where the mapping the
 model likes best ranks.
 
@@ -88,6 +89,20 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
+def split_half_tau(rounds: list[list[float]]) -> float | None:
+    """Kendall's tau between two measurements of the same kernels: each kernel's fastest of the even rounds
+    against its fastest of the odd ones (``rounds``: per kernel, its seconds round by round).  How well the
+    measurement ranks the kernels against itself, the most any model's tau against it can be expected to
+    reach (each half has half the rounds, so the full measurement is somewhat steadier than this says); None
+    with fewer than two rounds."""
+    from scipy.stats import kendalltau
+
+    if not rounds or min(len(r) for r in rounds) < 2:
+        return None
+    even, odd = [min(r[0::2]) for r in rounds], [min(r[1::2]) for r in rounds]
+    return float(kendalltau(even, odd).statistic)
+
+
 def rank_study(w, arch, samples: int, time_limit: float, threads: int, repeat: int, seed: int) -> dict:
     """Kendall's tau of the model's cycles against measured seconds over ``samples`` distinct random valid
     mappings of ``w`` on ``arch``, and the ranks of the MIP's mapping and of the model's favourite."""
@@ -127,11 +142,13 @@ def rank_study(w, arch, samples: int, time_limit: float, threads: int, repeat: i
             times[label].append(_timed(lambda: k(arrays, out, threads)))
     points = [(label, cycles, min(times[label])) for label, cycles, *_ in runs]
     tau = kendalltau([p[1] for p in points[1:]], [p[2] for p in points[1:]]).statistic
+    ceiling = split_half_tau([times[label] for label, *_ in runs[1:]])
     tau_all = kendalltau([p[1] for p in points], [p[2] for p in points]).statistic
     by_time = [p[0] for p in sorted(points, key=lambda p: p[2])]
     fastest = min(p[2] for p in points)
     favourite = min(points, key=lambda p: p[1])[0]
     return {"case": w.name, "samples": len(points) - 1, "tau": float(tau), "tau_with_mip": float(tau_all),
+            "measured_tau": ceiling,
             "mip_rank": 1 + by_time.index("mip"), "of": len(points), "mip_s": points[0][2], "fastest_s": fastest,
             "mip_over_fastest": points[0][2] / fastest, "model_best_rank": 1 + by_time.index(favourite),
             "median_over_fastest": float(np.median([p[2] for p in points])) / fastest,
@@ -142,11 +159,12 @@ def rank_table(studies: list, title: str):
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("case", "mappings", "Kendall tau", "tau incl. MIP", "MIP rank", "MIP / fastest",
-                "median / fastest", "model's best: rank"):
+    for col in ("case", "mappings", "Kendall tau", "tau incl. MIP", "measured vs measured tau", "MIP rank",
+                "MIP / fastest", "median / fastest", "model's best: rank"):
         table.add_column(col)
     for s in studies:
-        table.add_row(s["case"], str(s["of"]), f"{s['tau']:.2f}", f"{s['tau_with_mip']:.2f}",
+        ceiling = "-" if s.get("measured_tau") is None else f"{s['measured_tau']:.2f}"
+        table.add_row(s["case"], str(s["of"]), f"{s['tau']:.2f}", f"{s['tau_with_mip']:.2f}", ceiling,
                       f"{s['mip_rank']} of {s['of']}", f"{s['mip_over_fastest']:.2f}x",
                       f"{s['median_over_fastest']:.2f}x", str(s["model_best_rank"]))
     return table
@@ -154,6 +172,9 @@ def rank_table(studies: list, title: str):
 
 SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed table (bench/results_section.py)
     {"table": 0, "column": "Kendall tau", "what": "Kendall tau, model cycles vs measured time",
+     "stats": ["min", "max", "median"]},
+    {"table": 0, "column": "measured vs measured tau",
+     "what": "Kendall tau of the even rounds' fastest times against the odd rounds' (the measurement's own ceiling)",
      "stats": ["min", "max", "median"]},
     {"table": 0, "column": "MIP / fastest", "what": "The MIP's mapping over the fastest sampled",
      "stats": ["min", "max"]},

@@ -8,7 +8,7 @@ import workloads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.cpu_rank import on_cores, rank_study, register_arch, round_orders, study_cases  # noqa: E402
+from bench.cpu_rank import on_cores, rank_study, register_arch, round_orders, split_half_tau, study_cases  # noqa: E402
 
 
 def test_rank_study_of_a_tiny_gemm():
@@ -19,6 +19,7 @@ def test_rank_study_of_a_tiny_gemm():
     assert s["points"][0]["mapping"] == "mip" and len({p["mapping"] for p in s["points"]}) == 5
     assert 1 <= s["mip_rank"] <= 5 and 1 <= s["model_best_rank"] <= 5
     assert -1 <= s["tau"] <= 1 and s["mip_over_fastest"] >= 1
+    assert s["measured_tau"] is None  # one round: no second measurement to rank against
     assert all(p["seconds"] > 0 and p["cycles"] > 0 for p in s["points"])
 
 
@@ -41,3 +42,12 @@ def test_every_round_runs_every_kernel_once_in_a_seeded_order():
     assert orders == round_orders(6, 20, seed=0) and orders != round_orders(6, 20, seed=1)
     assert len({tuple(o) for o in orders}) > 1  # not one fixed order
     assert len({o.index(0) for o in orders}) > 1  # kernel 0 does not always follow the same one
+
+
+def test_the_measurements_own_tau_compares_even_rounds_with_odd_ones():
+    steady = [[1.0, 1.0, 1.1, 1.0], [2.0, 2.1, 2.0, 2.0], [3.0, 3.0, 3.2, 3.0]]
+    assert split_half_tau(steady) == 1.0
+    # the halves disagree on every pair: kernel 0 is fastest in the even rounds, slowest in the odd ones
+    swapped = [[1.0, 3.0], [2.0, 2.0], [3.0, 1.0]]
+    assert split_half_tau(swapped) == -1.0
+    assert split_half_tau([[1.0], [2.0]]) is None  # one round: no second measurement
