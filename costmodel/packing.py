@@ -11,8 +11,10 @@ Copies per core = the iterations, per core, of the loops above the pack level fr
 the innermost one whose dim indexes the tensor (loops inside that one leave the origin where it is; a
 parallel loop's iterations are shared by the cores).  Words per copy = the tile's box (halo included:
 ``AffineExpr.extent`` per axis; an axis that moves an output pixel with a stride, ``2*P + R``, is
-*unrolled*: one word per point of its dims, ``unrolled_axes``).  Cycles = words x ``pack_cycles_per_word`` (``MicroKernelSpec``: what
-``cosa arch calibrate cpu`` measures on copies shaped as the generator's, row and panel copies alike).
+*unrolled*: one word per point of its dims, ``unrolled_axes``), except that a blocked transpose costs whole
+register squares (``transposed_copy_words``).  Cycles = words x ``pack_cycles_per_word``
+(``MicroKernelSpec``: what ``cosa arch calibrate cpu`` measures on copies shaped as the generator's, row
+and panel copies alike).
 
 A tile stored as micro-kernel *panels* (``panel_axis``: the blocks' rows or vectors contiguous, as a
 BLAS packs A and B) is read by the micro-kernel as one sequential stream, which the core's prefetchers
@@ -85,13 +87,99 @@ def copies_per_core(mapping, workload, tensor, level: int, kernel: int) -> int:
     return math.prod(lp.factor for lp in above[:relevant[-1] + 1]) if relevant else 1
 
 
+#: Words per side of the squares a transposing copy moves through the vector registers, per number type,
+#: on machines with AVX-512 (``targets.cpu.prelude.transposer``'s ``trp_``); elsewhere it copies word by word.
+SQUARE_WORDS = {"float32": 16, "float64": 8}
+
+
+def stored_shape(tensor, bounds: dict) -> tuple[int, ...]:
+    """Words per axis of ``tensor`` as stored: its ``shape``, else each index's range over ``bounds``."""
+    if tensor.shape is not None:
+        return tuple(tensor.shape)
+    return tuple(e.value_range(bounds)[1] + 1 for e in tensor.indices)
+
+
+def reaches_outside(tensor, bounds: dict, shape) -> bool:
+    """Whether some index of ``tensor`` over ``bounds`` falls outside its stored ``shape`` (padding): its
+    copies then test each row against the borders (a guarded pack)."""
+    for expr, size in zip(tensor.indices, shape):
+        lo, hi = expr.value_range(bounds)
+        if lo < 0 or hi >= size:
+            return True
+    return False
+
+
+def transposed_run(box, shape, axis: int, unrolled, guarded: bool) -> int:
+    """How many trailing axes of a panel pack's source (panels along ``axis`` of a ``box`` cut from a tensor
+    stored as ``shape``) read as one contiguous run that its panels hold in the same order, so the copy is a
+    blocked transpose of rows of that run (0: none, the copy goes word by word): axes after the panel axis,
+    none of them ``unrolled`` (``unrolled_axes``), each but the outermost of them whole (box = stored
+    extent); never for a ``guarded`` pack."""
+    n = len(box)
+    if guarded or axis == n - 1 or axis in unrolled:
+        return 0
+    merged = 0
+    while merged < n - 1 - axis and (n - 1 - merged) not in unrolled:
+        merged += 1
+        if box[n - merged] != shape[n - merged]:
+            break
+    return merged
+
+
+def transposed_copy_words(box, axis: int, width: int, merged: int, side: int) -> float:
+    """The words one transposing copy of ``box`` (panels ``width`` wide along ``axis``, the last ``merged`` axes
+    one contiguous run) costs as if each moved alone.  The copy passes ``side`` rows of the run at a time
+    through the registers, and each column it writes costs a whole ``side``-word column however few of the
+    rows hold data (the shuffle network runs on all ``side`` registers): a panel of ``width`` rows costs
+    ``ceil(width / side) * side`` rows.  A 4-row panel's full 4 x ``side`` blocks take the four-row path and
+    cost their own words.  Measured on Zen 4 against the kernels' own counters (``targets.cpu.profile``, the
+    150 sampled mappings of ``bench/cpu_rank.py``, ``pack_cycles_per_word`` 0.56): a 16-column square call
+    took 150-165 cycles with 2, 8 or 16 rows alike (0.56 x 256 = 144), one of 3 columns about 15, a four-row
+    block 25-32 (36); priced by their words, 2-row GEMM A panels cost a quarter of the 4.8 cycles per word
+    they took."""
+    n = len(box)
+    run = math.prod(box[n - merged:])
+    others = math.prod(box[a] for a in range(n - merged) if a != axis)
+    panels = box[axis] // width
+    if width == 4 and side >= 4:
+        columns = (run // side) * side * 4 + (run % side) * side
+    else:
+        columns = -(-width // side) * side * run
+    return panels * others * columns
+
+
+def copy_words(workload, mapping, arch, kernel: int, tensor, level: int) -> float:
+    """The words one copy of ``tensor``'s tile at ``level`` costs at ``pack_cycles_per_word``: its box's words,
+    or, for a blocked transpose on an AVX-512 machine (``transposed_run``), its squares'
+    (``transposed_copy_words``)."""
+    from workloads.dtypes import resolve_dtype
+
+    from .microkernel import block, spec_of
+
+    box = pack_box(mapping, workload, tensor, level)
+    words = math.prod(box)
+    spec = spec_of(arch)
+    side = SQUARE_WORDS.get(resolve_dtype(tensor, "cpu"))
+    if spec is None or side is None or not str(arch.params.get("isa", "")).startswith("avx512"):
+        return words
+    extents = mapping.tile_extents(kernel, workload.dims)
+    panel = panel_axis(tensor, block(workload, extents, spec.lanes, spec.registers), extents, box, workload.dims)
+    if panel is None:
+        return words
+    shape = stored_shape(tensor, workload.dims)
+    merged = transposed_run(box, shape, panel[0], unrolled_axes(tensor, workload),
+                            reaches_outside(tensor, workload.dims, shape))
+    return transposed_copy_words(box, panel[0], panel[1], merged, side) if merged else words
+
+
 def pack_cycles_by_tensor(workload, mapping, arch, kernel: int, per_word: float) -> dict[str, float]:
-    """{packed input: cycles one core spends copying it into its packed tiles over the whole nest}."""
+    """{packed input: cycles one core spends copying it into its packed tiles over the whole nest}: copies
+    (``copies_per_core``) x words per copy (``copy_words``) x ``per_word``."""
     out = {}
     for t in workload.inputs:
         level = pack_level(mapping, workload, arch, t, kernel)
         if level is not None:
-            words = math.prod(pack_box(mapping, workload, t, level))
+            words = copy_words(workload, mapping, arch, kernel, t, level)
             out[t.name] = copies_per_core(mapping, workload, t, level, kernel) * words * per_word
     return out
 

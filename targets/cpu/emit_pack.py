@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+from costmodel.packing import transposed_run
+
 from .plan import C_TYPES, WORD_BYTES
 from .prelude import transpose_block
 
@@ -49,19 +51,8 @@ def unrolled_radices(pack, axis: int) -> dict:
 
 
 def _transposed_run(pk, shape) -> int:
-    """How many trailing axes of a panel pack's source read as one contiguous run that its panels hold in
-    the same order (0: none, the pack is not a transpose): axes after the panel axis, none unrolled, each
-    but the outermost of them whole (box = stored extent); never for a guarded pack."""
-    axis = pk.panel[0]
-    n = len(pk.box)
-    if pk.guard or axis == n - 1 or axis in pk.unrolled:
-        return 0
-    merged = 0
-    while merged < n - 1 - axis and (n - 1 - merged) not in pk.unrolled:
-        merged += 1
-        if pk.box[n - merged] != shape[n - merged]:
-            break
-    return merged
+    """``costmodel.packing.transposed_run`` of a panel pack (0: not a blocked transpose)."""
+    return transposed_run(pk.box, shape, pk.panel[0], pk.unrolled, pk.guard)
 
 
 def _copy_run(p, s0: str, count: int, size: int, ok: str, source) -> None:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 from costmodel.microkernel import Block, block, register_tile, scratch_axis
 from costmodel.microkernel import separable as output_separable
-from costmodel.packing import pack_box, pack_level, panel_axis, parallel_level, unrolled_axes
+from costmodel.packing import pack_box, pack_level, panel_axis, parallel_level, reaches_outside, unrolled_axes
 from mappings import Mapping, MappingError, validate
 from workloads import LoopNest, resolve_dtype
 
@@ -165,12 +165,9 @@ def stored_shape(tensor, dims: dict) -> tuple[int, ...]:
 
 
 def needs_guard(tensor, dims: dict, shape) -> bool:
-    """Whether some index of ``tensor`` over the loop bounds falls outside its stored ``shape`` (padding)."""
-    for expr, size in zip(tensor.indices, shape):
-        lo, hi = expr.value_range(dims)
-        if lo < 0 or hi >= size:
-            return True
-    return False
+    """Whether some index of ``tensor`` over the loop bounds falls outside its stored ``shape`` (padding):
+    ``costmodel.packing.reaches_outside``, which prices the same copies."""
+    return reaches_outside(tensor, dims, shape)
 
 
 def _dtypes(workload: LoopNest) -> dict:

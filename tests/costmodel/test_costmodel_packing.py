@@ -250,3 +250,30 @@ def test_weights_packed_without_panels_are_gathered_too_and_the_kernel_does_so()
     w, arch, kernel, m, blk, plan = case(96)
     assert blk.j == "K" and plan.packs["Weights"].panel is not None
     assert gathered_inputs(w, m, arch, kernel, blk) == frozenset() and " = ldg_float32(" not in emit(w, m, arch)
+
+
+@pytest.mark.parametrize("rows, factor", [(2, 8.0), (4, 1.0), (8, 2.0), (16, 1.0)])
+def test_a_transposing_copy_costs_whole_register_columns(rows, factor):
+    """A's panels (the block's rows, M innermost) transposed from A's rows: on an AVX-512 machine every column
+    the copy writes costs 16 words however few rows hold data, so a 2-row panel costs 8 times its words and an
+    8-row one twice; a 4-row panel's full blocks take the four-row path, at their words.  Without AVX-512 the
+    copy goes word by word, at its words."""
+    from dataclasses import replace
+
+    from costmodel.packing import pack_cycles_by_tensor, transposed_copy_words
+
+    w = workloads.matmul("g", M=64, N=64, K=64, bits=32)
+    plain = _reg_arch(w, cores=1)
+    avx512 = replace(plain, params={**plain.params, "isa": "avx512f"})
+    kernel = kernel_level(plain)
+    m = Mapping((L(), L(), L(temporal={"M": 64 // rows, "K": 2, "N": 4}, order=("N", "M", "K")), L(temporal={"K": 32}),
+                 L(temporal={"M": rows}, spatial={"N": 16})))
+    assert block(w, m.tile_extents(kernel, w.dims), 16, 32).mr == rows
+    by_word = pack_cycles_by_tensor(w, m, plain, kernel, 0.5)
+    by_square = pack_cycles_by_tensor(w, m, avx512, kernel, 0.5)
+    assert by_square["A"] == pytest.approx(factor * by_word["A"])
+    assert by_square["B"] == pytest.approx(by_word["B"])  # B's panels are read along its rows: no transpose
+    # a run that is no whole number of squares: its last columns are still whole columns (4 rows: those
+    # leave the four-row path)
+    assert transposed_copy_words((4, 20), 0, 4, 1, 16) == 16 * 4 + 4 * 16
+    assert transposed_copy_words((2, 20), 0, 2, 1, 16) == 20 * 16
