@@ -37,9 +37,23 @@ class Target:
     summary: dict = field(default_factory=dict)
 
 
+def _say_if_portable() -> None:
+    """``targets.cpu.build.portable_note`` on stderr, once per process."""
+    from targets.cpu.build import portable_note
+
+    note = portable_note()
+    if note and not _SAID:
+        _SAID.append(note)
+        print(f"cosa: {note}", file=sys.stderr)
+
+
+_SAID: list = []
+
+
 def _cpu_emit(workload, mapping, arch, args) -> str:
     from targets.cpu import emit
 
+    _say_if_portable()
     return emit(workload, mapping, arch)
 
 
@@ -48,6 +62,7 @@ def _cpu_run(workload, mapping, arch, args) -> dict:
     (``targets.cpu.kernel_nest``): its dims, the dims fused and the inputs read as a strided copy."""
     from targets.cpu import run
 
+    _say_if_portable()
     got = run(workload, mapping, arch, threads=args.threads, repeat=args.repeat, seed=args.seed,
               exceptions=args.exceptions).to_dict()
     if getattr(args, "profile", False):

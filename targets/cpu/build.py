@@ -58,11 +58,13 @@ def _compiler_id(cc: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def isa() -> Isa:
-    """The SIMD registers of this machine, from gcc's predefined macros under ``-march=native``."""
+    """The SIMD registers of this machine, from gcc's predefined macros under ``-march=native`` (``scalar``:
+    none; ``unknown``: the compiler gave no macros, and its builds fail with their own message)."""
     cc = compiler()
-    out = subprocess.run([cc, "-march=native", "-dM", "-E", "-x", "c", os.devnull], capture_output=True,
-                         text=True).stdout
-    macros = {line.split()[1] for line in out.splitlines() if line.startswith("#define ")}
+    got = subprocess.run([cc, "-march=native", "-dM", "-E", "-x", "c", os.devnull], capture_output=True, text=True)
+    macros = {line.split()[1] for line in got.stdout.splitlines() if line.startswith("#define ")}
+    if got.returncode != 0 or not macros:  # the compiler did not answer: its builds will say why
+        return Isa(8, 16, "unknown")
     if "__AVX512F__" in macros:
         return Isa(64, 32, "avx512f")
     if "__AVX2__" in macros or "__AVX__" in macros:
@@ -72,6 +74,16 @@ def isa() -> Isa:
     if "__SSE2__" in macros:
         return Isa(16, 16, "sse2")
     return Isa(8, 16, "scalar")
+
+
+def portable_note() -> str | None:
+    """One line saying the kernels run the portable code, where ``-march=native`` names no SIMD instruction
+    set (``isa`` is ``scalar``): the emitted C then uses 8-byte GCC vectors and none of its AVX-512 paths
+    (register transposes, masked loads), which compile only under ``__AVX512F__``; None elsewhere."""
+    if isa().name != "scalar":
+        return None
+    return ("no SIMD instruction set (SSE2, AVX, AVX-512, NEON) under gcc -march=native here: the CPU kernel "
+            "is the portable C code (8-byte GCC vectors, no intrinsics)")
 
 
 def cache_dir() -> Path:

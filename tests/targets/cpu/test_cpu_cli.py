@@ -120,3 +120,21 @@ def test_run_profile_reports_the_packing_copies_share(tmp_path, capsys):
     assert main(["run", "cpu", str(wl), "--threads", "1", "--repeat", "2", "--time-limit", "10", "--profile"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-1].startswith("packing copies: ") and "% of the time measured" in lines[-1]
+
+
+def test_a_machine_without_simd_runs_the_portable_kernel_and_says_so_once(files, monkeypatch, capsys):
+    from cosa import cli_targets
+    from targets.cpu import build
+
+    wl, mp = files
+    monkeypatch.setattr(build, "isa", lambda: build.Isa(8, 16, "scalar"))
+    monkeypatch.setattr(cli_targets, "_SAID", [])
+    assert main(["run", "cpu", str(wl), "--mapping", str(mp), "--repeat", "1", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["verified"]
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "portable C code" in lines[0]
+    assert main(["emit", "cpu", str(wl), "--mapping", str(mp)]) == 0
+    assert "portable" not in capsys.readouterr().err  # once per process
+    monkeypatch.setattr(build, "isa", lambda: build.Isa(64, 32, "avx512f"))
+    assert build.portable_note() is None
