@@ -234,3 +234,20 @@ def test_aliased_rows_counts_the_rows_on_one_page_offset():
 
     assert aliased_rows(18432, 16) == 8 and aliased_rows(4096, 16) == 16 and aliased_rows(2304, 16) == 1
     assert aliased_rows(9216, 16) == 4 and aliased_rows(36864, 8) == 8 and aliased_rows(512, 16) == 2
+
+
+def test_a_register_tile_past_the_register_file_is_refused_naming_the_level_and_the_registers():
+    """8 rows x 4 vectors of accumulators is 32 registers; the register level holds 29 (three for the
+    operands): the refusal names the level and counts registers, not only bytes."""
+    from cosa.cli_targets import cpu_schedule_arch
+    from mappings import LevelMapping as L
+    from mappings import Mapping, MappingError
+    from mappings.validate import validate
+
+    w = workloads.matmul("g", M=64, N=64, K=64, bits=32)
+    arch = cpu_schedule_arch(w, costmodel.preset("cpu"))
+    m = Mapping((L(), L(spatial={"M": 8}), L(temporal={"K": 64}), L(), L(temporal={"M": 8}, spatial={"N": 64})))
+    with pytest.raises(MappingError) as err:
+        validate(m, w, arch)
+    text = str(err.value)
+    assert "Registers" in text and "32 vector registers of 64 bytes" in text and "29 of them" in text
