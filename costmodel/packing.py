@@ -133,10 +133,10 @@ def transposed_copy_words(box, axis: int, width: int, merged: int, side: int) ->
     rows hold data (the shuffle network runs on all ``side`` registers): a panel of ``width`` rows costs
     ``ceil(width / side) * side`` rows.  A 4-row panel's full 4 x ``side`` blocks take the four-row path and
     cost their own words.  Measured on Zen 4 against the kernels' own counters (``targets.cpu.profile``, the
-    150 sampled mappings of ``bench/cpu_rank.py``, ``pack_cycles_per_word`` 0.56): a 16-column square call
-    took 150-165 cycles with 2, 8 or 16 rows alike (0.56 x 256 = 144), one of 3 columns about 15, a four-row
-    block 25-32 (36); priced by their words, 2-row GEMM A panels cost a quarter of the 4.8 cycles per word
-    they took."""
+    150 sampled mappings of ``bench/cpu_rank.py``, ``pack_cycles_per_word`` 0.56): a call writing 16 columns
+    took 150-165 cycles with 2, 8 or 16 rows alike (priced 0.56 x 256 = 144), calls of 3-9 columns from 2- to
+    8-row panels 13-20 (27-81), a four-row block 25-32 (36); priced by their words, 2-row GEMM A panels cost
+    a quarter of the 4.8 cycles per word they took."""
     n = len(box)
     run = math.prod(box[n - merged:])
     others = math.prod(box[a] for a in range(n - merged) if a != axis)

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from costmodel.microkernel import Block, block, register_tile, scratch_axis
 from costmodel.microkernel import separable as output_separable
 from costmodel.packing import pack_box, pack_level, panel_axis, parallel_level, reaches_outside, unrolled_axes
+from costmodel.packing import stored_shape as packing_stored_shape
 from mappings import Mapping, MappingError, validate
 from workloads import LoopNest, resolve_dtype
 
@@ -151,17 +152,15 @@ class Plan:
 
 
 def stored_shape(tensor, dims: dict) -> tuple[int, ...]:
-    """Words per axis of the stored tensor: its ``shape``, else the range of each index over the loop bounds."""
-    if tensor.shape is not None:
-        return tensor.shape
-    out = []
-    for axis, expr in enumerate(tensor.indices):
-        lo, hi = expr.value_range(dims)
-        if lo < 0:
-            raise TargetError(f"index {expr} of '{tensor.name}' reaches {lo} < 0 and the tensor has no shape",
-                              source=f"tensor {tensor.name}", field=f"indices[{axis}]")
-        out.append(hi + 1)
-    return tuple(out)
+    """Words per axis of the stored tensor (``costmodel.packing.stored_shape``: its ``shape``, else the range of
+    each index over the loop bounds); TargetError where an index reaches below 0 and the tensor has no shape."""
+    if tensor.shape is None:
+        for axis, expr in enumerate(tensor.indices):
+            lo = expr.value_range(dims)[0]
+            if lo < 0:
+                raise TargetError(f"index {expr} of '{tensor.name}' reaches {lo} < 0 and the tensor has no shape",
+                                  source=f"tensor {tensor.name}", field=f"indices[{axis}]")
+    return packing_stored_shape(tensor, dims)
 
 
 def needs_guard(tensor, dims: dict, shape) -> bool:
