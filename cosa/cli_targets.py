@@ -39,15 +39,16 @@ class Target:
 
 def _say_if_portable() -> None:
     """``targets.cpu.build.portable_note`` on stderr, once per process."""
+    global _SAID
     from targets.cpu.build import portable_note
 
-    note = portable_note()
-    if note and not _SAID:
-        _SAID.append(note)
+    note = None if _SAID else portable_note()
+    if note:
+        _SAID = True
         print(f"cosa: {note}", file=sys.stderr)
 
 
-_SAID: list = []
+_SAID = False  # the portable note was printed
 
 
 def _cpu_emit(workload, mapping, arch, args) -> str:

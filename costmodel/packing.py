@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import math
 
-from .microkernel import lane_stride, separable
+from workloads.dtypes import resolve_dtype
+
+from .microkernel import block, kernel_level, lane_stride, separable, spec_of
 
 
 def parallel_level(mapping, workload, kernel: int) -> int | None:
@@ -141,7 +143,7 @@ def transposed_copy_words(box, axis: int, width: int, merged: int, side: int) ->
     run = math.prod(box[n - merged:])
     others = math.prod(box[a] for a in range(n - merged) if a != axis)
     panels = box[axis] // width
-    if width == 4 and side >= 4:
+    if width == 4:
         columns = (run // side) * side * 4 + (run % side) * side
     else:
         columns = -(-width // side) * side * run
@@ -152,10 +154,6 @@ def copy_words(workload, mapping, arch, kernel: int, tensor, level: int) -> floa
     """The words one copy of ``tensor``'s tile at ``level`` costs at ``pack_cycles_per_word``: its box's words,
     or, for a blocked transpose on an AVX-512 machine (``transposed_run``), its squares'
     (``transposed_copy_words``)."""
-    from workloads.dtypes import resolve_dtype
-
-    from .microkernel import block, spec_of
-
     box = pack_box(mapping, workload, tensor, level)
     words = math.prod(box)
     spec = spec_of(arch)
@@ -287,8 +285,6 @@ def read_once(workload, arch, mapping, tensor) -> bool:
     covered by one register block (``microkernel.block``), so no block and no loop reads a word twice.
     Such a copy cannot pay for itself, and the kernel reads the tensor where it is stored (a 7 x 7 1x1
     convolution's weights: 49 pixels in one 4 x 64 block; a GEMM's B, reread by every row block, is not)."""
-    from .microkernel import block, kernel_level, spec_of
-
     spec = spec_of(arch)
     if spec is None or any(len(e.terms) > 1 or any(c != 1 for _, c in e.terms) or e.offset for e in tensor.indices):
         return False

@@ -232,21 +232,22 @@ def _check_capacity(mapping: Mapping, workload, arch, src: str) -> Iterator[Mapp
             label = _level_label(i, arch)
             parts = ", ".join(f"{name} {b:g} B" for name, b in per_tensor.items())
             extra = " x2 (double buffered)" if buffers == 2 else ""
-            yield MappingError(f"{label}: tiles need {need:g} bytes ({parts}{extra}) but the capacity is {capacity} bytes"
-                               f"{_in_registers(arch, i, need)}", source=src, field=f"{arch.levels[i].name}.capacity")
+            yield MappingError(f"{label}: tiles need {need:g} bytes ({parts}{extra}) but the capacity is "
+                               f"{capacity} bytes{_in_registers(arch, i, need, workload)}",
+                               source=src, field=f"{arch.levels[i].name}.capacity")
 
 
-def _in_registers(arch, index: int, need: float) -> str:
+def _in_registers(arch, index: int, need: float, workload) -> str:
     """Where level ``index`` is a CPU micro-kernel's register file (the innermost level of an arch with
-    ``params["micro_kernel"]``, outputs only), the same count in vector registers; else ""."""
+    ``params["micro_kernel"]``, outputs only), the same count in vector registers of ``lanes`` output words;
+    else ""."""
     core = arch.params.get("micro_kernel")
     level = arch.levels[index]
     if not core or index != len(arch.levels) - 1 or frozenset(level.holds) != {"output"}:
         return ""
-    accumulators = max(1, int(core["registers"]) - 3)  # targets.cpu.plan.register_level: 3 for the operands
-    vector = level.capacity_bytes / accumulators
+    vector = int(core["lanes"]) * level.bytes_per_word(workload.output)
     return (f": {math.ceil(need / vector)} vector registers of {vector:g} bytes, where the register file has "
-            f"{core['registers']} and {accumulators} of them hold accumulators")
+            f"{core['registers']} and {level.capacity_bytes // vector:g} of them hold accumulators")
 
 
 def violations(mapping: Mapping, workload, arch) -> list[MappingError]:

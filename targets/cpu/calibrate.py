@@ -257,7 +257,7 @@ def pack_cycles_per_word(lib, hz: float, quick: bool = False) -> float:
     ``costmodel.packing.transposed_copy_words``: an 8-row panel's copy as 16 rows)."""
     import numpy as np
 
-    from costmodel.packing import transposed_copy_words
+    from costmodel.packing import SQUARE_WORDS, transposed_copy_words
 
     words, reps = 32768, 16
     src = np.ones(words * 4, dtype=np.float32)  # rows 264 (across) or 512 words (along, rows) apart
@@ -270,7 +270,8 @@ def pack_cycles_per_word(lib, hz: float, quick: bool = False) -> float:
             args = (lib.panel_pack, size, 264 if kind == "across" else 512, int(kind == "across"))
         call = lambda: args[0](dst.ctypes.data, src.ctypes.data, words, *args[1:], reps)  # noqa: E731
         call()
-        charged = transposed_copy_words((words // 256, 256), 0, size, 1, 16) if kind == "across" else words
+        charged = transposed_copy_words((words // 256, 256), 0, size, 1, SQUARE_WORDS["float32"]) if kind == "across" \
+            else words
         costs.append(_best(call, 5 if quick else 20) * hz / (charged * reps))
     return round(sum(costs) / len(costs), 3)
 

@@ -128,7 +128,7 @@ def test_a_machine_without_simd_runs_the_portable_kernel_and_says_so_once(files,
 
     wl, mp = files
     monkeypatch.setattr(build, "isa", lambda: build.Isa(8, 16, "scalar"))
-    monkeypatch.setattr(cli_targets, "_SAID", [])
+    monkeypatch.setattr(cli_targets, "_SAID", False)
     assert main(["run", "cpu", str(wl), "--mapping", str(mp), "--repeat", "1", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["verified"]
