@@ -84,6 +84,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.tries < 1:
         raise SystemExit("cpu_transposes: --tries must be >= 1")
+    load = os.getloadavg()
     arch = calibrate(quick=True)
     hz, per_word = arch.params["frequency_hz"], arch.params["pack_cycles_per_word"]
     got = measure(WIDTHS, args.tries, hz)
@@ -101,12 +102,13 @@ def main(argv=None) -> int:
     date, machine = run_stamp()
     save_outputs(name="cpu_transposes", title="Transposing packing copies per panel width (`bench/cpu_transposes.py`)",
                  command=f"python bench/cpu_transposes.py --tries {args.tries}", date=date, machine=machine,
-                 console=console, data={"args": vars(args), "rows": rows, "arch": arch.params},
+                 console=console, data={"args": vars(args), "rows": rows, "arch": arch.params,
+                       "load_average": {"minutes": [1, 5, 15], "before": load}},
                  json_path=args.json, results_path=args.results,
                  notes="Measured: the probe's wall time in cycles of the FMA probe's clock.  Model: "
                        "`pack_cycles_per_word` times the words `costmodel.packing.transposed_copy_words` charges "
                        "per word copied; 'model before': its words alone, as priced until c4805b6.  "
-                       f"Load average before the run {tuple(round(x, 1) for x in os.getloadavg())}.",
+                       f"Load average (1, 5, 15 min) before the run {tuple(round(x, 1) for x in load)}.",
                  summary=SUMMARY)
     return 0
 
