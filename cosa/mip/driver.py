@@ -421,7 +421,7 @@ def _tie_solves(form, result, costed, problem, weights, deadline: float, options
     # That solve goes to the edge of the cap, where the model and the cost model may disagree by a
     # little: when the cost model puts its mapping outside the tolerance, once more with half the cap
     fastest = min(objective_value(c, objective) for _, c, _, _ in costed if c is not None)
-    for share in TIE_CAP_SHARES:
+    for share in TIE_CAP_SHARES if tolerance > 0 else TIE_CAP_SHARES[:1]:  # at tolerance 0, every share's cap is 0
         other, spent, status = fewest_dram_bytes(form, result.objective, tolerance * share, deadline, solver, seed,
                                                  mip_gap, src)
         solve_s += spent

@@ -50,3 +50,24 @@ def test_padding_breaks_the_winners_ties_only_and_picks_what_breaking_every_laye
     tried = got.extra["pad_tried"]
     assert len(tried) == len(layers)
     assert got.stats.total_s == pytest.approx(sum(t["seconds"] for t in tried))
+
+
+@pytest.mark.parametrize("tolerance, caps", [(0.02, [0.02, 0.01]), (0.0, [0.0])])
+def test_the_fewest_dram_bytes_solve_retries_at_half_the_cap_only_when_half_is_a_different_cap(monkeypatch,
+                                                                                                 tolerance, caps):
+    # a fewest-DRAM-bytes mapping the cost model puts outside the tolerance is retried at half the cap;
+    # at tolerance 0 half the cap is the same cap, so the same solve is not run twice
+    from cosa.baselines import random_search
+
+    arch = preset("eyeriss")
+    slow = random_search(MM, arch, samples=1, seed=1)  # 27,392 cycles with its orders polished, against 12,288
+    asked = []
+
+    def fewest(form, objective_value, cap, *args):
+        asked.append(cap)
+        return slow.mapping, 0.0, "optimal"
+
+    monkeypatch.setattr(driver, "fewest_dram_bytes", fewest)
+    got = driver.mip_schedule(MM, arch, time_limit_s=30, tie_tolerance=tolerance)
+    assert slow.cost.cycles > got.cost.cycles * (1 + tolerance)  # the retry's condition holds
+    assert asked == pytest.approx(caps)
