@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -82,14 +83,12 @@ def test_refusals_are_one_line(arch, tmp_path, monkeypatch):
     assert info.value.exit_code == 1
 
 
-def test_compare_runs_it_beside_cosa(arch, tmp_path):
+def test_compare_runs_it_beside_cosa(arch, tmp_path, monkeypatch):
     known = schedule(LAYER, arch, scheduler="random", bound=False).mapping
     binary = _stand_in(tmp_path, dump_timeloop(known, LAYER, arch), cycles=1)
-    os.environ["TIMELOOP_MAPPER"] = str(binary)
-    try:
-        result = compare([LAYER], arch, ["cosa", "timeloop-mapper"], progress=False, time_limit_s=10)
-    finally:
-        del os.environ["TIMELOOP_MAPPER"]
+    monkeypatch.setenv("TIMELOOP_MAPPER", str(binary))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the mapper's work folder, which it keeps
+    result = compare([LAYER], arch, ["cosa", "timeloop-mapper"], progress=False, time_limit_s=10)
     rows = {r.scheduler: r for r in result.rows}
     assert rows["timeloop-mapper"].ok and rows["cosa"].cycles <= rows["timeloop-mapper"].cycles
 

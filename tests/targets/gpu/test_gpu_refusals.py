@@ -1,6 +1,7 @@
 """What the gpu target refuses, in one line naming the reason; the reference and the check can fail."""
 
 import itertools
+import tempfile
 
 import numpy as np
 import pytest
@@ -97,7 +98,8 @@ def test_missing_nvcc_names_the_package(monkeypatch):
     assert "nvidia-cuda-toolkit" in _one_line(exc)
 
 
-def test_compiler_failures_name_the_log():
+def test_compiler_failures_name_the_log(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the logs a failed build keeps for its user
     with pytest.raises(GpuError) as exc:
         cuda.compile_cuda('extern "C" __global__ void broken( {', "ptx")
     text = _one_line(exc)
