@@ -115,6 +115,13 @@ def _schedule_one(workload, arch, args):
             raise SchedulingError(f"--pad is an option of the cosa scheduler, not of {args.scheduler}",
                                   source="cosa schedule", field="pad")
         extra["pad"] = args.pad
+    if getattr(args, "no_tie_breaks", False):
+        if args.scheduler not in ("cosa", "cosa-cold"):
+            from cosa.schedule import SchedulingError
+
+            raise SchedulingError(f"--no-tie-breaks is an option of the cosa scheduler, not of {args.scheduler}",
+                                  source="cosa schedule", field="no-tie-breaks")
+        extra["tie_breaks"] = False
     return schedule(workload, arch, scheduler=args.scheduler, objective=args.objective, solver=args.solver,
                     time_limit_s=args.time_limit, seed=args.seed, **extra)
 
@@ -448,6 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pad", type=float, default=None, metavar="FRACTION",
                    help="cosa: a dim may grow by up to this fraction where its factors then fill the spatial "
                         "fan-out better (the schedule is then of the padded layer: analysis only, as ZigZag pads)")
+    p.add_argument("--no-tie-breaks", action="store_true",
+                   help="cosa: skip the solves that pick, among schedules within 2%% of the best objective, the "
+                        "fewest DRAM bytes and then the least energy (most of the search time on Eyeriss and Simba)")
     p.add_argument("-o", "--output", help="write the mapping YAML here")
     p.add_argument("--format", choices=["yaml", "timeloop"], default="yaml",
                    help="-o file format: ours (yaml) or Timeloop's mapping (cosa evaluate reads both)")

@@ -47,7 +47,8 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
     ``workdir``: ``cosa.baselines.timeloop_mapper``), "zigzag" (ZigZag's LOMA mapper when the ``zigzag`` extra
     is installed; option ``setting``: "default" or "large": ``cosa.baselines.zigzag_mapper``).  "cosa",
     "random" and "exhaustive" also take ``tie_tolerance``: objective values within this fraction of the best
-    tie and are then ranked by DRAM bytes and energy (``cosa.baselines.objective``, default 2 %).
+    tie and are then ranked by DRAM bytes and energy (``cosa.baselines.objective``, default 2 %); "cosa" finds
+    those ties with more solves, which ``tie_breaks=False`` skips (``cosa.mip.driver.mip_schedule``).
     objective: "latency" (cycles), "energy" (pJ), "edp" (cycles * pJ), or for
     the MIP also "cosa" (CoSA's weighted log-domain objective).
     bound: attach ``lowerbounds.bound_for_arch`` as ``Schedule.bound`` (False
@@ -63,7 +64,7 @@ def schedule(workload, arch, objective: str = "latency", solver: str = "highs", 
         from .mip import mip_schedule
 
         allowed = {"weights", "order_levels", "polish", "min_utilization", "warm_start", "tie_tolerance", "pad",
-                   "ragged"}
+                   "ragged", "tie_breaks"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise SchedulingError(f"unknown option(s) {unknown} for scheduler 'cosa'; known: {sorted(allowed)}",

@@ -83,7 +83,7 @@ def _diagnose_infeasible(form, src: str) -> SchedulingError:
 def mip_schedule(workload, arch, objective: str = "latency", solver: str = "highs", time_limit_s: float = 60.0,
                  mip_gap: float = 0.001, seed: int = 0, weights: CosaWeights | None = None,
                  order_levels="outer", polish: bool = True, min_utilization: float | None = None,
-                 warm_start: bool = True, tie_tolerance: float = TIE_TOLERANCE) -> Schedule:
+                 warm_start: bool = True, tie_tolerance: float = TIE_TOLERANCE, tie_breaks: bool = True) -> Schedule:
     """Schedule ``workload`` on ``arch`` with the CoSA MIP.
 
     Returns a Schedule whose mapping passed ``mappings.validate``.  ``polish``
@@ -126,7 +126,10 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     cap and the DRAM bytes found and minimises the model's energy (on an
     arch whose latency model states no traffic for levels without a
     bandwidth, Simba's and Eyeriss's, on a model of every level pair built
-    for it: ``tiebreak.least_energy_rebuilt``).
+    for it: ``tiebreak.least_energy_rebuilt``).  ``tie_breaks=False`` runs neither of those two solves (they
+    take most of a search's seconds on the Eyeriss and Simba presets): the schedule is then the main
+    solution's or the fewest-compute solve's, as fast, with its DRAM bytes and energy not minimised among
+    the ties.
     Under ``arch.params["fill_before_compute"]`` (the cost model waits for the
     first fill and the last drain, which the MIP does not price) the latency
     objective's best mapping is also improved by ``fill.smaller_fills``
@@ -137,7 +140,7 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
     steps (the tie-breaking solves last).
     """
     for schedule in mip_search(workload, arch, objective, solver, time_limit_s, mip_gap, seed, weights, order_levels,
-                               polish, min_utilization, warm_start, tie_tolerance):
+                               polish, min_utilization, warm_start, tie_tolerance, tie_breaks):
         pass
     return schedule
 
@@ -145,7 +148,7 @@ def mip_schedule(workload, arch, objective: str = "latency", solver: str = "high
 def mip_search(workload, arch, objective: str = "latency", solver: str = "highs", time_limit_s: float = 60.0,
                mip_gap: float = 0.001, seed: int = 0, weights: CosaWeights | None = None,
                order_levels="outer", polish: bool = True, min_utilization: float | None = None,
-               warm_start: bool = True, tie_tolerance: float = TIE_TOLERANCE):
+               warm_start: bool = True, tie_tolerance: float = TIE_TOLERANCE, tie_breaks: bool = True):
     """``mip_schedule`` in two steps, a generator: when the tie-breaking solves are due it first yields the
     Schedule without them (the main solution's, with the fewest-compute solve's and the polish), and when
     resumed runs them and yields the final Schedule, the one ``mip_schedule`` returns; otherwise it yields
@@ -167,6 +170,8 @@ def mip_search(workload, arch, objective: str = "latency", solver: str = "highs"
     if isinstance(tie_tolerance, bool) or not isinstance(tie_tolerance, (int, float)) or not 0 <= tie_tolerance < 1:
         raise SchedulingError(f"tie_tolerance must be a number in [0, 1), got {tie_tolerance!r}", source=src,
                               field="tie_tolerance")
+    if not isinstance(tie_breaks, bool):
+        raise SchedulingError(f"tie_breaks must be True or False, got {tie_breaks!r}", source=src, field="tie_breaks")
     t0 = time.perf_counter()
     problem = build_problem(workload, arch, order_levels)
     if min_utilization is not None:
@@ -300,8 +305,8 @@ def mip_search(workload, arch, objective: str = "latency", solver: str = "highs"
             tie_solves.append(("fewest compute", "optimal" if other is not None else "none", spent))
             costed.append(_costed(other, "fewest compute", workload, arch, evaluate, objective, polish,
                                  tie_tolerance))
-        if (objective in ("latency", "energy") and returned == "mip" and result.has_solution and cost is not None
-                and result.objective is not None):
+        if (tie_breaks and objective in ("latency", "energy") and returned == "mip" and result.has_solution
+                and cost is not None and result.objective is not None):
             # the tie-breaking solves start from the model's point (this round's last solution): they run after
             # the loop, which ends with this round (no later round under these objectives), on the same model
             ties = (form, result, list(costed))
@@ -356,7 +361,7 @@ def mip_search(workload, arch, objective: str = "latency", solver: str = "highs"
         extra = {"objective": objective, "order_levels": list(problem.order_levels), "polished": polished,
                  "tie_broken": tie_break not in ("main", "start", "factor moves") and not tie_break.startswith("fill"),
                  "tie_break": tie_break,
-                 "tie_tolerance": tie_tolerance,
+                 "tie_tolerance": tie_tolerance, "tie_breaks": tie_breaks,
                  "tie_solves": [{"what": w, "status": st, "seconds": sec} for w, st, sec in tie_solves],
                  "rounds": rounds, "last_round_objective": objective_of_round,
                  "start": starts[0][0] if starts and starts[0] else None,

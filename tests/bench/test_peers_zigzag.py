@@ -73,6 +73,18 @@ def test_the_disagreement_table_gives_ratios_and_the_mechanisms():
     assert "| e |" not in text  # a skipped layer has no mapping to price
 
 
+def test_the_no_ties_table_sets_the_search_without_tie_breaks_beside_cosa_and_loma():
+    fast = {"cycles": 101.0, "energy_pj": 3e6, "zigzag_cycles": 111.0, "cpu_s": 0.5}
+    rows = [{**ROWS[0], "cosa_no_ties": fast}, {**ROWS[5], "cosa_no_ties": {**fast, "error": "ZigZag cannot price it"}},
+            ROWS[6]]
+    del rows[1]["cosa_no_ties"]["zigzag_cycles"]
+    lines = [ln for ln in pz.no_ties_table(rows, "simba", ["default"]).splitlines() if ln.startswith("|")]
+    assert len(lines) == 4 and all(ln.count("|") == lines[0].count("|") for ln in lines[2:])
+    # cycles 101 / 100 with ties, energy 3 / 2 uJ, ZigZag 111 / LOMA's 115, LOMA's 20 s / 0.5 s
+    assert lines[2] == "| a | 101 | 1.010 | 1.500 | 111 | 0.965 | 0.50 | 40.0 |"
+    assert lines[3] == "| d | 101 | 1.010 | 1.500 | ZigZag cannot price it | - | 0.50 | - |"
+
+
 @needs_zigzag
 def test_an_arch_zigzag_cannot_state_is_a_row_with_the_reason():
     row = pz.run_layer(zoo.layer("bert_base_128/attention_context"), preset("gemmini"), ["default"], 5.0)

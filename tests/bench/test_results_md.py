@@ -28,11 +28,13 @@ SCRIPTS = {"gemmini_chipyard_calibration": ("gemmini_chipyard", "CALIBRATION_SUM
            "cpu_kernels_staged": ("cpu_kernels", "SUMMARY"),
            "cpu_kernels_unstaged": ("cpu_kernels", "SUMMARY"),
            "gemmini_network_spike_isa": ("gemmini_network_spike", "SUMMARY"),
-           "peers_zigzag_networks": ("peers_zigzag", "SUMMARY"),
-           "peers_zigzag_room": ("peers_zigzag", "SUMMARY"),
-           "peers_zigzag_fill": ("peers_zigzag", "SUMMARY"),
-           "peers_zigzag_windows": ("peers_zigzag", "SUMMARY"),
-           "peers_zigzag_strict": ("peers_zigzag", "SUMMARY")}
+           "peers_zigzag": ("peers_zigzag", "SUMMARY_WITH_TIES"),
+           "peers_zigzag_networks": ("peers_zigzag", "SUMMARY_WITH_TIES"),
+           "peers_zigzag_room": ("peers_zigzag", "SUMMARY_WITH_TIES"),
+           "peers_zigzag_fill": ("peers_zigzag", "SUMMARY_WITH_TIES"),
+           "peers_zigzag_windows": ("peers_zigzag", "SUMMARY_WITH_TIES"),
+           "peers_zigzag_strict": ("peers_zigzag", "SUMMARY_WITH_TIES"),
+           "peers_zigzag_no_ties": ("peers_zigzag", ("SUMMARY_WITH_TIES", "NO_TIES_SUMMARY"))}
 
 
 def test_results_file_says_only_what_its_tables_say():

@@ -137,3 +137,13 @@ def test_run_gemmini_lower_runs_the_cheapest_rewrite(capsys, tmp_path, monkeypat
     monkeypatch.setenv("GEMMINI_SPIKE", str(tmp_path / "no-spike"))
     code, out, err = run(capsys, "run", "gemmini", str(path), "--lower", "--sim", "spike")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "GEMMINI_SPIKE" in err
+
+
+def test_schedule_without_tie_breaks_says_so_and_is_refused_for_other_schedulers(capsys):
+    code, out, _ = run(capsys, "schedule", "bert_base_128/attention_context", "--arch", "eyeriss", "--no-tie-breaks", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["tie_breaks"] is False and [s["what"] for s in doc["tie_solves"]] == ["fewest compute"]
+    code, _, err = run(capsys, "schedule", "bert_base_128/attention_context", "--arch", "eyeriss", "--no-tie-breaks",
+                       "--scheduler", "random")
+    assert code == 2 and "--no-tie-breaks is an option of the cosa scheduler" in err and err.count("\n") == 1

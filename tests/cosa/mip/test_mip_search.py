@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cosa import schedule
+from cosa import SchedulingError, schedule
 from cosa.mip import driver
 from cosa.mip.padding import candidates
 from cosa.mip.problem import build_problem
@@ -71,3 +71,18 @@ def test_the_fewest_dram_bytes_solve_retries_at_half_the_cap_only_when_half_is_a
     got = driver.mip_schedule(MM, arch, time_limit_s=30, tie_tolerance=tolerance)
     assert slow.cost.cycles > got.cost.cycles * (1 + tolerance)  # the retry's condition holds
     assert asked == pytest.approx(caps)
+
+
+def test_without_tie_breaks_the_search_stops_at_the_schedule_the_tie_solves_start_from():
+    arch = preset("eyeriss")
+    first, last = driver.mip_search(MM, arch, time_limit_s=30)
+    steps = list(driver.mip_search(MM, arch, time_limit_s=30, tie_breaks=False))
+    assert len(steps) == 1
+    fast = steps[0]
+    assert fast.mapping == first.mapping and fast.cost == first.cost and fast.extra["tie_breaks"] is False
+    assert [t["what"] for t in fast.extra["tie_solves"]] == ["fewest compute"]
+    # the tie solves keep the cycles within the tolerance and cut DRAM bytes, which this schedule does not
+    assert last.cost.cycles <= fast.cost.cycles * (1 + last.extra["tie_tolerance"])
+    assert last.cost.dram_bytes < fast.cost.dram_bytes
+    with pytest.raises(SchedulingError, match="tie_breaks must be True or False"):
+        next(driver.mip_search(MM, arch, tie_breaks="no"))
