@@ -273,6 +273,8 @@ def cmd_compare(args) -> int:
         measure, peers = tvm_peers(arch, args.tvm_trials, args.seed)
         cpu = cli_targets.TARGETS["cpu"]  # our kernel as cosa run cpu schedules and builds it
         view = {"arch_view": cpu.schedule_arch, "nest_view": cpu.schedule_nest, "mip_options": cpu.mip_options}
+    if args.no_tie_breaks:  # the MIP's option, beside a target's own
+        view["mip_options"] = {**(view.get("mip_options") or {}), "tie_breaks": False}
     progress = None if args.quiet else ("bar" if sys.stderr.isatty() else "lines")  # both on standard error
     result = compare(nests, arch, schedulers, jobs=args.jobs, objective=args.objective,
                      time_limit_s=args.time_limit, seed=args.seed, random_samples=args.random_samples,
@@ -491,6 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pad", type=float, default=None, metavar="FRACTION",
                    help="cosa: a dim may grow by up to this fraction where its factors then fill the spatial "
                         "fan-out better (as ZigZag's mapper pads; analysis only)")
+    p.add_argument("--no-tie-breaks", action="store_true",
+                   help="cosa: skip the solves that pick, among schedules within 2%% of the best objective, the "
+                        "fewest DRAM bytes and then the least energy")
     p.add_argument("--random-samples", type=int, default=None,
                    help="budget of the random baseline in samples (default 1000; a sample budget makes "
                         "the same --seed give the same rows on every run)")

@@ -147,3 +147,11 @@ def test_schedule_without_tie_breaks_says_so_and_is_refused_for_other_schedulers
     code, _, err = run(capsys, "schedule", "bert_base_128/attention_context", "--arch", "eyeriss", "--no-tie-breaks",
                        "--scheduler", "random")
     assert code == 2 and "--no-tie-breaks is an option of the cosa scheduler" in err and err.count("\n") == 1
+
+
+def test_compare_passes_no_tie_breaks_to_the_mip(capsys):
+    code, out, _ = run(capsys, "compare", "bert_base_128/attention_context", "--arch", "eyeriss", "--schedulers",
+                       "cosa", "--no-tie-breaks", "--json")
+    assert code == 0
+    row = json.loads(out)["rows"][0]
+    assert row["extra"]["tie_breaks"] is False and [s["what"] for s in row["extra"]["tie_solves"]] == ["fewest compute"]
