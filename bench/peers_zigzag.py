@@ -266,7 +266,10 @@ NOTES = ("Both searches minimise latency.  `ours` prices a mapping with `costmod
          "`not expressible` with the reason.  Seconds are CPU seconds of one run each, in one process, on a "
          "machine shared with other jobs; cosa's include building the MIP and its padded solves.  `why` lists "
          "ZigZag's cycle terms and the access counts that differ most in energy, with the mechanism "
-         "(`cosa.baselines.zigzag_compare.MECHANISMS`).")
+         "(`cosa.baselines.zigzag_compare.MECHANISMS`).  `Without tie-breaks`: the same cosa search run again "
+         "with `tie_breaks=False` (`cosa schedule --no-tie-breaks`), which stops before the solves that pick, "
+         "among schedules within the tie tolerance, the fewest DRAM bytes and then the least energy; its "
+         "schedule priced in both models and its CPU seconds beside LOMA's.")
 
 
 ROOM_NOTE = ("  With `--refill-needs-room` both Eyeriss and Simba carry ZigZag's rule for double buffering in our "
