@@ -418,6 +418,10 @@ DESCRIPTION = ("Schedule loop nests (convolutions, matmuls, tensor kernels) on a
 EPILOG = "exit status: 0 done, 1 a run failed (e.g. a scheduler failed, a result mismatched), 2 bad input"
 
 
+NO_TIE_BREAKS_HELP = ("cosa: skip the solves that pick, among schedules within 2%% of the best objective, the fewest "
+                      "DRAM bytes and then the least energy (most of the search time on Eyeriss and Simba)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="cosa", description=DESCRIPTION, epilog=EPILOG)
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -457,9 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pad", type=float, default=None, metavar="FRACTION",
                    help="cosa: a dim may grow by up to this fraction where its factors then fill the spatial "
                         "fan-out better (the schedule is then of the padded layer: analysis only, as ZigZag pads)")
-    p.add_argument("--no-tie-breaks", action="store_true",
-                   help="cosa: skip the solves that pick, among schedules within 2%% of the best objective, the "
-                        "fewest DRAM bytes and then the least energy (most of the search time on Eyeriss and Simba)")
+    p.add_argument("--no-tie-breaks", action="store_true", help=NO_TIE_BREAKS_HELP)
     p.add_argument("-o", "--output", help="write the mapping YAML here")
     p.add_argument("--format", choices=["yaml", "timeloop"], default="yaml",
                    help="-o file format: ours (yaml) or Timeloop's mapping (cosa evaluate reads both)")
@@ -493,9 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pad", type=float, default=None, metavar="FRACTION",
                    help="cosa: a dim may grow by up to this fraction where its factors then fill the spatial "
                         "fan-out better (as ZigZag's mapper pads; analysis only)")
-    p.add_argument("--no-tie-breaks", action="store_true",
-                   help="cosa: skip the solves that pick, among schedules within 2%% of the best objective, the "
-                        "fewest DRAM bytes and then the least energy")
+    p.add_argument("--no-tie-breaks", action="store_true", help=NO_TIE_BREAKS_HELP)
     p.add_argument("--random-samples", type=int, default=None,
                    help="budget of the random baseline in samples (default 1000; a sample budget makes "
                         "the same --seed give the same rows on every run)")
