@@ -33,7 +33,7 @@ SCRIPTS = {"gemmini_chipyard_calibration": ("gemmini_chipyard", "CALIBRATION_SUM
            "peers_zigzag_room": ("peers_zigzag", "SUMMARY_WITH_TIES"),
            "peers_zigzag_fill": ("peers_zigzag", "SUMMARY_WITH_TIES"),
            "peers_zigzag_windows": ("peers_zigzag", "SUMMARY_WITH_TIES"),
-           "peers_zigzag_strict": ("peers_zigzag", "SUMMARY_WITH_TIES"),
+           "peers_zigzag_strict": ("peers_zigzag", ("SUMMARY_WITH_TIES", "NO_TIES_SUMMARY")),
            "peers_zigzag_no_ties": ("peers_zigzag", ("SUMMARY_WITH_TIES", "NO_TIES_SUMMARY"))}
 
 
