@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 WIDTHS = (2, 4, 8, 16, 32)
 WORDS, REPS, LEAD = 32768, 16, 264  # words per copy, copies per try, words between two source rows
-RUN = 256  # words of the contiguous run each panel's rows take (panel_pack's len)
 
 SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the printed table
     {"table": 0, "column": "measured / 16 rows", "what": "Cycles per word over the 16-row panel's, measured",
@@ -36,9 +35,9 @@ SUMMARY = [  # the section's summary in bench/RESULTS.md, computed from the prin
 
 def charged_per_word(width: int) -> float:
     """The words the cost model charges per word of a ``width``-row transposed panel copy of panel_pack's shape."""
-    from costmodel.packing import SQUARE_WORDS, transposed_copy_words
+    from targets.cpu.calibrate import transposed_probe_words
 
-    return transposed_copy_words((WORDS // RUN, RUN), 0, width, 1, SQUARE_WORDS["float32"]) / WORDS
+    return transposed_probe_words(WORDS, width) / WORDS
 
 
 def measure(widths, tries: int, hz: float) -> dict:
@@ -90,8 +89,8 @@ def main(argv=None) -> int:
     got = measure(WIDTHS, args.tries, hz)
     rows = [{"width": w, "measured": got[w], "model": per_word * charged_per_word(w), "before": per_word}
             for w in WIDTHS]
+    ref = next(x for x in rows if x["width"] == 16)
     for r in rows:
-        ref = next(x for x in rows if x["width"] == 16)
         r.update(measured_rel=r["measured"] / ref["measured"], model_rel=r["model"] / ref["model"],
                  before_rel=r["before"] / ref["before"])
     console = Console(width=160, record=True)

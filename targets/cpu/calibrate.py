@@ -250,14 +250,24 @@ PACK_SHAPES = [("rows", 14), ("rows", 56), ("rows", 256), ("along", 16), ("along
                ("across", 4), ("across", 8), ("across", 16)]
 
 
+PANEL_RUN = 256
+"""Words of the contiguous run each panel's rows take in ``panel_pack``'s copies (its ``len``)."""
+
+
+def transposed_probe_words(words: int, width: int) -> float:
+    """The words the cost model charges for ``panel_pack`` copying ``words`` words across the source rows into
+    ``width``-row panels, a blocked transpose of float32 (``costmodel.packing.transposed_copy_words``)."""
+    from costmodel.packing import SQUARE_WORDS, transposed_copy_words
+
+    return transposed_copy_words((words // PANEL_RUN, PANEL_RUN), 0, width, 1, SQUARE_WORDS["float32"])
+
+
 def pack_cycles_per_word(lib, hz: float, quick: bool = False) -> float:
     """Cycles per word of the code generator's packing copies (``costmodel.packing``): the mean over
     ``PACK_SHAPES`` of 32 Ki words copied 16 times from an L2-resident source, the best of several tries,
     each over the words the cost model charges for it (a transpose's whole register squares,
     ``costmodel.packing.transposed_copy_words``: an 8-row panel's copy as 16 rows)."""
     import numpy as np
-
-    from costmodel.packing import SQUARE_WORDS, transposed_copy_words
 
     words, reps = 32768, 16
     src = np.ones(words * 4, dtype=np.float32)  # rows 264 (across) or 512 words (along, rows) apart
@@ -270,8 +280,7 @@ def pack_cycles_per_word(lib, hz: float, quick: bool = False) -> float:
             args = (lib.panel_pack, size, 264 if kind == "across" else 512, int(kind == "across"))
         call = lambda: args[0](dst.ctypes.data, src.ctypes.data, words, *args[1:], reps)  # noqa: E731
         call()
-        charged = transposed_copy_words((words // 256, 256), 0, size, 1, SQUARE_WORDS["float32"]) if kind == "across" \
-            else words
+        charged = transposed_probe_words(words, size) if kind == "across" else words
         costs.append(_best(call, 5 if quick else 20) * hz / (charged * reps))
     return round(sum(costs) / len(costs), 3)
 
