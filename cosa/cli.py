@@ -19,6 +19,7 @@ from .cli_common import (DATAFLOW_HELP, JSON_HELP, LAYER_HELP, OBJECTIVE_HELP, S
 from .cli_common import add_workload_opts, word_size_note
 from .cli_common import add_deadline_option, add_exhaustive_limit_option, scheduler_options, split_deadline
 from .cli_common import parse_size  # noqa: F401  (part of the command line's interface)
+from .baselines.objective import TIE_TOLERANCE
 from .scheduler import SCHEDULERS
 
 # --- commands ---------------------------------------------------------------------------------
@@ -418,8 +419,9 @@ DESCRIPTION = ("Schedule loop nests (convolutions, matmuls, tensor kernels) on a
 EPILOG = "exit status: 0 done, 1 a run failed (e.g. a scheduler failed, a result mismatched), 2 bad input"
 
 
-NO_TIE_BREAKS_HELP = ("cosa: skip the solves that pick, among schedules within 2%% of the best objective, the fewest "
-                      "DRAM bytes and then the least energy (most of the search time on Eyeriss and Simba)")
+NO_TIE_BREAKS_HELP = (f"cosa: skip the solves that pick, among schedules within {TIE_TOLERANCE:.0%}% of the best "
+                      "objective, the fewest DRAM bytes and then the least energy (most of the search time on "
+                      "Eyeriss and Simba)")  # {:.0%} then "%": argparse shows "2%"
 
 
 def build_parser() -> argparse.ArgumentParser:
