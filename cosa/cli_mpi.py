@@ -215,7 +215,10 @@ def cmd_run_mpi(args) -> int:
 
     d["exception_status"] = UNCHECKED.to_dict()
     if choice is not None:
-        d["lower_bound_words"] = choice.lower_bound_words
+        from lowerbounds.sparse import sparse_parallel_bound
+
+        d["lower_bound_words"] = sparse_parallel_bound(problem.kernel, problem.m, problem.n, problem.r, d["nnz"],
+                                                       args.ranks).memory_independent_words
     if args.json:
         _print_json(d)
     else:

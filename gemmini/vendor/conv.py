@@ -5,7 +5,7 @@ Reproduces gemmini.h (ucb-bar/gemmini-rocc-tests 180c468):
 * ``tiled_conv_stride_auto`` / ``tiled_conv_auto`` (in_stride = in_channels,
   weight_stride = out_stride = out_channels): the tile arguments [batches,
   porows, pocols, pochs, krows, kcols, kchs] by the greedy shrink-then-grow
-  rules (``cosa.baselines.tiled_conv_auto_tiles``, pooling and the downsample
+  rules (``costmodel.gemmini_library_tiles.tiled_conv_auto_tiles``, pooling and the downsample
   footprint included), then ``tiled_conv``;
 * ``tiled_conv``: config_st, config_ex, then the tile walk batch, porow,
   pocol, poch, krow, kcol, kch (kch innermost) with ragged last tiles, edge
@@ -39,14 +39,13 @@ def _cdiv_int(a: int, b: int) -> int:
 
 def _auto_tiles(src: str, batch, prows, pcols, och, ich, kernel, params: LibParams, *, stride, kernel_dilation,
                 pool_size, pool_stride, pool_padding, downsample) -> tuple:
-    from cosa.baselines.gemmini_default import tiled_conv_auto_tiles
-    from cosa.schedule import SchedulingError
+    from costmodel.gemmini_library_tiles import LibraryTileError, tiled_conv_auto_tiles
 
     try:
         t = tiled_conv_auto_tiles(batch, prows, pcols, och, ich, kernel, kernel, params.tile_config(),
                                   stride=stride, kernel_dilation=kernel_dilation, pool_size=pool_size,
                                   pool_stride=pool_stride, pool_padding=pool_padding, downsample=downsample)
-    except SchedulingError as err:
+    except LibraryTileError as err:
         refuse(src, err.field or "args", err.reason)
     return t.batches, t.porows, t.pocols, t.pochs, t.krows, t.kcols, t.kchs
 
@@ -103,7 +102,7 @@ def tiled_conv_stride_auto(a: dict, params: LibParams = DEFAULT_PARAMS) -> list:
 
 
 def _footprint(params: LibParams, stride, kernel_dilation, downsample, args, pool_size, pool_stride):
-    from cosa.baselines.gemmini_default import conv_rows
+    from costmodel.gemmini_library_tiles import conv_rows
 
     return conv_rows(args, params.tile_config(), stride, kernel_dilation, pool_size, pool_stride, downsample)
 

@@ -2,7 +2,7 @@
 
 Reproduces gemmini.h (ucb-bar/gemmini-rocc-tests 180c468) for the default
 int8 configuration: ``tiled_matmul_auto`` picks the tile factors (the greedy
-rules of ``cosa.baselines.tiled_matmul_auto_tiles``), ``tiled_matmul``
+rules of ``costmodel.gemmini_library_tiles.tiled_matmul_auto_tiles``), ``tiled_matmul``
 checks them, ``tiled_matmul_outer`` configures the unit and walks the tiles
 i0, j0, k0 (k0 innermost) with a smaller last tile where a dimension does not
 divide (``last_I``, the padding ``pad_I`` of the final DIM block) and with
@@ -31,7 +31,7 @@ def _cdiv(a: int, b: int) -> int:
 
 def auto_tiles(dim_I: int, dim_J: int, dim_K: int, dataflow: int, params: LibParams = DEFAULT_PARAMS) -> tuple:
     """``tiled_matmul_auto``'s (tile_I, tile_J, tile_K) in DIM blocks."""
-    from cosa.baselines.gemmini_default import tiled_matmul_auto_tiles
+    from costmodel.gemmini_library_tiles import tiled_matmul_auto_tiles
 
     t = tiled_matmul_auto_tiles(dim_I, dim_J, dim_K, params.tile_config(), "ws" if dataflow == 1 else "os")
     return t.tile_I, t.tile_J, t.tile_K

@@ -43,7 +43,7 @@ class LibParams:
         return self.bank_num * self.bank_rows
 
     def tile_config(self):
-        from cosa.baselines.gemmini_default import GemminiTileConfig
+        from costmodel.gemmini_library_tiles import GemminiTileConfig
 
         return GemminiTileConfig(dim=self.dim, bank_num=self.bank_num, bank_rows=self.bank_rows,
                                  acc_rows=self.acc_rows)

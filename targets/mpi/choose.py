@@ -1,7 +1,7 @@
 """The scheduler's choice of a distributed sparse algorithm: every algorithm x replication factor c x
 eliding that can run on p ranks, costed with the alpha-beta-gamma model (``targets.mpi.model``), the
-memory-infeasible ones dropped, the cheapest returned with its modelled phase times and the parallel
-lower bound beside it (``lowerbounds.sparse``).
+memory-infeasible ones dropped, the cheapest returned with its modelled phase times.  The parallel lower
+bound beside it is the caller's (``lowerbounds.sparse``: the back end does not import the bounds).
 
 Without the pattern, nonzeros are taken as spread evenly over the blocks (rounded); with it
 (``s``), the exact block counts are used, so the modelled words are the ones a run measures.
@@ -39,11 +39,9 @@ class Candidate:
 class Choice:
     best: Candidate
     candidates: list = field(default_factory=list)
-    lower_bound_words: float = 0.0
 
     def to_dict(self) -> dict:
-        return {"best": self.best.to_dict(), "candidates": [c.to_dict() for c in self.candidates],
-                "lower_bound_words": self.lower_bound_words}
+        return {"best": self.best.to_dict(), "candidates": [c.to_dict() for c in self.candidates]}
 
 
 def _even_blocks(alg: str, nnz: int, p: int, c: int) -> np.ndarray:
@@ -82,8 +80,6 @@ def candidates(kernel: str, m: int, n: int, r: int, nnz: int, p: int, machine: m
 def choose(kernel: str, m: int, n: int, r: int, nnz: int, p: int, machine: model.Machine | None = None,
            s=None, **restrict) -> Choice:
     """The cheapest feasible configuration; ``MpiError`` (exit 2) when none fits."""
-    from lowerbounds.sparse import sparse_parallel_bound
-
     cands = candidates(kernel, m, n, r, nnz, p, machine, s, **restrict)
     ok = [cd for cd in cands if cd.feasible]
     if not ok:
@@ -92,5 +88,4 @@ def choose(kernel: str, m: int, n: int, r: int, nnz: int, p: int, machine: model
             f"the smallest needs {min(cd.memory_words for cd in cands):g})"
         raise MpiError(what, field="--ranks" if not cands else "--c" if restrict.get("cs") else "memory")
     best = min(ok, key=lambda cd: (cd.seconds, cd.words, cd.algorithm, cd.c, cd.elide))
-    bound = sparse_parallel_bound(kernel, m, n, r, nnz, p).memory_independent_words
-    return Choice(best, cands, bound)
+    return Choice(best, cands)

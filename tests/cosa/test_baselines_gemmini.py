@@ -2,10 +2,11 @@
 
 import pytest
 
-from costmodel import evaluate, preset
 from cosa import SchedulingError
-from cosa.baselines import gemmini_default, gemmini_default_mapping, tiled_conv_auto_tiles, tiled_matmul_auto_tiles
-from cosa.baselines.gemmini_default import GemminiTileConfig, tile_extent
+from cosa.baselines import gemmini_default, gemmini_default_mapping
+from cosa.baselines.gemmini_mapping import tile_extent
+from costmodel import evaluate, preset
+from costmodel.gemmini_library_tiles import GemminiTileConfig, tiled_conv_auto_tiles, tiled_matmul_auto_tiles
 from mappings import validate, violations
 from workloads import conv2d, depthwise_conv2d, einsum, matmul
 
@@ -152,7 +153,7 @@ def test_pointwise_tiles_equal_the_recorded_library_stream():
 
 
 def test_row_extents_fill_the_fastest_dims_first():
-    from cosa.baselines.gemmini_default import row_extents
+    from cosa.baselines.gemmini_mapping import row_extents
 
     assert row_extents({"N": 1, "Q": 56, "P": 56}, 80) == {"P": 56, "Q": 1, "N": 1}
     assert row_extents({"N": 2, "Q": 7, "P": 7}, 112) == {"P": 7, "Q": 7, "N": 2}

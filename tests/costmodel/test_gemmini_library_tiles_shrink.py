@@ -4,8 +4,7 @@ import time
 
 from hypothesis import given, settings, strategies as st
 
-from cosa.baselines import GemminiTileConfig, tiled_conv_auto_tiles
-from cosa.baselines.gemmini_default import conv_rows
+from costmodel.gemmini_library_tiles import GemminiTileConfig, conv_rows, tiled_conv_auto_tiles
 
 _POROWS, _POCOLS, _POCHS, _KCHS = 1, 2, 3, 6
 

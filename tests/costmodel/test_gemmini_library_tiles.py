@@ -5,9 +5,8 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cosa import SchedulingError
-from cosa.baselines import GemminiTileConfig, tiled_conv_auto_tiles, tiled_matmul_auto_tiles
-from cosa.baselines.gemmini_default import conv_rows, matmul_acc_rows, matmul_spad_rows
+from costmodel.gemmini_library_tiles import (GemminiTileConfig, LibraryTileError, conv_rows, matmul_acc_rows,
+                                             matmul_spad_rows, tiled_conv_auto_tiles, tiled_matmul_auto_tiles)
 from workloads.divisors import largest_divisor_at_most
 
 DEFAULT = GemminiTileConfig()  # DIM 16, 4 banks x 4096 rows, 1024 accumulator rows
@@ -123,14 +122,14 @@ def test_largest_divisor_at_most():
     assert largest_divisor_at_most(13, 12) == 1
 
 
-def test_bad_arguments_raise_scheduling_errors():
-    with pytest.raises(SchedulingError, match="dataflow"):
+def test_bad_arguments_raise_library_tile_errors():
+    with pytest.raises(LibraryTileError, match="dataflow"):
         tiled_matmul_auto_tiles(16, 16, 16, DEFAULT, "rs")
-    with pytest.raises(SchedulingError, match="positive integer"):
+    with pytest.raises(LibraryTileError, match="positive integer"):
         tiled_matmul_auto_tiles(0, 16, 16)
-    with pytest.raises(SchedulingError, match="out_channels"):
+    with pytest.raises(LibraryTileError, match="out_channels"):
         tiled_conv_auto_tiles(1, 4, 4, -1, 4, 3)
-    with pytest.raises(SchedulingError, match="overflows"):
+    with pytest.raises(LibraryTileError, match="overflows"):
         tiled_conv_auto_tiles(1, 4, 4, 4, 4, 3, 3, GemminiTileConfig(dim=4, bank_num=1, bank_rows=2, acc_rows=2))
-    with pytest.raises(SchedulingError, match="bank_rows"):
+    with pytest.raises(LibraryTileError, match="bank_rows"):
         GemminiTileConfig(bank_rows=0)
