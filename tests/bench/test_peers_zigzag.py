@@ -135,3 +135,56 @@ def test_a_tie_tolerance_outside_zero_to_one_is_refused(capsys):
 
     assert peers.main(["zigzag", "--tie-tolerance", "1.5", "--quick"]) == 2
     assert "--tie-tolerance" in capsys.readouterr().err
+
+
+def test_a_repeat_below_one_is_refused(capsys):
+    import peers
+
+    assert peers.main(["zigzag", "--repeat", "0", "--quick"]) == 2
+    assert "--repeat" in capsys.readouterr().err
+
+
+def test_more_rounds_keep_each_searchs_fastest_cpu_seconds_and_every_round(monkeypatch):
+    import types
+
+    import cosa
+    import cosa.baselines.zigzag_mapper as zm
+
+    cpu = iter([0.5, 0.2, 7.0, 0.6, 0.1, 9.0])  # round 2: cosa, no ties, LOMA; round 3 the same
+    clock = {"t": 0.0}
+
+    def tick():
+        return clock["t"]
+
+    def search():
+        clock["t"] += next(cpu)
+
+    def fake_schedule(workload, arch, **options):
+        search()
+        return types.SimpleNamespace(cost=types.SimpleNamespace(cycles=100.0, energy_pj=2e6))
+
+    def fake_loma(workload, arch, setting):
+        start = clock["t"]
+        search()
+        return types.SimpleNamespace(cpu_s=clock["t"] - start, wall_s=clock["t"] - start)
+
+    monkeypatch.setattr(cosa, "schedule", fake_schedule)
+    monkeypatch.setattr(zm, "loma", fake_loma)
+    monkeypatch.setattr(pz.time, "process_time", tick)
+    monkeypatch.setattr(pz.time, "perf_counter", tick)
+    row = {"cosa": {"cycles": 100.0, "energy_pj": 2e6, "cpu_s": 1.0, "wall_s": 1.0},
+           "cosa_no_ties": {"cycles": 100.0, "energy_pj": 2e6, "cpu_s": 0.3, "wall_s": 0.3},
+           "default": {"cpu_s": 8.0, "wall_s": 8.0}, "large": {"error": "ZigZag failed"}}
+    layer, arch = types.SimpleNamespace(name="res2a"), types.SimpleNamespace(name="eyeriss")
+    pz._more_rounds(row, layer, arch, ["default", "large"], 2, {})
+    assert row["cosa"]["cpu_rounds"] == pytest.approx([1.0, 0.5, 0.6]) and row["cosa"]["cpu_s"] == pytest.approx(0.5)
+    assert row["cosa_no_ties"]["cpu_rounds"] == pytest.approx([0.3, 0.2, 0.1])
+    assert row["cosa_no_ties"]["cpu_s"] == pytest.approx(0.1)
+    assert row["default"]["cpu_rounds"] == pytest.approx([8.0, 7.0, 9.0]) and row["default"]["cpu_s"] == 7.0
+    assert "cpu_rounds" not in row["large"]  # a setting that failed is not run again
+
+    # cosa's search is deterministic: another schedule in a later round is an error, not a silent minimum
+    row["cosa"]["cycles"] = 99.0
+    cpu = iter([0.5, 0.2, 7.0])
+    with pytest.raises(RuntimeError, match="another schedule"):
+        pz._more_rounds(row, layer, arch, ["default"], 1, {})
