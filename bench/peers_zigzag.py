@@ -3,12 +3,13 @@
 For ResNet-50, MobileNet-V2 and BERT-base layers on the Eyeriss-like and Simba-like presets, per layer: the
 cycles and energy of cosa's schedule and of LOMA's best mapping (``cosa.baselines.zigzag_mapper``), each in
 our model and in ZigZag's; each search's seconds (wall and CPU, in one process, the layers in turn; with
-``--repeat N`` every search runs N times, the tools in turn each round, and the fastest CPU time counts); and where the two models price cosa's mapping differently, by how much and why (the count
-differences and mechanisms of ``cosa.baselines.zigzag_compare``).  Before the layers, each tool searches a
-16x16x16 matmul once, untimed (one-time costs: imports, loading the solver), and before each timed search
-the process's heap is collected and what survives frozen (``gc.freeze``), so that no search pays for scanning
-the objects another left behind (one LOMA run leaves about 590,000).  A layer or arch ZigZag cannot express is a
-row with the reason.  LOMA's mapping is read back exactly when our levels can place every loop where ZigZag
+``--repeat N`` every search runs N times, the tools in turn each round, and the fastest CPU time counts); and
+where the two models price cosa's mapping differently, by how much and why (the count differences and
+mechanisms of ``cosa.baselines.zigzag_compare``).  Before the layers, each tool searches a 16x16x16 matmul
+once, untimed (one-time costs: imports, loading the solver), and before each timed search the process's heap
+is collected and what survives frozen (``gc.freeze``), so that no search pays for scanning the objects another
+left behind (one LOMA run leaves about 590,000).  A layer or arch ZigZag cannot express is a row with the
+reason.  LOMA's mapping is read back exactly when our levels can place every loop where ZigZag
 does; otherwise it is the nearest mapping (loops moved outwards) and its row says so::
 
     python3 bench/peers.py zigzag --quick --results bench/RESULTS.md

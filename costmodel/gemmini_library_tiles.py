@@ -333,8 +333,8 @@ def skip_rounds(args: list[int], dim: int, fits, channels: tuple[int, ...]) -> N
     """``skip_run`` for several arguments tied at the top (a square image: porows = pocols): the loop
     then shrinks them in turn, one step each per round; rounds that keep them above every other argument
     and DIM are skipped by bisection up to the last one after which the tile still does not fit, from
-    where the loop goes on step by step (a 2**24 x 2**24 image took minutes, 2**25 steps).  ``channels``: the indices of the arguments that
-    shrink by DIM."""
+    where the loop goes on step by step (a 2**24 x 2**24 image took minutes, 2**25 steps).  ``channels``:
+    the indices of the arguments that shrink by DIM."""
     value = max(args)
     tied = [i for i, v in enumerate(args) if v == value]
     steps = {dim if i in channels else 1 for i in tied}
